@@ -1,0 +1,5 @@
+export {
+	createMemTTLStorage,
+	type MemTTLStorage,
+	type MemTTLStorageOptions,
+} from "./mem-ttl-storage.ts";

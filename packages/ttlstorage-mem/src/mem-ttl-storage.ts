@@ -1,0 +1,248 @@
+import type { Clock } from "@vvm/clock";
+import { systemClock } from "@vvm/clock";
+import type { BatchItem, Bytes, ReadRange, StoredRecord, TTLStorage } from "@vvm/ttlstorage";
+import {
+	bytesEqual,
+	closedError,
+	compareBytes,
+	expireAtMs,
+	inRange,
+	isExpired,
+	remainingSeconds,
+	validateBatch,
+	validateKey,
+	validateRange,
+	validateTTL,
+	validateValue,
+} from "@vvm/ttlstorage";
+
+const DRIVER_NAME = "mem";
+
+/** Options of {@link createMemTTLStorage}. */
+export interface MemTTLStorageOptions {
+	/** Clock for expiry; default the system clock. Tests pass a `MockClock`. */
+	readonly clock?: Clock;
+	/**
+	 * Expired records are removed physically after this many writes (amortised sweep), so memory
+	 * stays bounded by the live records. Default 1024.
+	 */
+	readonly sweepEveryWrites?: number;
+}
+
+interface Entry {
+	value: Bytes;
+	expireAt: number;
+}
+
+// Byte strings as map keys: latin1 keeps one char per byte, so the mapping is exact and cheap.
+const keyOf = (b: Bytes): string =>
+	Buffer.from(b.buffer, b.byteOffset, b.byteLength).toString("latin1");
+const copy = (b: Bytes): Bytes => Uint8Array.from(b);
+
+class MemTTLStorageImpl implements TTLStorage {
+	readonly #clock: Clock;
+	readonly #sweepEvery: number;
+	readonly #partitions = new Map<string, Map<string, Entry & { cCols: Bytes }>>();
+	#writes = 0;
+	#closed = false;
+
+	constructor(options: MemTTLStorageOptions) {
+		this.#clock = options.clock ?? systemClock;
+		this.#sweepEvery = options.sweepEveryWrites ?? 1024;
+		if (!Number.isInteger(this.#sweepEvery) || this.#sweepEvery < 1) {
+			throw new RangeError(
+				`[@vvm/ttlstorage-mem] sweepEveryWrites must be a positive integer, got ${this.#sweepEvery}`,
+			);
+		}
+	}
+
+	/** Live entry or undefined; an expired entry is removed on sight. */
+	#live(pKey: Bytes, cCols: Bytes): Entry | undefined {
+		const part = this.#partitions.get(keyOf(pKey));
+		const ck = keyOf(cCols);
+		const entry = part?.get(ck);
+		if (entry === undefined) return undefined;
+		if (isExpired(entry.expireAt, this.#clock.now())) {
+			part?.delete(ck);
+			if (part?.size === 0) this.#partitions.delete(keyOf(pKey));
+			return undefined;
+		}
+		return entry;
+	}
+
+	#write(pKey: Bytes, cCols: Bytes, value: Bytes, ttlSeconds: number): void {
+		const pk = keyOf(pKey);
+		let part = this.#partitions.get(pk);
+		if (part === undefined) {
+			part = new Map();
+			this.#partitions.set(pk, part);
+		}
+		part.set(keyOf(cCols), {
+			cCols: copy(cCols),
+			value: copy(value),
+			expireAt: expireAtMs(this.#clock.now(), ttlSeconds),
+		});
+		if (++this.#writes % this.#sweepEvery === 0) this.sweep();
+	}
+
+	#delete(pKey: Bytes, cCols: Bytes): void {
+		const pk = keyOf(pKey);
+		const part = this.#partitions.get(pk);
+		part?.delete(keyOf(cCols));
+		if (part?.size === 0) this.#partitions.delete(pk);
+	}
+
+	#open(operation: string): void {
+		if (this.#closed) throw closedError(DRIVER_NAME, operation);
+	}
+
+	/** Removes every expired record now; returns how many. */
+	sweep(): number {
+		const now = this.#clock.now();
+		let removed = 0;
+		for (const [pk, part] of this.#partitions) {
+			for (const [ck, entry] of part) {
+				if (isExpired(entry.expireAt, now)) {
+					part.delete(ck);
+					removed++;
+				}
+			}
+			if (part.size === 0) this.#partitions.delete(pk);
+		}
+		return removed;
+	}
+
+	/** Number of records held in memory, expired ones not yet swept included. */
+	get size(): number {
+		let n = 0;
+		for (const part of this.#partitions.values()) n += part.size;
+		return n;
+	}
+
+	// Every method is synchronous inside, so each conditional write is atomic; `async` turns
+	// validation errors into rejections only after they were thrown before any state change.
+	async insertIfNotExists(
+		pKey: Bytes,
+		cCols: Bytes,
+		value: Bytes,
+		ttlSeconds: number,
+	): Promise<boolean> {
+		validateKey(pKey, cCols);
+		validateValue(value);
+		validateTTL(ttlSeconds);
+		this.#open("insertIfNotExists");
+		if (this.#live(pKey, cCols) !== undefined) return false;
+		this.#write(pKey, cCols, value, ttlSeconds);
+		return true;
+	}
+
+	async compareAndSwap(
+		pKey: Bytes,
+		cCols: Bytes,
+		oldValue: Bytes,
+		newValue: Bytes,
+		ttlSeconds: number,
+	): Promise<boolean> {
+		validateKey(pKey, cCols);
+		validateValue(oldValue, "oldValue");
+		validateValue(newValue, "newValue");
+		validateTTL(ttlSeconds);
+		this.#open("compareAndSwap");
+		const entry = this.#live(pKey, cCols);
+		if (entry === undefined || !bytesEqual(entry.value, oldValue)) return false;
+		this.#write(pKey, cCols, newValue, ttlSeconds);
+		return true;
+	}
+
+	async compareAndDelete(pKey: Bytes, cCols: Bytes, expectedValue: Bytes): Promise<boolean> {
+		validateKey(pKey, cCols);
+		validateValue(expectedValue, "expectedValue");
+		this.#open("compareAndDelete");
+		const entry = this.#live(pKey, cCols);
+		if (entry === undefined || !bytesEqual(entry.value, expectedValue)) return false;
+		this.#delete(pKey, cCols);
+		return true;
+	}
+
+	async get(pKey: Bytes, cCols: Bytes): Promise<Bytes | undefined> {
+		validateKey(pKey, cCols);
+		this.#open("get");
+		const entry = this.#live(pKey, cCols);
+		return entry === undefined ? undefined : copy(entry.value);
+	}
+
+	async put(pKey: Bytes, cCols: Bytes, value: Bytes, ttlSeconds = 0): Promise<void> {
+		validateKey(pKey, cCols);
+		validateValue(value);
+		validateTTL(ttlSeconds);
+		this.#open("put");
+		this.#write(pKey, cCols, value, ttlSeconds);
+	}
+
+	async putBatch(items: readonly BatchItem[]): Promise<void> {
+		validateBatch(items);
+		this.#open("putBatch");
+		for (const item of items) this.#write(item.pKey, item.cCols, item.value, item.ttlSeconds ?? 0);
+	}
+
+	read(pKey: Bytes, range: ReadRange = {}): AsyncIterable<StoredRecord> {
+		validateKey(pKey, new Uint8Array());
+		validateRange(range.from, range.to);
+		const self = this;
+		return {
+			async *[Symbol.asyncIterator]() {
+				self.#open("read");
+				// Snapshot first: the caller may write while iterating.
+				const part = self.#partitions.get(keyOf(pKey));
+				const now = self.#clock.now();
+				const records = [...(part?.values() ?? [])]
+					.filter((e) => !isExpired(e.expireAt, now) && inRange(e.cCols, range.from, range.to))
+					.sort((a, b) => compareBytes(a.cCols, b.cCols))
+					.map((e) => ({ cCols: copy(e.cCols), value: copy(e.value) }));
+				yield* records;
+			},
+		};
+	}
+
+	async queryTTL(pKey: Bytes, cCols: Bytes): Promise<number | undefined> {
+		validateKey(pKey, cCols);
+		this.#open("queryTTL");
+		const entry = this.#live(pKey, cCols);
+		return entry === undefined ? undefined : remainingSeconds(entry.expireAt, this.#clock.now());
+	}
+
+	async close(): Promise<void> {
+		this.#closed = true;
+		this.#partitions.clear();
+	}
+
+	[Symbol.asyncDispose](): Promise<void> {
+		return this.close();
+	}
+}
+
+/** The in-memory driver with its maintenance extras. */
+export interface MemTTLStorage extends TTLStorage {
+	/** Removes every expired record now; returns how many were removed. */
+	sweep(): number;
+	/** Records held in memory, expired ones not yet swept included. */
+	readonly size: number;
+}
+
+/**
+ * Creates the in-memory TTL storage: conditional writes are atomic because each runs synchronously
+ * on the event loop; expiry uses the injected clock (`now >= expireAt`), and expired records are
+ * removed on access and by an amortised sweep, so memory does not grow with dead records.
+ *
+ * @example
+ * ```ts
+ * import { MockClock } from "@vvm/clock";
+ * import { createMemTTLStorage } from "@vvm/ttlstorage-mem";
+ * const clock = new MockClock();
+ * const storage = createMemTTLStorage({ clock });
+ * await storage.insertIfNotExists(pKey, cCols, value, 20);
+ * ```
+ */
+export function createMemTTLStorage(options: MemTTLStorageOptions = {}): MemTTLStorage {
+	return new MemTTLStorageImpl(options);
+}

@@ -1,0 +1,17 @@
+export {
+	type FaultAction,
+	type FaultCall,
+	type FaultRule,
+	type FaultyTTLStorage,
+	faults,
+	type StorageOperation,
+	type WithFaultsOptions,
+	withFaults,
+} from "./faults.ts";
+export {
+	type StorageContext,
+	type SuiteCase,
+	type TTLStorageSuiteOptions,
+	ttlStorageCases,
+	ttlStorageTestSuite,
+} from "./suite.ts";

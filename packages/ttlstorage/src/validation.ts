@@ -1,0 +1,66 @@
+import type { BatchItem, Bytes } from "./ttl-storage.ts";
+
+/** Longest key (`pKey` + `cCols`) in bytes. */
+export const MAX_KEY_BYTES = 1024;
+/** Longest value in bytes. */
+export const MAX_VALUE_BYTES = 65_536;
+/** Longest TTL in seconds (365 days). */
+export const MAX_TTL_SECONDS = 31_536_000;
+
+function checkBytes(name: string, v: unknown): asserts v is Bytes {
+	if (!(v instanceof Uint8Array))
+		throw new TypeError(`[@vvm/ttlstorage] ${name} must be a Uint8Array`);
+}
+
+/** Throws unless `pKey` is non-empty and `pKey` + `cCols` fit in {@link MAX_KEY_BYTES}. */
+export function validateKey(pKey: Bytes, cCols: Bytes): void {
+	checkBytes("pKey", pKey);
+	checkBytes("cCols", cCols);
+	if (pKey.length === 0) throw new RangeError("[@vvm/ttlstorage] pKey must not be empty");
+	if (pKey.length + cCols.length > MAX_KEY_BYTES) {
+		throw new RangeError(
+			`[@vvm/ttlstorage] key is ${pKey.length + cCols.length} bytes (pKey + cCols); the limit is ${MAX_KEY_BYTES}`,
+		);
+	}
+}
+
+/** Throws unless `value` is bytes of at most {@link MAX_VALUE_BYTES}. */
+export function validateValue(value: Bytes, name = "value"): void {
+	checkBytes(name, value);
+	if (value.length > MAX_VALUE_BYTES) {
+		throw new RangeError(
+			`[@vvm/ttlstorage] ${name} is ${value.length} bytes; the limit is ${MAX_VALUE_BYTES}`,
+		);
+	}
+}
+
+/** Throws unless `ttlSeconds` is an integer in `0..MAX_TTL_SECONDS` (0 = no TTL). */
+export function validateTTL(ttlSeconds: number): void {
+	if (!Number.isInteger(ttlSeconds) || ttlSeconds < 0 || ttlSeconds > MAX_TTL_SECONDS) {
+		throw new RangeError(
+			`[@vvm/ttlstorage] ttlSeconds must be an integer in 0..${MAX_TTL_SECONDS} (0 = no TTL), got ${String(ttlSeconds)}`,
+		);
+	}
+}
+
+/** Validates every item of a batch; nothing is written when one is bad. */
+export function validateBatch(items: readonly BatchItem[]): void {
+	if (!Array.isArray(items))
+		throw new TypeError("[@vvm/ttlstorage] putBatch items must be an array");
+	items.forEach((item, i) => {
+		try {
+			validateKey(item.pKey, item.cCols);
+			validateValue(item.value);
+			validateTTL(item.ttlSeconds ?? 0);
+		} catch (error) {
+			if (error instanceof Error) error.message = `${error.message} (putBatch item ${i})`;
+			throw error;
+		}
+	});
+}
+
+/** Validates optional range bounds. */
+export function validateRange(from: Bytes | undefined, to: Bytes | undefined): void {
+	if (from !== undefined) checkBytes("range.from", from);
+	if (to !== undefined) checkBytes("range.to", to);
+}

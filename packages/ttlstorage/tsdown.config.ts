@@ -1,0 +1,10 @@
+import { defineConfig } from "tsdown";
+
+export default defineConfig({
+	entry: { index: "src/index.ts", "testing/index": "src/testing/index.ts" },
+	format: ["esm"],
+	dts: true,
+	platform: "node",
+	sourcemap: true,
+	external: ["vitest"],
+});
