@@ -1,3 +1,4 @@
+export { type BenchOptions, type BenchResult, benchTTLStorage, formatBenchTable } from "./bench.ts";
 export {
 	type FaultAction,
 	type FaultCall,
