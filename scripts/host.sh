@@ -1,0 +1,10 @@
+#!/usr/bin/env bash
+# Runs the VVM host on the embedded level storage in ./.vvm-data (override any flag after --,
+# e.g. `npm run host -- --http-port 9090`). Installs and builds what is missing first.
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT"
+. scripts/bootstrap.sh >&2
+echo "host: building" >&2
+pnpm turbo run build --filter=@vvm/vvm-host... --output-logs=errors-only >&2
+exec node apps/vvm-host/dist/cli.mjs --storage level --data-dir "$ROOT/.vvm-data" "$@"

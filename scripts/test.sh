@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# The one test command: installs what is missing, starts real Cassandra and DynamoDB Local on
+# 127.0.0.1 (stopping them afterwards if this script started them), and runs every test of every
+# package once with vitest. Real-server suites are required to run here (no skipping).
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT"
+mkdir -p .test-results
+
+port_open() { timeout 1 bash -c "exec 3<>/dev/tcp/127.0.0.1/$1" >/dev/null 2>&1; }
+started_servers=0
+if ! port_open "${CASSANDRA_PORT:-9042}" || ! port_open "${DYNAMODB_PORT:-8000}"; then
+	started_servers=1
+fi
+stop_servers() {
+	if [ "$started_servers" = 1 ]; then bash tooling/servers/stop-all.sh || true; fi
+}
+trap stop_servers EXIT
+
+# Servers first, in the background: Cassandra's first start downloads its jars and takes longest.
+bash tooling/servers/start-all.sh > .test-results/servers.log 2>&1 &
+servers_pid=$!
+
+. scripts/bootstrap.sh
+
+if ! wait "$servers_pid"; then
+	cat .test-results/servers.log
+	echo "test: the real servers did not start (log above)" >&2
+	exit 1
+fi
+cat .test-results/servers.log
+
+export CASSANDRA_TESTS_ENABLED=1 DYNAMODB_TESTS_ENABLED=1
+status=0
+pnpm exec vitest run --reporter=default --reporter=json --outputFile.json=.test-results/vitest.json "$@" || status=$?
+node scripts/test-summary.mjs .test-results/vitest.json || status=1
+exit "$status"
