@@ -1,1 +1,13 @@
-export {};
+export { VVMError, type VVMErrorCode } from "./errors.ts";
+export type { VVMEvent, VVMLifecycleEvent } from "./events.ts";
+export type { VVMService, VVMServiceContext } from "./service.ts";
+export {
+	DEFAULT_ACQUIRE_RETRY_MS,
+	DEFAULT_ACQUISITION_DURATION_MS,
+	DEFAULT_LEADERSHIP_DURATION_SECONDS,
+	type ElectionsFactory,
+	provideVVM,
+	type VVM,
+	type VVMConfig,
+	type VVMLeadership,
+} from "./vvm.ts";

@@ -1,0 +1,452 @@
+import type { Clock } from "@vvm/clock";
+import { systemClock } from "@vvm/clock";
+import type {
+	Elections,
+	ElectionsOptions,
+	ITTLStorage,
+	Killer,
+	LeadershipEvent,
+} from "@vvm/ielections";
+import { createElections } from "@vvm/ielections";
+import { VVMError } from "./errors.ts";
+import type { VVMEvent, VVMLifecycleEvent } from "./events.ts";
+import type { VVMService, VVMServiceContext } from "./service.ts";
+
+/** Default leadership duration of {@link VVM.launch}, seconds (voedger's default). */
+export const DEFAULT_LEADERSHIP_DURATION_SECONDS = 20;
+/** Default acquisition duration of {@link VVM.launch}, ms (voedger's default). */
+export const DEFAULT_ACQUISITION_DURATION_MS = 120_000;
+/** Default pause between acquisition attempts, ms, on the VVM's clock. */
+export const DEFAULT_ACQUIRE_RETRY_MS = 1_000;
+
+const MAX_DURATION_SECONDS = 31_536_000;
+const MAX_SLOT = 0xffff_ffff;
+
+/** Factory of the elections a VVM uses; defaults to `createElections` of `@vvm/ielections`. */
+export type ElectionsFactory = (
+	storage: ITTLStorage<number, string>,
+	options: ElectionsOptions<number, string>,
+) => Elections<number, string>;
+
+/** Configuration of {@link provideVVM}. */
+export interface VVMConfig {
+	/** Leadership storage, e.g. `vvmLeadershipStorage(driver)` from `@vvm/ielections`. */
+	readonly storage: ITTLStorage<number, string>;
+	/** This VVM's address: the value of the leader record. Must differ between VVMs. */
+	readonly address: string;
+	/** Number of leader slots `1..numVVM` (VVMs that may lead at once). Default 1. */
+	readonly numVVM?: number;
+	/** Time source for elections and the acquisition loop. Default `systemClock`. */
+	readonly clock?: Clock;
+	/** Killer the elections arm (seed 001). Default `processKiller()` of `@vvm/ielections`. */
+	readonly killer?: Killer;
+	/** Services started in order once leader, stopped in reverse at shutdown. */
+	readonly services?: readonly VVMService[];
+	/** Lifecycle and leadership events; a throwing listener is ignored. */
+	readonly onEvent?: (event: VVMEvent) => void;
+	/** Pause between acquisition attempts, ms, on `clock` (Go sleeps a real second). Default 1000. */
+	readonly acquireRetryMs?: number;
+	/** Builds the elections; for tests and custom elections. Default `createElections`. */
+	readonly createElections?: ElectionsFactory;
+}
+
+/** The local view of this VVM's leadership. */
+export interface VVMLeadership {
+	/** The slot held, in `1..numVVM`. */
+	readonly slot: number;
+	/** The value of the leader record (this VVM's address). */
+	readonly address: string;
+	readonly durationSeconds: number;
+	/** Clock ms when the leadership was acquired. */
+	readonly acquiredAt: number;
+	/** Successful renewals so far. */
+	readonly renewals: number;
+	/** Clock ms when the last successful renewal (or the insert) was sent. */
+	readonly lastRenewedAt: number;
+	/** `lastRenewedAt + 0.8 * duration`: the VVM may act as leader only before this moment. */
+	readonly leaseDeadline: number;
+}
+
+/**
+ * A VVM: launched once under leadership of one slot, shut down once.
+ *
+ * @see voedger pkg/vvm VoedgerVM (Launch, Shutdown)
+ * @example
+ * ```ts
+ * const vvm = provideVVM({ storage: vvmLeadershipStorage(driver), address: "10.0.0.5:8080" });
+ * const problem = await vvm.launch(20, 120_000);
+ * await new Promise((resolve) => problem.addEventListener("abort", resolve));
+ * const error = await vvm.shutdown();
+ * ```
+ */
+export interface VVM {
+	/**
+	 * Acquires leadership of a slot in `1..numVVM` (scanning the slots, retrying every
+	 * `acquireRetryMs` until `acquisitionDurationMs` passed), starts the leadership monitor and the
+	 * services, and resolves to the problem signal. On failure the signal is already aborted with
+	 * the problem. Never rejects; throws synchronously when called twice or with bad arguments.
+	 */
+	launch(leadershipDurationSeconds?: number, acquisitionDurationMs?: number): Promise<AbortSignal>;
+	/**
+	 * Stops everything (services in reverse order, the leadership monitor, then the elections,
+	 * which delete the leader record) and resolves to the problem or `undefined`. May be called
+	 * while `launch` is still acquiring (acquisition stops). Repeated calls return the same
+	 * promise. Throws synchronously before `launch`.
+	 */
+	shutdown(): Promise<Error | undefined>;
+	/** The leadership held, or `undefined`. */
+	leadership(): VVMLeadership | undefined;
+	/** `true` while the leadership is held and the clock is before its lease deadline. */
+	leaseValid(): boolean;
+	/** The first problem, or `undefined`. */
+	problem(): Error | undefined;
+}
+
+type State = "idle" | "launched" | "shutting-down";
+
+interface Held {
+	readonly slot: number;
+	readonly signal: AbortSignal;
+	readonly durationSeconds: number;
+}
+
+class VVMImpl implements VVM {
+	readonly #storage: ITTLStorage<number, string>;
+	readonly #address: string;
+	readonly #numVVM: number;
+	readonly #clock: Clock;
+	readonly #killer: Killer | undefined;
+	readonly #services: readonly VVMService[];
+	readonly #onEvent: ((event: VVMEvent) => void) | undefined;
+	readonly #retryMs: number;
+	readonly #createElections: ElectionsFactory;
+
+	#state: State = "idle";
+	#launching: Promise<AbortSignal> | undefined;
+	#shuttingDown: Promise<Error | undefined> | undefined;
+	#problem: Error | undefined;
+	readonly #problemCtl = new AbortController();
+	/** vvmShutCtx: aborted when shutdown is requested; stops the acquisition loop. */
+	readonly #shutCtl = new AbortController();
+	/** The services' signal: aborted on shutdown or on the first problem. */
+	readonly #servicesCtl = new AbortController();
+	#elections: Elections<number, string> | undefined;
+	#held: Held | undefined;
+	#stopMonitor: (() => void) | undefined;
+	readonly #started: VVMService[] = [];
+
+	constructor(config: VVMConfig) {
+		this.#storage = config.storage;
+		this.#address = config.address;
+		this.#numVVM = config.numVVM ?? 1;
+		this.#clock = config.clock ?? systemClock;
+		this.#killer = config.killer;
+		this.#services = [...(config.services ?? [])];
+		this.#onEvent = config.onEvent;
+		this.#retryMs = config.acquireRetryMs ?? DEFAULT_ACQUIRE_RETRY_MS;
+		this.#createElections = config.createElections ?? createElections;
+	}
+
+	launch(
+		leadershipDurationSeconds: number = DEFAULT_LEADERSHIP_DURATION_SECONDS,
+		acquisitionDurationMs: number = DEFAULT_ACQUISITION_DURATION_MS,
+	): Promise<AbortSignal> {
+		if (this.#state !== "idle") throw new Error("[@vvm/orch] VVM is launched already");
+		if (
+			!Number.isInteger(leadershipDurationSeconds) ||
+			leadershipDurationSeconds < 1 ||
+			leadershipDurationSeconds > MAX_DURATION_SECONDS
+		) {
+			throw new RangeError(
+				`[@vvm/orch] leadershipDurationSeconds must be an integer in 1..${MAX_DURATION_SECONDS}, got ${String(leadershipDurationSeconds)}`,
+			);
+		}
+		if (
+			typeof acquisitionDurationMs !== "number" ||
+			!Number.isFinite(acquisitionDurationMs) ||
+			acquisitionDurationMs < 0
+		) {
+			throw new RangeError(
+				`[@vvm/orch] acquisitionDurationMs must be a finite number >= 0, got ${String(acquisitionDurationMs)}`,
+			);
+		}
+		this.#state = "launched";
+		this.#launching = this.#launch(leadershipDurationSeconds, acquisitionDurationMs);
+		return this.#launching;
+	}
+
+	shutdown(): Promise<Error | undefined> {
+		if (this.#state === "idle") throw new Error("[@vvm/orch] VVM must be launched before shutdown");
+		this.#shuttingDown ??= this.#shutdown();
+		return this.#shuttingDown;
+	}
+
+	leadership(): VVMLeadership | undefined {
+		const held = this.#held;
+		const state = held && this.#elections?.leadership(held.slot);
+		if (held === undefined || state === undefined || state.signal !== held.signal) return undefined;
+		return {
+			slot: held.slot,
+			address: state.value,
+			durationSeconds: state.durationSeconds,
+			acquiredAt: state.acquiredAt,
+			renewals: state.renewals,
+			lastRenewedAt: state.lastRenewedAt,
+			leaseDeadline: state.leaseDeadline,
+		};
+	}
+
+	leaseValid(): boolean {
+		const held = this.#held;
+		if (held === undefined || held.signal.aborted) return false;
+		const state = this.#elections?.leadership(held.slot);
+		return (
+			state !== undefined && state.signal === held.signal && this.#clock.now() < state.leaseDeadline
+		);
+	}
+
+	problem(): Error | undefined {
+		return this.#problem;
+	}
+
+	// --- launcher -------------------------------------------------------------------------------
+
+	async #launch(durationSeconds: number, acquisitionDurationMs: number): Promise<AbortSignal> {
+		this.#emit({
+			type: "launching",
+			at: this.#clock.now(),
+			address: this.#address,
+			numVVM: this.#numVVM,
+			durationSeconds,
+			acquisitionDurationMs,
+		});
+		try {
+			const held = await this.#acquire(durationSeconds, acquisitionDurationMs);
+			if (held === undefined) {
+				if (!this.#shutCtl.signal.aborted) {
+					this.#updateProblem(
+						new VVMError(
+							"VVM_LEADERSHIP_ACQUISITION",
+							`failed to acquire leadership of any slot in 1..${this.#numVVM} as "${this.#address}" within ${acquisitionDurationMs} ms`,
+						),
+					);
+				}
+				return this.#problemCtl.signal;
+			}
+			this.#held = held;
+			if (this.#shutCtl.signal.aborted) return this.#problemCtl.signal; // shutdown releases it
+			this.#startMonitor(held);
+			this.#emit({
+				type: "leader",
+				at: this.#clock.now(),
+				slot: held.slot,
+				address: this.#address,
+				leaseDeadline: this.leadership()?.leaseDeadline ?? Number.NaN,
+			});
+		} catch (error) {
+			this.#updateProblem(
+				new VVMError("VVM_LEADERSHIP_ACQUISITION", "failed to acquire leadership", {
+					cause: error,
+				}),
+			);
+			return this.#problemCtl.signal;
+		}
+		await this.#startServices();
+		return this.#problemCtl.signal;
+	}
+
+	async #acquire(
+		durationSeconds: number,
+		acquisitionDurationMs: number,
+	): Promise<Held | undefined> {
+		const options: ElectionsOptions<number, string> = {
+			clock: this.#clock,
+			onEvent: (event: LeadershipEvent<number, string>) => this.#emit(event),
+			...(this.#killer === undefined ? {} : { killer: this.#killer }),
+		};
+		const elections = this.#createElections(this.#storage, options);
+		this.#elections = elections;
+		const shut = this.#shutCtl.signal;
+		const deadline = this.#clock.now() + acquisitionDurationMs;
+		let slot = 1;
+		for (;;) {
+			if (shut.aborted) return undefined;
+			const signal = await elections.acquireLeadership(slot, this.#address, durationSeconds);
+			if (signal !== undefined) return { slot, signal, durationSeconds };
+			slot = (slot % this.#numVVM) + 1;
+			const left = deadline - this.#clock.now();
+			if (left <= 0 || shut.aborted) return undefined;
+			try {
+				await this.#clock.sleep(Math.min(this.#retryMs, left), shut);
+			} catch {
+				return undefined; // shutdown requested while waiting
+			}
+		}
+	}
+
+	/** The leadership monitor: a problem on loss. The killer is armed by the elections already. */
+	#startMonitor(held: Held): void {
+		const onLost = (): void => {
+			this.#stopMonitor = undefined;
+			this.#updateProblem(
+				new VVMError("VVM_LEADERSHIP_LOST", `leadership of slot ${held.slot} lost`, {
+					cause: held.signal.reason,
+				}),
+			);
+		};
+		if (held.signal.aborted) {
+			onLost();
+			return;
+		}
+		held.signal.addEventListener("abort", onLost, { once: true });
+		this.#stopMonitor = () => held.signal.removeEventListener("abort", onLost);
+	}
+
+	async #startServices(): Promise<void> {
+		const context: VVMServiceContext = {
+			signal: this.#servicesCtl.signal,
+			leaseValid: () => this.leaseValid(),
+		};
+		for (const service of this.#services) {
+			if (this.#servicesCtl.signal.aborted) return; // shutdown or a problem: start no more
+			try {
+				await service.start(context);
+			} catch (error) {
+				this.#updateProblem(
+					new VVMError("VVM_SERVICES_LAUNCH", `service "${service.name}" failed to start`, {
+						cause: error,
+					}),
+				);
+				return;
+			}
+			this.#started.push(service);
+		}
+		this.#emit({
+			type: "services-started",
+			at: this.#clock.now(),
+			services: this.#started.map((s) => s.name),
+		});
+	}
+
+	// --- shutdowner -----------------------------------------------------------------------------
+
+	async #shutdown(): Promise<Error | undefined> {
+		this.#state = "shutting-down";
+		this.#emit({ type: "shutdown-started", at: this.#clock.now() });
+		const reason = new Error("[@vvm/orch] VVM shutdown");
+		this.#shutCtl.abort(reason);
+		this.#servicesCtl.abort(reason);
+		await this.#launching; // never rejects; stops early once the shutdown signal is aborted
+		// 1. services, in reverse order of start
+		for (const service of this.#started.splice(0).reverse()) {
+			try {
+				await service.stop();
+			} catch (error) {
+				this.#updateProblem(
+					new VVMError("VVM_SHUTDOWN", `service "${service.name}" failed to stop`, {
+						cause: error,
+					}),
+				);
+			}
+		}
+		// 2. the leadership monitor: a loss from here on is the shutdown itself
+		this.#stopMonitor?.();
+		this.#stopMonitor = undefined;
+		// 3. elections: no more acquisitions, the leader record deleted, renewal loops ended
+		try {
+			await this.#elections?.cleanup();
+		} catch (error) {
+			this.#updateProblem(
+				new VVMError("VVM_SHUTDOWN", "failed to release the leadership", { cause: error }),
+			);
+		}
+		this.#held = undefined;
+		this.#emit({ type: "shutdown-done", at: this.#clock.now(), problem: this.#problem });
+		return this.#problem;
+	}
+
+	/** The only way a problem is reported: the first one wins; later ones are dropped. */
+	#updateProblem(error: Error): void {
+		if (this.#problem !== undefined) return;
+		this.#problem = error;
+		this.#emit({ type: "problem", at: this.#clock.now(), error });
+		this.#servicesCtl.abort(error);
+		this.#problemCtl.abort(error);
+	}
+
+	#emit(event: VVMLifecycleEvent | LeadershipEvent<number, string>): void {
+		if (this.#onEvent === undefined) return;
+		try {
+			this.#onEvent(event);
+		} catch {
+			// a listener must not break the VVM
+		}
+	}
+}
+
+function validateConfig(config: VVMConfig): void {
+	if (typeof config !== "object" || config === null) {
+		throw new TypeError("[@vvm/orch] config must be an object");
+	}
+	const s = config.storage as unknown as Record<string, unknown> | undefined;
+	if (
+		typeof s !== "object" ||
+		s === null ||
+		typeof s.insertIfNotExist !== "function" ||
+		typeof s.compareAndSwap !== "function" ||
+		typeof s.compareAndDelete !== "function"
+	) {
+		throw new TypeError(
+			"[@vvm/orch] config.storage must be an ITTLStorage<number, string>, e.g. vvmLeadershipStorage(driver)",
+		);
+	}
+	if (typeof config.address !== "string" || config.address.length === 0) {
+		throw new TypeError("[@vvm/orch] config.address must be a non-empty string");
+	}
+	const n = config.numVVM;
+	if (n !== undefined && (!Number.isInteger(n) || n < 1 || n > MAX_SLOT)) {
+		throw new RangeError(
+			`[@vvm/orch] config.numVVM must be an integer in 1..${MAX_SLOT}, got ${String(n)}`,
+		);
+	}
+	const r = config.acquireRetryMs;
+	if (r !== undefined && (typeof r !== "number" || !Number.isFinite(r) || r <= 0)) {
+		throw new RangeError(
+			`[@vvm/orch] config.acquireRetryMs must be a finite number > 0, got ${String(r)}`,
+		);
+	}
+	const names = new Set<string>();
+	for (const service of config.services ?? []) {
+		if (
+			typeof service?.name !== "string" ||
+			typeof service.start !== "function" ||
+			typeof service.stop !== "function"
+		) {
+			throw new TypeError("[@vvm/orch] every service needs a name, start() and stop()");
+		}
+		if (names.has(service.name)) {
+			throw new TypeError(`[@vvm/orch] duplicate service name "${service.name}"`);
+		}
+		names.add(service.name);
+	}
+}
+
+/**
+ * Wires a VVM without starting anything: no storage call, no timer, until {@link VVM.launch}.
+ *
+ * @see voedger pkg/vvm Provide
+ * @example
+ * ```ts
+ * import { vvmLeadershipStorage } from "@vvm/ielections";
+ * import { createMemTTLStorage } from "@vvm/ttlstorage-mem";
+ * const vvm = provideVVM({
+ *   storage: vvmLeadershipStorage(createMemTTLStorage()),
+ *   address: "127.0.0.1:8080",
+ *   services: [httpService],
+ * });
+ * ```
+ */
+export function provideVVM(config: VVMConfig): VVM {
+	validateConfig(config);
+	return new VVMImpl(config);
+}
