@@ -1,0 +1,119 @@
+import type { Client } from "cassandra-driver";
+import { mapCassandraError } from "./errors.ts";
+
+/** Default table name. */
+export const DEFAULT_TABLE = "ttl_values";
+
+/** Keyspace and table names this package accepts: unquoted, lower-case CQL identifiers. */
+const IDENTIFIER = /^[a-z][a-z0-9_]{0,47}$/;
+
+/**
+ * Throws a `RangeError` unless `name` is a keyspace or table name this package accepts:
+ * `^[a-z][a-z0-9_]{0,47}$` (unquoted CQL identifiers are case-insensitive, so upper case is refused
+ * rather than silently folded; 48 characters is Cassandra's keyspace name limit).
+ *
+ * @example
+ * ```ts
+ * validateCassandraIdentifier("keyspace", "sysvvm"); // ok
+ * validateCassandraIdentifier("table", "Values");   // RangeError
+ * ```
+ */
+export function validateCassandraIdentifier(what: "keyspace" | "table", name: unknown): void {
+	if (typeof name !== "string" || !IDENTIFIER.test(name)) {
+		throw new RangeError(
+			`[@vvm/ttlstorage-cas] ${what} must match ${IDENTIFIER.source} (lower-case letter first, then lower-case letters, digits or _; at most 48), got ${JSON.stringify(name)}`,
+		);
+	}
+}
+
+/** Replication map of `CREATE KEYSPACE`, e.g. `{ class: "NetworkTopologyStrategy", dc1: 3 }`. */
+export type CassandraReplication = Readonly<Record<string, string | number>>;
+
+/** Options of {@link ensureCassandraSchema}. */
+export interface CassandraSchemaOptions {
+	/** Keyspace to create if missing. */
+	readonly keyspace: string;
+	/** Table to create if missing; default `"ttl_values"`. */
+	readonly table?: string;
+	/**
+	 * Replication of a new keyspace; default `{ class: "SimpleStrategy", replication_factor: 1 }`
+	 * (development only: use `NetworkTopologyStrategy` with RF 3 in production). An existing
+	 * keyspace keeps its replication.
+	 */
+	readonly replication?: CassandraReplication;
+}
+
+const quote = (s: string): string => `'${s.replaceAll("'", "''")}'`;
+
+/** The CQL map literal of a replication setting; throws a `TypeError`/`RangeError` on bad input. */
+export function replicationLiteral(replication: CassandraReplication): string {
+	if (typeof replication !== "object" || replication === null) {
+		throw new TypeError("[@vvm/ttlstorage-cas] replication must be an object");
+	}
+	const entries = Object.entries(replication);
+	if (typeof replication.class !== "string" || replication.class === "") {
+		throw new RangeError(
+			'[@vvm/ttlstorage-cas] replication needs a "class", e.g. "SimpleStrategy" or "NetworkTopologyStrategy"',
+		);
+	}
+	const parts = entries.map(([key, value]) => {
+		if (key === "")
+			throw new RangeError("[@vvm/ttlstorage-cas] replication keys must not be empty");
+		if (typeof value === "number") {
+			if (!Number.isInteger(value) || value < 0) {
+				throw new RangeError(
+					`[@vvm/ttlstorage-cas] replication ${key} must be a non-negative integer, got ${value}`,
+				);
+			}
+			return `${quote(key)}: ${value}`;
+		}
+		if (typeof value !== "string") {
+			throw new TypeError(`[@vvm/ttlstorage-cas] replication ${key} must be a string or a number`);
+		}
+		return `${quote(key)}: ${quote(value)}`;
+	});
+	return `{${parts.join(", ")}}`;
+}
+
+/** The two statements {@link ensureCassandraSchema} runs, for review or for migration tools. */
+export function cassandraSchemaStatements(options: CassandraSchemaOptions): readonly string[] {
+	const table = options.table ?? DEFAULT_TABLE;
+	validateCassandraIdentifier("keyspace", options.keyspace);
+	validateCassandraIdentifier("table", table);
+	const replication = replicationLiteral(
+		options.replication ?? { class: "SimpleStrategy", replication_factor: 1 },
+	);
+	return [
+		`CREATE KEYSPACE IF NOT EXISTS ${options.keyspace} WITH replication = ${replication}`,
+		`CREATE TABLE IF NOT EXISTS ${options.keyspace}.${table} (p_key blob, c_col blob, value blob, PRIMARY KEY ((p_key), c_col))`,
+	];
+}
+
+/**
+ * Creates the keyspace and the table if they do not exist; safe to call again (an existing
+ * keyspace keeps its replication, an existing table its options). Names are validated with a
+ * `RangeError` before any I/O; server errors reject with a `TTLStorageError`. `cassandra-driver`
+ * waits for schema agreement after each statement.
+ *
+ * @example
+ * ```ts
+ * await ensureCassandraSchema(client, { keyspace: "sysvvm" });
+ * const storage = createCassandraTTLStorage({ client, keyspace: "sysvvm" });
+ * ```
+ */
+export async function ensureCassandraSchema(
+	client: Client,
+	options: CassandraSchemaOptions,
+): Promise<void> {
+	const statements = cassandraSchemaStatements(options);
+	if (typeof client?.execute !== "function") {
+		throw new TypeError("[@vvm/ttlstorage-cas] client must be a cassandra-driver Client");
+	}
+	for (const cql of statements) {
+		try {
+			await client.execute(cql);
+		} catch (error) {
+			throw mapCassandraError(error, { operation: "ensureCassandraSchema", kind: "write" });
+		}
+	}
+}

@@ -1,0 +1,116 @@
+import { TTLStorageError } from "@vvm/ttlstorage";
+import { DRIVER_NAME } from "./errors.ts";
+
+/**
+ * The CQL the driver runs against `<keyspace>.<table>`, every one prepared, TTL as a bind marker.
+ *
+ * Every write is an `UPDATE`, never an `INSERT`. An `INSERT` also writes a row marker with its own
+ * TTL; a later `UPDATE ... USING TTL` renews only the value cell. After an `INSERT` without TTL (or
+ * with a longer one) and a swap with a shorter TTL, the value expires but the row marker lives on:
+ * the row then reads as `value = null` and `INSERT ... IF NOT EXISTS` refuses to insert until the
+ * marker expires. voedger's driver has this bug. With `UPDATE` only, a row exists exactly while its
+ * value cell lives, and `IF value = null` is true for a missing or expired row.
+ */
+export interface CassandraStatements {
+	/** Params: ttl, value, pKey, cCols. Conditional. */
+	readonly insertIfNotExists: string;
+	/** Params: ttl, newValue, pKey, cCols, oldValue. Conditional. */
+	readonly compareAndSwap: string;
+	/** Params: pKey, cCols, expectedValue. Conditional. */
+	readonly compareAndDelete: string;
+	/** Params: pKey, cCols. */
+	readonly get: string;
+	/** Params: ttl, value, pKey, cCols. */
+	readonly put: string;
+	/** Params: pKey, cCols. Columns `value`, `remaining`. */
+	readonly queryTTL: string;
+	/** Params: pKey, then `from` and/or `to` as named. Columns `c_col`, `value`. */
+	readonly read: {
+		readonly all: string;
+		readonly from: string;
+		readonly to: string;
+		readonly fromTo: string;
+	};
+}
+
+/**
+ * Builds the statements for an already validated keyspace and table.
+ *
+ * @example
+ * ```ts
+ * cassandraStatements("sysvvm", "ttl_values").compareAndSwap;
+ * // "UPDATE sysvvm.ttl_values USING TTL ? SET value = ? WHERE p_key = ? AND c_col = ? IF value = ?"
+ * ```
+ */
+export function cassandraStatements(keyspace: string, table: string): CassandraStatements {
+	const t = `${keyspace}.${table}`;
+	const key = "WHERE p_key = ? AND c_col = ?";
+	const select = `SELECT c_col, value FROM ${t} WHERE p_key = ?`;
+	return {
+		insertIfNotExists: `UPDATE ${t} USING TTL ? SET value = ? ${key} IF value = null`,
+		compareAndSwap: `UPDATE ${t} USING TTL ? SET value = ? ${key} IF value = ?`,
+		compareAndDelete: `DELETE FROM ${t} ${key} IF value = ?`,
+		get: `SELECT value FROM ${t} ${key}`,
+		put: `UPDATE ${t} USING TTL ? SET value = ? ${key}`,
+		queryTTL: `SELECT value, TTL(value) AS remaining FROM ${t} ${key}`,
+		read: {
+			all: select,
+			from: `${select} AND c_col >= ?`,
+			to: `${select} AND c_col < ?`,
+			fromTo: `${select} AND c_col >= ? AND c_col < ?`,
+		},
+	};
+}
+
+/**
+ * Cassandra removes an expiring cell on a whole second of the server clock, so `USING TTL T` lives
+ * between `T - 1` and `T` seconds. The driver writes `T + 1`, so a record never expires before its
+ * TTL: it lives between `T` and `T + 1` seconds. 0 stays 0 (no TTL).
+ */
+export const TTL_GRACE_SECONDS = 1;
+
+/** The server TTL for a contract TTL (0 = none). */
+export function serverTTL(ttlSeconds: number): number {
+	return ttlSeconds === 0 ? 0 : ttlSeconds + TTL_GRACE_SECONDS;
+}
+
+/** The contract's remaining seconds for the server's `TTL(value)`: null = no TTL = 0. */
+export function remainingFromServer(remaining: unknown): number {
+	if (remaining === null || remaining === undefined) return 0;
+	const n = Number(remaining);
+	if (!Number.isInteger(n) || n < 0) {
+		throw new TTLStorageError("TTLSTORAGE_FAILED", `unexpected TTL(value) ${String(remaining)}`, {
+			driver: DRIVER_NAME,
+			operation: "queryTTL",
+		});
+	}
+	return Math.max(1, n - TTL_GRACE_SECONDS);
+}
+
+/**
+ * Reads `[applied]` from the first row of a lightweight transaction's result, strictly: a missing
+ * row or a non-boolean column is an error (`TTLSTORAGE_FAILED`), never a guess. (`ResultSet.wasApplied()`
+ * of `cassandra-driver` returns `true` when there is no row, which would turn a surprise into
+ * "you are the leader".)
+ *
+ * @example
+ * ```ts
+ * const rs = await client.execute(cql, params, { prepare: true });
+ * const swapped = parseApplied(rs.rows, "compareAndSwap");
+ * ```
+ */
+export function parseApplied(rows: readonly unknown[] | undefined, operation: string): boolean {
+	const row = rows?.[0];
+	const applied =
+		typeof row === "object" && row !== null
+			? (row as Record<string, unknown>)["[applied]"]
+			: undefined;
+	if (typeof applied !== "boolean") {
+		throw new TTLStorageError(
+			"TTLSTORAGE_FAILED",
+			`the lightweight transaction returned no boolean [applied] column (got ${rows === undefined ? "no rows" : `${rows.length} row(s)`})`,
+			{ driver: DRIVER_NAME, operation },
+		);
+	}
+	return applied;
+}
