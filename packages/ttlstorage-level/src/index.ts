@@ -1,1 +1,6 @@
-export {};
+export {
+	type AnyAbstractLevel,
+	createLevelTTLStorage,
+	type LevelTTLStorage,
+	type LevelTTLStorageOptions,
+} from "./level-ttl-storage.ts";

@@ -1,0 +1,507 @@
+import type { Clock, TimerHandle } from "@vvm/clock";
+import { systemClock } from "@vvm/clock";
+import type { BatchItem, Bytes, ReadRange, StoredRecord, TTLStorage } from "@vvm/ttlstorage";
+import {
+	bytesEqual,
+	closedError,
+	expireAtMs,
+	isExpired,
+	NO_EXPIRY,
+	remainingSeconds,
+	TTLStorageError,
+	validateBatch,
+	validateKey,
+	validateRange,
+	validateTTL,
+	validateValue,
+} from "@vvm/ttlstorage";
+import type { AbstractLevel, AbstractSublevel } from "abstract-level";
+import {
+	cColsOf,
+	dataKey,
+	decodeIndexKey,
+	decodeValue,
+	encodeValue,
+	indexBound,
+	indexKey,
+	lockKeyOf,
+	prefixEnd,
+} from "./encoding.ts";
+import { KeyLock } from "./key-lock.ts";
+
+const DRIVER_NAME = "level";
+const READ_PAGE = 256;
+const CLEAN_PAGE = 256;
+const DEFAULT_CLEANUP_INTERVAL_MS = 60_000;
+
+/**
+ * Any `abstract-level` database: `ClassicLevel` (LevelDB on disk), `MemoryLevel`, `Level`, or a
+ * sublevel of one. Its default encodings do not matter: the driver opens its own sublevel with
+ * `Uint8Array` keys and values.
+ */
+// biome-ignore lint/suspicious/noExplicitAny: any abstract-level database, whatever its encodings
+export type AnyAbstractLevel = AbstractLevel<any, any, any>;
+
+type Root = AbstractSublevel<AnyAbstractLevel, unknown, Uint8Array, Uint8Array>;
+type Sub = AbstractSublevel<Root, unknown, Uint8Array, Uint8Array>;
+
+/** Options of {@link createLevelTTLStorage}. */
+export interface LevelTTLStorageOptions {
+	/**
+	 * The database. One database must be used by one process only: conditional writes are
+	 * serialised inside this process (LevelDB's LOCK file enforces this for `classic-level`).
+	 */
+	readonly db: AnyAbstractLevel;
+	/** Keyspace: the name of the sublevel that holds this storage. Default `"ttl"`. */
+	readonly prefix?: string;
+	/** Clock for expiry and the cleaner's timer; default the system clock. Tests pass a `MockClock`. */
+	readonly clock?: Clock;
+	/** How often the background cleaner removes expired records, in ms. Default 60 000. */
+	readonly cleanupIntervalMs?: number;
+	/** Close `db` in {@link TTLStorage.close}. Default `false`: the caller owns the database. */
+	readonly ownsDb?: boolean;
+	/**
+	 * Receives errors of background cleaner runs (the cleaner keeps running). Default: logs with
+	 * `console.error`, prefixed `[@vvm/ttlstorage-level]`.
+	 */
+	readonly onError?: (error: TTLStorageError) => void;
+}
+
+/** The level driver: a {@link TTLStorage} plus control over its expiry cleaner. */
+export interface LevelTTLStorage extends TTLStorage {
+	/**
+	 * Runs one cleaner pass now: physically deletes records that are expired at this moment and
+	 * drops stale index entries. Resolves to the number of records deleted.
+	 */
+	runCleaner(): Promise<number>;
+}
+
+interface Decoded {
+	readonly expireAt: number;
+	readonly value: Uint8Array;
+}
+
+type Op =
+	| { type: "put"; sublevel: Sub; key: Uint8Array; value: Uint8Array }
+	| { type: "del"; sublevel: Sub; key: Uint8Array };
+
+const EMPTY = new Uint8Array(0);
+
+function storageError(operation: string, cause: unknown): TTLStorageError {
+	if (TTLStorageError.is(cause)) return cause;
+	const code = (cause as { code?: unknown } | null)?.code;
+	const unavailable =
+		code === "LEVEL_DATABASE_NOT_OPEN" ||
+		code === "LEVEL_ITERATOR_NOT_OPEN" ||
+		code === "LEVEL_LOCKED" ||
+		code === "LEVEL_STATUS_LOCKED";
+	const message = cause instanceof Error ? cause.message : String(cause);
+	return new TTLStorageError(
+		unavailable ? "TTLSTORAGE_UNAVAILABLE" : "TTLSTORAGE_FAILED",
+		message,
+		{
+			cause,
+			driver: DRIVER_NAME,
+			operation,
+		},
+	);
+}
+
+function defaultOnError(error: TTLStorageError): void {
+	console.error("[@vvm/ttlstorage-level] background cleaner failed:", error);
+}
+
+class LevelTTLStorageImpl implements LevelTTLStorage {
+	readonly #db: AnyAbstractLevel;
+	readonly #root: Root;
+	readonly #data: Sub;
+	readonly #index: Sub;
+	readonly #clock: Clock;
+	readonly #intervalMs: number;
+	readonly #ownsDb: boolean;
+	readonly #onError: (error: TTLStorageError) => void;
+	readonly #locks = new KeyLock();
+	readonly #inFlight = new Set<Promise<unknown>>();
+	#timer: TimerHandle | undefined;
+	#closed = false;
+	#closing: Promise<void> | undefined;
+
+	constructor(options: LevelTTLStorageOptions) {
+		const db = options.db;
+		if (db === null || typeof db !== "object" || typeof db.sublevel !== "function") {
+			throw new TypeError("[@vvm/ttlstorage-level] db must be an abstract-level database");
+		}
+		const interval = options.cleanupIntervalMs ?? DEFAULT_CLEANUP_INTERVAL_MS;
+		if (typeof interval !== "number" || !Number.isFinite(interval) || interval <= 0) {
+			throw new RangeError(
+				`[@vvm/ttlstorage-level] cleanupIntervalMs must be a positive number of ms, got ${String(interval)}`,
+			);
+		}
+		const prefix = options.prefix ?? "ttl";
+		if (typeof prefix !== "string" || prefix.length === 0) {
+			throw new TypeError("[@vvm/ttlstorage-level] prefix must be a non-empty string");
+		}
+		const enc = { keyEncoding: "view", valueEncoding: "view" } as const;
+		this.#db = db;
+		// abstract-level validates the name (it throws LEVEL_INVALID_PREFIX on bad characters).
+		this.#root = db.sublevel<Uint8Array, Uint8Array>(prefix, enc) as unknown as Root;
+		this.#data = this.#root.sublevel<Uint8Array, Uint8Array>("d", enc) as unknown as Sub;
+		this.#index = this.#root.sublevel<Uint8Array, Uint8Array>("x", enc) as unknown as Sub;
+		this.#clock = options.clock ?? systemClock;
+		this.#intervalMs = interval;
+		this.#ownsDb = options.ownsDb ?? false;
+		this.#onError = options.onError ?? defaultOnError;
+		this.#arm();
+	}
+
+	// --- plumbing -------------------------------------------------------------------------------
+
+	#open(operation: string): void {
+		if (this.#closed) throw closedError(DRIVER_NAME, operation);
+	}
+
+	/** Runs storage I/O: rejects once closed, maps errors, and lets close() wait for it. */
+	async #io<T>(operation: string, fn: () => Promise<T>): Promise<T> {
+		this.#open(operation);
+		const run = (async (): Promise<T> => {
+			try {
+				return await fn();
+			} catch (error) {
+				throw storageError(operation, error);
+			}
+		})();
+		this.#inFlight.add(run);
+		try {
+			return await run;
+		} finally {
+			this.#inFlight.delete(run);
+		}
+	}
+
+	async #load(key: Uint8Array): Promise<Decoded | undefined> {
+		const stored = await this.#data.get(key);
+		return stored === undefined ? undefined : decodeValue(stored);
+	}
+
+	/**
+	 * The operations that replace (or with `value === undefined`, delete) the record at `key` whose
+	 * current stored state is `old`, keeping the index exact: the old index entry is removed and the
+	 * new one added in the same batch.
+	 */
+	#rewrite(
+		ops: Op[],
+		key: Uint8Array,
+		old: Decoded | undefined,
+		next: { expireAt: number; value: Bytes } | undefined,
+	): void {
+		const oldExpiry = old?.expireAt ?? NO_EXPIRY;
+		const newExpiry = next?.expireAt ?? NO_EXPIRY;
+		if (oldExpiry !== NO_EXPIRY && oldExpiry !== newExpiry) {
+			ops.push({ type: "del", sublevel: this.#index, key: indexKey(oldExpiry, key) });
+		}
+		if (next === undefined) {
+			ops.push({ type: "del", sublevel: this.#data, key });
+			return;
+		}
+		if (newExpiry !== NO_EXPIRY) {
+			ops.push({ type: "put", sublevel: this.#index, key: indexKey(newExpiry, key), value: EMPTY });
+		}
+		ops.push({ type: "put", sublevel: this.#data, key, value: encodeValue(newExpiry, next.value) });
+	}
+
+	async #commit(ops: Op[]): Promise<void> {
+		if (ops.length > 0) await this.#root.batch(ops);
+	}
+
+	/** Read-check-write of one record under its key lock. */
+	#conditional(
+		operation: string,
+		pKey: Bytes,
+		cCols: Bytes,
+		decide: (live: Decoded | undefined) => { expireAt: number; value: Bytes } | null | undefined,
+	): Promise<boolean> {
+		const key = dataKey(pKey, cCols);
+		return this.#io(operation, () =>
+			this.#locks.run(lockKeyOf(key), async () => {
+				const old = await this.#load(key);
+				const live =
+					old !== undefined && !isExpired(old.expireAt, this.#clock.now()) ? old : undefined;
+				// `null`: condition failed; `undefined`: delete; otherwise the new record.
+				const next = decide(live);
+				if (next === null) return false;
+				const ops: Op[] = [];
+				this.#rewrite(ops, key, old, next);
+				await this.#commit(ops);
+				return true;
+			}),
+		);
+	}
+
+	// --- the contract ---------------------------------------------------------------------------
+
+	async insertIfNotExists(
+		pKey: Bytes,
+		cCols: Bytes,
+		value: Bytes,
+		ttlSeconds: number,
+	): Promise<boolean> {
+		validateKey(pKey, cCols);
+		validateValue(value);
+		validateTTL(ttlSeconds);
+		return this.#conditional("insertIfNotExists", pKey, cCols, (live) =>
+			live !== undefined ? null : { expireAt: expireAtMs(this.#clock.now(), ttlSeconds), value },
+		);
+	}
+
+	async compareAndSwap(
+		pKey: Bytes,
+		cCols: Bytes,
+		oldValue: Bytes,
+		newValue: Bytes,
+		ttlSeconds: number,
+	): Promise<boolean> {
+		validateKey(pKey, cCols);
+		validateValue(oldValue, "oldValue");
+		validateValue(newValue, "newValue");
+		validateTTL(ttlSeconds);
+		return this.#conditional("compareAndSwap", pKey, cCols, (live) =>
+			live === undefined || !bytesEqual(live.value, oldValue)
+				? null
+				: { expireAt: expireAtMs(this.#clock.now(), ttlSeconds), value: newValue },
+		);
+	}
+
+	async compareAndDelete(pKey: Bytes, cCols: Bytes, expectedValue: Bytes): Promise<boolean> {
+		validateKey(pKey, cCols);
+		validateValue(expectedValue, "expectedValue");
+		return this.#conditional("compareAndDelete", pKey, cCols, (live) =>
+			live === undefined || !bytesEqual(live.value, expectedValue) ? null : undefined,
+		);
+	}
+
+	async get(pKey: Bytes, cCols: Bytes): Promise<Bytes | undefined> {
+		validateKey(pKey, cCols);
+		const key = dataKey(pKey, cCols);
+		// A batch is atomic, so a lock-free read sees either the old or the new record.
+		return this.#io("get", async () => {
+			const record = await this.#load(key);
+			return record === undefined || isExpired(record.expireAt, this.#clock.now())
+				? undefined
+				: record.value;
+		});
+	}
+
+	async put(pKey: Bytes, cCols: Bytes, value: Bytes, ttlSeconds = 0): Promise<void> {
+		validateKey(pKey, cCols);
+		validateValue(value);
+		validateTTL(ttlSeconds);
+		await this.#write("put", [{ pKey, cCols, value, ttlSeconds }]);
+	}
+
+	async putBatch(items: readonly BatchItem[]): Promise<void> {
+		validateBatch(items);
+		await this.#write("putBatch", items);
+	}
+
+	/** Unconditional writes of already validated items, in one batch. */
+	#write(operation: string, items: readonly BatchItem[]): Promise<void> {
+		const keys = items.map((item) => dataKey(item.pKey, item.cCols));
+		return this.#io(operation, async () => {
+			if (items.length === 0) return;
+			// Holding every key of the batch keeps each record's index exact (its previous entry is
+			// known and removed in the same batch). Keys are taken in sorted order: no deadlock.
+			const release = await this.#locks.acquireAll(keys.map(lockKeyOf));
+			try {
+				const stored = await this.#data.getMany(keys);
+				const current = new Map<string, Decoded | undefined>();
+				const ops: Op[] = [];
+				const now = this.#clock.now();
+				items.forEach((item, i) => {
+					const key = keys[i] as Uint8Array;
+					const lk = lockKeyOf(key);
+					const raw = stored[i];
+					const old = current.has(lk)
+						? current.get(lk)
+						: raw === undefined
+							? undefined
+							: decodeValue(raw);
+					const next = { expireAt: expireAtMs(now, item.ttlSeconds ?? 0), value: item.value };
+					this.#rewrite(ops, key, old, next);
+					current.set(lk, next);
+				});
+				await this.#commit(ops);
+			} finally {
+				release();
+			}
+		});
+	}
+
+	read(pKey: Bytes, range: ReadRange = {}): AsyncIterable<StoredRecord> {
+		validateKey(pKey, EMPTY);
+		validateRange(range.from, range.to);
+		const partition = dataKey(pKey, EMPTY);
+		const start = range.from === undefined ? partition : dataKey(pKey, range.from);
+		const end = range.to === undefined ? prefixEnd(partition) : dataKey(pKey, range.to);
+		const self = this;
+		return {
+			async *[Symbol.asyncIterator](): AsyncGenerator<StoredRecord> {
+				// Pages, not one long-lived iterator: close() never waits for a slow consumer, and each
+				// page is a short tracked I/O.
+				let after: Uint8Array | undefined;
+				for (;;) {
+					const page = await self.#io("read", () =>
+						self.#data
+							.iterator({
+								...(after === undefined ? { gte: start } : { gt: after }),
+								...(end === undefined ? {} : { lt: end }),
+								limit: READ_PAGE,
+							})
+							.all(),
+					);
+					const now = self.#clock.now();
+					for (const [key, stored] of page) {
+						const record = decodeValue(stored);
+						if (!isExpired(record.expireAt, now))
+							yield { cCols: cColsOf(key), value: record.value };
+					}
+					if (page.length < READ_PAGE) return;
+					after = page[page.length - 1]?.[0];
+				}
+			},
+		};
+	}
+
+	async queryTTL(pKey: Bytes, cCols: Bytes): Promise<number | undefined> {
+		validateKey(pKey, cCols);
+		const key = dataKey(pKey, cCols);
+		return this.#io("queryTTL", async () => {
+			const record = await this.#load(key);
+			return record === undefined
+				? undefined
+				: remainingSeconds(record.expireAt, this.#clock.now());
+		});
+	}
+
+	// --- the cleaner ----------------------------------------------------------------------------
+
+	#arm(): void {
+		if (this.#closed) return;
+		this.#timer = this.#clock.setTimer(this.#intervalMs, () => {
+			this.#timer = undefined;
+			void this.#tick();
+		});
+	}
+
+	async #tick(): Promise<void> {
+		try {
+			await this.runCleaner();
+		} catch (error) {
+			if (!(TTLStorageError.is(error) && error.code === "TTLSTORAGE_CLOSED")) {
+				try {
+					this.#onError(storageError("runCleaner", error));
+				} catch {
+					// A throwing onError must not stop the cleaner.
+				}
+			}
+		} finally {
+			this.#arm();
+		}
+	}
+
+	runCleaner(): Promise<number> {
+		return this.#io("runCleaner", async () => {
+			const bound = indexBound(this.#clock.now());
+			let after: Uint8Array | undefined;
+			let removed = 0;
+			for (;;) {
+				if (this.#closed) return removed;
+				// Index entries with expireAt <= now, in expiry order; the first later entry ends the pass.
+				const page = await this.#index
+					.keys({ ...(after === undefined ? {} : { gt: after }), lt: bound, limit: CLEAN_PAGE })
+					.all();
+				if (page.length === 0) return removed;
+				removed += await this.#cleanPage(page);
+				if (page.length < CLEAN_PAGE) return removed;
+				after = page[page.length - 1];
+			}
+		});
+	}
+
+	/** Deletes the records of one page of due index entries that are still expired, under their locks. */
+	async #cleanPage(page: readonly Uint8Array[]): Promise<number> {
+		const entries = page.map((key) => ({ key, ...decodeIndexKey(key) }));
+		const release = await this.#locks.acquireAll(entries.map((e) => lockKeyOf(e.dataKey)));
+		try {
+			const stored = await this.#data.getMany(entries.map((e) => e.dataKey));
+			const now = this.#clock.now();
+			const ops: Op[] = [];
+			let removed = 0;
+			entries.forEach((entry, i) => {
+				const raw = stored[i];
+				const record = raw === undefined ? undefined : decodeValue(raw);
+				if (record !== undefined && record.expireAt === entry.expireAt) {
+					// The entry is the record's own: delete both, but only if it is really expired now.
+					if (!isExpired(record.expireAt, now)) return;
+					ops.push({ type: "del", sublevel: this.#data, key: entry.dataKey });
+					removed++;
+				}
+				// Either deleted with its record, or stale (the record was rewritten or deleted).
+				ops.push({ type: "del", sublevel: this.#index, key: entry.key });
+			});
+			await this.#commit(ops);
+			return removed;
+		} finally {
+			release();
+		}
+	}
+
+	// --- lifecycle ------------------------------------------------------------------------------
+
+	close(): Promise<void> {
+		if (this.#closing !== undefined) return this.#closing;
+		this.#closed = true;
+		this.#timer?.cancel();
+		this.#timer = undefined;
+		this.#closing = (async () => {
+			await Promise.allSettled([...this.#inFlight]);
+			if (this.#ownsDb) {
+				try {
+					await this.#db.close();
+				} catch (error) {
+					throw storageError("close", error);
+				}
+			}
+		})();
+		return this.#closing;
+	}
+
+	[Symbol.asyncDispose](): Promise<void> {
+		return this.close();
+	}
+}
+
+/**
+ * Creates the embedded TTL storage over an `abstract-level` database (`classic-level` on disk,
+ * `memory-level` in tests).
+ *
+ * - Conditional writes are atomic: each read-check-write holds a per-key lock, and the record and
+ *   its expiry-index entry are written in one `batch`. One database belongs to one process.
+ * - Every record stores its expiry, checked on every read and condition with the injected clock
+ *   (`now >= expireAt` is expired).
+ * - A background cleaner on the clock's timer deletes records that are expired now, walking the
+ *   expiry index; every rewrite removes the record's previous index entry, and the cleaner
+ *   re-checks each record under its lock, so a renewed record is never deleted while live (unlike
+ *   voedger's bbolt driver).
+ *
+ * @example
+ * ```ts
+ * import { ClassicLevel } from "classic-level";
+ * import { createLevelTTLStorage } from "@vvm/ttlstorage-level";
+ * const storage = createLevelTTLStorage({ db: new ClassicLevel("./data"), ownsDb: true });
+ * await storage.insertIfNotExists(pKey, cCols, value, 20);
+ * await storage.close();
+ * ```
+ */
+export function createLevelTTLStorage(options: LevelTTLStorageOptions): LevelTTLStorage {
+	return new LevelTTLStorageImpl(options);
+}
