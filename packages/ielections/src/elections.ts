@@ -1,0 +1,537 @@
+import type { Clock, TimerHandle } from "@vvm/clock";
+import { systemClock } from "@vvm/clock";
+import { TTLStorageError } from "@vvm/ttlstorage";
+import type { ElectionsErrorCode } from "./errors.ts";
+import { ElectionsError } from "./errors.ts";
+import type { LeadershipEvent } from "./events.ts";
+import type { Killer } from "./killer.ts";
+import { processKiller } from "./process-killer.ts";
+import type { LeadershipTimings } from "./timings.ts";
+import { LEADERSHIP_TIMINGS, validateDuration } from "./timings.ts";
+import type { ITTLStorage } from "./ttl-storage.ts";
+
+/**
+ * Leadership for keys over an {@link ITTLStorage}: acquire by insert-if-not-exists, keep by
+ * compare-and-swap of the value with itself every `d/4`, give up by compare-and-delete.
+ *
+ * @see server.design.orch/IElections (voedger pkg/ielections IElections)
+ * @example
+ * ```ts
+ * const elections = createElections(vvmLeadershipStorage(driver));
+ * const signal = await elections.acquireLeadership(1, "10.0.0.1", 20);
+ * if (signal) runServices({ signal });
+ * await elections.cleanup();
+ * ```
+ */
+export interface Elections<K, V> {
+	/**
+	 * Inserts `(key, value)` with a TTL of `durationSeconds` and starts renewing it. Resolves to a
+	 * signal that stays live while leadership is held (its `reason` is an {@link ElectionsError}
+	 * once it aborts), or `undefined` when not acquired: the key exists in storage, is already held
+	 * by this instance (storage is not touched), `cleanup()` was called, or storage failed.
+	 * Rejects with a `RangeError` (before any I/O) unless `durationSeconds` is an integer in
+	 * `1..31_536_000`.
+	 */
+	acquireLeadership(key: K, value: V, durationSeconds: number): Promise<AbortSignal | undefined>;
+	/**
+	 * Aborts the signal (`ELECTIONS_RELEASED`), compare-and-deletes the record and waits for the
+	 * renewal loop to end. A no-op when the key is not held. Rejects with the storage error when
+	 * the compare-and-delete failed, after local state is cleaned.
+	 */
+	releaseLeadership(key: K): Promise<void>;
+	/**
+	 * Forbids new acquisitions, releases every held key (`ELECTIONS_CLEANUP`) and waits for every
+	 * renewal loop and pending acquisition to end. Idempotent: later calls return the same promise.
+	 * Rejects with an `AggregateError` of the release failures, after finishing everything.
+	 */
+	cleanup(): Promise<void>;
+	/** Local view of a held leadership, for hosts (e.g. an HTTP /leadership endpoint). */
+	leadership(key: K): LeadershipState<V> | undefined;
+}
+
+/**
+ * A snapshot of one held leadership.
+ *
+ * @example
+ * ```ts
+ * const s = elections.leadership(1);
+ * if (s && clock.now() < s.leaseDeadline) doLeaderWork();
+ * ```
+ */
+export interface LeadershipState<V> {
+	readonly value: V;
+	readonly durationSeconds: number;
+	/** Clock ms when leadership was acquired. */
+	readonly acquiredAt: number;
+	/** Successful renewals so far. */
+	readonly renewals: number;
+	/** Clock ms when the last successful compare-and-swap (or the insert) was SENT. */
+	readonly lastRenewedAt: number;
+	/** `lastRenewedAt + 0.8 d`: the process may act as leader only before this. */
+	readonly leaseDeadline: number;
+	readonly signal: AbortSignal;
+}
+
+/**
+ * Options of {@link createElections}.
+ *
+ * @example
+ * ```ts
+ * createElections(storage, { clock: new MockClock(), killer: new RecordingKiller(), onEvent: console.log });
+ * ```
+ */
+export interface ElectionsOptions<K, V> {
+	/** Time for renewals and retries; default `systemClock`. */
+	readonly clock?: Clock;
+	/** Ends the process when a deadline passes; default {@link processKiller}`()`. */
+	readonly killer?: Killer;
+	/** Leadership events; a throwing listener is ignored and never breaks elections. */
+	readonly onEvent?: (event: LeadershipEvent<K, V>) => void;
+	/** Identity of a key for the local map (non-primitive keys); default `String(key)`. */
+	readonly keyToString?: (key: K) => string;
+}
+
+/**
+ * Knobs for mutation tests only; not part of the public API.
+ * @internal
+ */
+export interface ElectionsInternals<K, V> {
+	readonly timings?: Partial<LeadershipTimings>;
+	/** How a release removes the record; default `storage.compareAndDelete(key, value)`. */
+	readonly deleteOnRelease?: (storage: ITTLStorage<K, V>, key: K, value: V) => Promise<boolean>;
+}
+
+type ReleaseOutcome = { readonly ok: true } | { readonly ok: false; readonly error: unknown };
+
+interface Leader<K, V> {
+	readonly key: K;
+	readonly keyString: string;
+	readonly value: V;
+	readonly durationSeconds: number;
+	readonly controller: AbortController;
+	/** Resolves when the signal aborts, for racing an in-flight storage call. */
+	readonly aborted: Promise<typeof ABORTED>;
+	readonly acquiredAt: number;
+	renewals: number;
+	lastRenewedAt: number;
+	leaseDeadline: number;
+	killerDeadline: number;
+	killerReason: string;
+	loop: Promise<void>;
+	ending: Promise<ReleaseOutcome> | undefined;
+}
+
+const ABORTED: unique symbol = Symbol("aborted");
+
+function isOutcomeUnknown(error: unknown): boolean {
+	return TTLStorageError.is(error) && error.code === "TTLSTORAGE_OUTCOME_UNKNOWN";
+}
+
+class ElectionsImpl<K, V> implements Elections<K, V> {
+	readonly #storage: ITTLStorage<K, V>;
+	readonly #clock: Clock;
+	readonly #killerOption: Killer | undefined;
+	#defaultKiller: Killer | undefined;
+	readonly #onEvent: ((event: LeadershipEvent<K, V>) => void) | undefined;
+	readonly #keyToString: (key: K) => string;
+	readonly #timings: LeadershipTimings;
+	readonly #deleteOnRelease: (key: K, value: V) => Promise<boolean>;
+
+	readonly #leaders = new Map<string, Leader<K, V>>();
+	readonly #pending = new Map<string, Promise<AbortSignal | undefined>>();
+	readonly #loops = new Set<Promise<void>>();
+	/** Release failures outside any held leadership (an acquisition undone by cleanup). */
+	readonly #orphanErrors: unknown[] = [];
+	#finalized = false;
+	#cleanup: Promise<void> | undefined;
+
+	constructor(
+		storage: ITTLStorage<K, V>,
+		options: ElectionsOptions<K, V>,
+		internals: ElectionsInternals<K, V>,
+	) {
+		this.#storage = storage;
+		this.#clock = options.clock ?? systemClock;
+		this.#killerOption = options.killer;
+		this.#onEvent = options.onEvent;
+		this.#keyToString = options.keyToString ?? ((key: K) => String(key));
+		this.#timings = { ...LEADERSHIP_TIMINGS, ...internals.timings };
+		const del = internals.deleteOnRelease;
+		this.#deleteOnRelease =
+			del === undefined
+				? (key, value) => storage.compareAndDelete(key, value)
+				: (key, value) => del(storage, key, value);
+	}
+
+	get #killer(): Killer {
+		if (this.#killerOption !== undefined) return this.#killerOption;
+		this.#defaultKiller ??= processKiller();
+		return this.#defaultKiller;
+	}
+
+	#emit(event: LeadershipEvent<K, V>): void {
+		if (this.#onEvent === undefined) return;
+		try {
+			this.#onEvent(event);
+		} catch {
+			// A listener must never break elections (documented on ElectionsOptions.onEvent).
+		}
+	}
+
+	#ms(durationSeconds: number, fraction: number): number {
+		return Math.round(durationSeconds * 1000 * fraction);
+	}
+
+	async acquireLeadership(
+		key: K,
+		value: V,
+		durationSeconds: number,
+	): Promise<AbortSignal | undefined> {
+		validateDuration(durationSeconds);
+		const keyString = this.#keyToString(key);
+		if (this.#finalized) {
+			this.#emit({
+				type: "acquire-failed",
+				key,
+				value,
+				at: this.#clock.now(),
+				reason: "finalized",
+			});
+			return undefined;
+		}
+		if (this.#leaders.has(keyString) || this.#pending.has(keyString)) {
+			this.#emit({ type: "acquire-failed", key, value, at: this.#clock.now(), reason: "held" });
+			return undefined;
+		}
+		const attempt = this.#acquire(key, keyString, value, durationSeconds);
+		this.#pending.set(keyString, attempt);
+		try {
+			return await attempt;
+		} finally {
+			this.#pending.delete(keyString);
+		}
+	}
+
+	async #acquire(
+		key: K,
+		keyString: string,
+		value: V,
+		durationSeconds: number,
+	): Promise<AbortSignal | undefined> {
+		const sentAt = this.#clock.now();
+		let inserted: boolean;
+		try {
+			inserted = await this.#storage.insertIfNotExist(key, value, durationSeconds);
+		} catch (error) {
+			this.#emit({
+				type: "acquire-failed",
+				key,
+				value,
+				at: this.#clock.now(),
+				reason: "storage-error",
+				error,
+			});
+			// The insert may have been applied: remove it (only if it is ours) so the key does not
+			// stay blocked for a whole duration with nobody renewing it.
+			if (isOutcomeUnknown(error)) await this.#undoInsert(key, value, false);
+			return undefined;
+		}
+		if (!inserted) {
+			this.#emit({ type: "acquire-failed", key, value, at: this.#clock.now(), reason: "held" });
+			return undefined;
+		}
+		if (this.#finalized) {
+			this.#emit({
+				type: "acquire-failed",
+				key,
+				value,
+				at: this.#clock.now(),
+				reason: "finalized",
+			});
+			await this.#undoInsert(key, value, true);
+			return undefined;
+		}
+		const controller = new AbortController();
+		const leaseDeadline = sentAt + this.#ms(durationSeconds, this.#timings.killerAfterRenewal);
+		const leader: Leader<K, V> = {
+			key,
+			keyString,
+			value,
+			durationSeconds,
+			controller,
+			aborted: new Promise((resolve) =>
+				controller.signal.addEventListener("abort", () => resolve(ABORTED), { once: true }),
+			),
+			acquiredAt: sentAt,
+			renewals: 0,
+			lastRenewedAt: sentAt,
+			leaseDeadline,
+			killerDeadline: leaseDeadline,
+			killerReason: "",
+			loop: Promise.resolve(),
+			ending: undefined,
+		};
+		try {
+			this.#scheduleKiller(
+				leader,
+				leaseDeadline,
+				`leadership of ${keyString} was not renewed within ${this.#ms(durationSeconds, this.#timings.killerAfterRenewal)} ms of its acquisition`,
+			);
+		} catch (error) {
+			await this.#undoInsert(key, value, true);
+			throw error;
+		}
+		this.#leaders.set(keyString, leader);
+		// #maintain arms its first timer synchronously, so when this resolves the loop is waiting.
+		const loop = this.#maintain(leader);
+		leader.loop = loop;
+		this.#loops.add(loop);
+		void loop.finally(() => this.#loops.delete(loop));
+		this.#emit({ type: "acquired", key, value, at: this.#clock.now(), leaseDeadline });
+		return controller.signal;
+	}
+
+	/** Compare-and-deletes a record this instance inserted but does not hold. */
+	async #undoInsert(key: K, value: V, reportToCleanup: boolean): Promise<void> {
+		try {
+			await this.#deleteOnRelease(key, value);
+		} catch (error) {
+			this.#emit({ type: "release-failed", key, value, at: this.#clock.now(), error });
+			if (reportToCleanup) this.#orphanErrors.push(error);
+		}
+	}
+
+	/**
+	 * Sets the killer to the earliest deadline among the leaderships held here (with one key, the
+	 * deadline just computed for it), so a healthy key can never push back a failing key's deadline.
+	 */
+	#scheduleKiller(leader: Leader<K, V>, deadline: number, reason: string): void {
+		leader.killerDeadline = deadline;
+		leader.killerReason = `[@vvm/ielections] ${reason}`;
+		let target = leader;
+		for (const other of this.#leaders.values()) {
+			if (other !== leader && !other.controller.signal.aborted) {
+				if (other.killerDeadline < target.killerDeadline) target = other;
+			}
+		}
+		this.#killer.schedule(
+			Math.max(0, target.killerDeadline - this.#clock.now()),
+			target.killerReason,
+		);
+	}
+
+	/** Waits `ms` on the clock: `true` when the time passed, `false` as soon as `signal` aborts. */
+	#wait(signal: AbortSignal, ms: number): Promise<boolean> {
+		if (signal.aborted) return Promise.resolve(false);
+		return new Promise((resolve) => {
+			let timer: TimerHandle | undefined;
+			const onAbort = (): void => {
+				timer?.cancel();
+				resolve(false);
+			};
+			timer = this.#clock.setTimer(ms, () => {
+				signal.removeEventListener("abort", onAbort);
+				resolve(true);
+			});
+			signal.addEventListener("abort", onAbort, { once: true });
+		});
+	}
+
+	async #maintain(leader: Leader<K, V>): Promise<void> {
+		const signal = leader.controller.signal;
+		const interval = this.#ms(leader.durationSeconds, this.#timings.renewFraction);
+		let tick = this.#wait(signal, interval);
+		try {
+			for (;;) {
+				if (!(await tick)) break;
+				// Arm the next tick before renewing, so retry time counts toward the interval.
+				tick = this.#wait(signal, interval);
+				if (!(await this.#renew(leader))) break;
+			}
+		} catch (error) {
+			// Only a throwing killer can get here; never leave a leadership unattended.
+			await this.#end(leader, "ELECTIONS_STORAGE_ERROR", error);
+		}
+		if (leader.ending !== undefined) await leader.ending;
+	}
+
+	/** One renewal tick: up to `1 + maxRetries` compare-and-swaps. `false` ends the loop. */
+	async #renew(leader: Leader<K, V>): Promise<boolean> {
+		const { key, value, durationSeconds, keyString } = leader;
+		const signal = leader.controller.signal;
+		const t = this.#timings;
+		const beforeCAS = this.#ms(durationSeconds, t.killerBeforeCAS);
+		const afterRenewal = this.#ms(durationSeconds, t.killerAfterRenewal);
+		const retryMs = this.#ms(durationSeconds, t.retryFraction);
+		let lastError: unknown;
+		for (let attempt = 1; attempt <= 1 + t.maxRetries; attempt++) {
+			if (signal.aborted) return false;
+			this.#scheduleKiller(
+				leader,
+				this.#clock.now() + beforeCAS,
+				`renewal of the leadership of ${keyString} (attempt ${attempt}) did not finish within ${beforeCAS} ms`,
+			);
+			const sentAt = this.#clock.now();
+			let outcome: boolean | typeof ABORTED;
+			try {
+				outcome = await Promise.race([
+					this.#storage.compareAndSwap(key, value, value, durationSeconds),
+					leader.aborted,
+				]);
+			} catch (error) {
+				if (signal.aborted) return false;
+				lastError = error;
+				this.#emit({ type: "renewal-failed", key, value, at: this.#clock.now(), attempt, error });
+				// The retry timer is armed synchronously after the event, so a listener that awaits
+				// the event finds it pending.
+				if (attempt <= t.maxRetries && !(await this.#wait(signal, retryMs))) return false;
+				continue;
+			}
+			if (outcome === ABORTED || signal.aborted) return false;
+			if (!outcome) {
+				await this.#end(leader, "ELECTIONS_LOST", undefined);
+				return false;
+			}
+			leader.renewals++;
+			leader.lastRenewedAt = sentAt;
+			leader.leaseDeadline = sentAt + afterRenewal;
+			this.#scheduleKiller(
+				leader,
+				leader.leaseDeadline,
+				`leadership of ${keyString} was not renewed within ${afterRenewal} ms of the last successful renewal`,
+			);
+			const at = this.#clock.now();
+			this.#emit({
+				type: "renewed",
+				key,
+				value,
+				at,
+				leaseDeadline: leader.leaseDeadline,
+				latencyMs: at - sentAt,
+			});
+			return true;
+		}
+		await this.#end(leader, "ELECTIONS_STORAGE_ERROR", lastError);
+		return false;
+	}
+
+	/**
+	 * Ends a leadership once: forget it locally, abort the signal (first, so nobody acts as leader
+	 * while the record is being deleted), then compare-and-delete the record.
+	 */
+	#end(leader: Leader<K, V>, code: ElectionsErrorCode, cause: unknown): Promise<ReleaseOutcome> {
+		if (leader.ending !== undefined) return leader.ending;
+		const { key, value, keyString } = leader;
+		if (this.#leaders.get(keyString) === leader) this.#leaders.delete(keyString);
+		const messages: Record<ElectionsErrorCode, string> = {
+			ELECTIONS_RELEASED: `leadership of ${keyString} was released`,
+			ELECTIONS_LOST: `leadership of ${keyString} was lost: the record changed or is gone`,
+			ELECTIONS_STORAGE_ERROR: `leadership of ${keyString} was given up: every renewal attempt failed`,
+			ELECTIONS_CLEANUP: `leadership of ${keyString} was released by cleanup`,
+		};
+		leader.controller.abort(
+			new ElectionsError(code, messages[code], cause === undefined ? {} : { cause }),
+		);
+		if (code === "ELECTIONS_LOST" || code === "ELECTIONS_STORAGE_ERROR") {
+			this.#emit({
+				type: "lost",
+				key,
+				value,
+				at: this.#clock.now(),
+				reason: code,
+				...(cause === undefined ? {} : { error: cause }),
+			});
+		}
+		leader.ending = (async (): Promise<ReleaseOutcome> => {
+			try {
+				await this.#deleteOnRelease(key, value);
+			} catch (error) {
+				this.#emit({ type: "release-failed", key, value, at: this.#clock.now(), error });
+				return { ok: false, error };
+			}
+			this.#emit({ type: "released", key, value, at: this.#clock.now(), reason: code });
+			return { ok: true };
+		})();
+		return leader.ending;
+	}
+
+	async releaseLeadership(key: K): Promise<void> {
+		const keyString = this.#keyToString(key);
+		const pending = this.#pending.get(keyString);
+		if (pending !== undefined) await pending;
+		const leader = this.#leaders.get(keyString);
+		if (leader === undefined) return;
+		const outcome = await this.#end(leader, "ELECTIONS_RELEASED", undefined);
+		await leader.loop;
+		if (!outcome.ok) throw outcome.error;
+	}
+
+	cleanup(): Promise<void> {
+		this.#cleanup ??= this.#runCleanup();
+		return this.#cleanup;
+	}
+
+	async #runCleanup(): Promise<void> {
+		this.#finalized = true;
+		await Promise.allSettled([...this.#pending.values()]);
+		const outcomes = await Promise.all(
+			[...this.#leaders.values()].map((leader) =>
+				this.#end(leader, "ELECTIONS_CLEANUP", undefined),
+			),
+		);
+		await Promise.all([...this.#loops]);
+		const errors = [
+			...outcomes.flatMap((o) => (o.ok ? [] : [o.error])),
+			...this.#orphanErrors.splice(0),
+		];
+		if (errors.length > 0) {
+			throw new AggregateError(
+				errors,
+				`[@vvm/ielections] cleanup: ${errors.length} leadership release(s) failed; those records expire by their TTL`,
+			);
+		}
+	}
+
+	leadership(key: K): LeadershipState<V> | undefined {
+		const leader = this.#leaders.get(this.#keyToString(key));
+		if (leader === undefined) return undefined;
+		return Object.freeze({
+			value: leader.value,
+			durationSeconds: leader.durationSeconds,
+			acquiredAt: leader.acquiredAt,
+			renewals: leader.renewals,
+			lastRenewedAt: leader.lastRenewedAt,
+			leaseDeadline: leader.leaseDeadline,
+			signal: leader.controller.signal,
+		});
+	}
+}
+
+/**
+ * Creates elections over `storage` with the timings of seed 001 ({@link LEADERSHIP_TIMINGS}).
+ *
+ * @see server.design.orch/IElections (voedger pkg/ielections Provide)
+ * @example
+ * ```ts
+ * const elections = createElections(vvmLeadershipStorage(driver), { onEvent: log });
+ * const signal = await elections.acquireLeadership(1, "10.0.0.1", 20);
+ * ```
+ */
+export function createElections<K, V>(
+	storage: ITTLStorage<K, V>,
+	options: ElectionsOptions<K, V> = {},
+): Elections<K, V> {
+	return new ElectionsImpl(storage, options, {});
+}
+
+/**
+ * {@link createElections} with overridden internals, for the package's mutation tests only.
+ * @internal
+ */
+export function createElectionsWithInternals<K, V>(
+	storage: ITTLStorage<K, V>,
+	options: ElectionsOptions<K, V>,
+	internals: ElectionsInternals<K, V>,
+): Elections<K, V> {
+	return new ElectionsImpl(storage, options, internals);
+}

@@ -1,0 +1,163 @@
+import { writeSync } from "node:fs";
+import { Worker } from "node:worker_threads";
+import type { Killer } from "./killer.ts";
+
+/** Options of {@link processKiller}. */
+export interface ProcessKillerOptions {
+	/**
+	 * Receives the line that says why the process is being killed, on the main thread, when the main
+	 * thread answers within 100 ms of the deadline. When it does not (its event loop is blocked),
+	 * or without `log`, the watchdog writes the line to stderr itself. Either way the line is
+	 * written before the kill.
+	 */
+	readonly log?: (line: string) => void;
+}
+
+const SLOTS = 64;
+const REASON_BYTES = 1024;
+const LOG_GRACE_MS = 100;
+
+// Control words (Int32): [0] generation, bumped on every schedule so the watchdog re-reads;
+// [1] slot the watchdog asks the main thread to log (-1 none); [2] log acknowledged (0/1).
+// Deadlines (BigInt64, one per slot): monotonic ms (process.hrtime), 0 = none.
+// Reasons: REASON_BYTES per slot, UTF-8, with an Int32 length per slot.
+//
+// The watchdog is plain CommonJS evaluated in a worker thread: it never returns to its own event
+// loop, it blocks in Atomics.wait until the earliest deadline or until the main thread changes
+// one, so it fires even when the main thread's event loop is blocked.
+const WATCHDOG_SOURCE = `
+"use strict";
+const { workerData, parentPort } = require("node:worker_threads");
+const { writeSync } = require("node:fs");
+const ctrl = new Int32Array(workerData.ctrl);
+const deadlines = new BigInt64Array(workerData.deadlines);
+const lengths = new Int32Array(workerData.lengths);
+const reasons = new Uint8Array(workerData.reasons);
+const logged = new Uint8Array(workerData.logged);
+const nowMs = () => process.hrtime.bigint() / 1000000n;
+for (;;) {
+	const generation = Atomics.load(ctrl, 0);
+	let slot = -1;
+	let earliest = 0n;
+	for (let i = 0; i < deadlines.length; i++) {
+		const d = Atomics.load(deadlines, i);
+		if (d !== 0n && (slot < 0 || d < earliest)) { slot = i; earliest = d; }
+	}
+	const now = nowMs();
+	if (slot >= 0 && now >= earliest) {
+		const len = Atomics.load(lengths, slot);
+		const reason = Buffer.from(reasons.subarray(slot * ${REASON_BYTES}, slot * ${REASON_BYTES} + len)).toString("utf8");
+		const line = "[@vvm/ielections] killer: " + reason + "; deadline passed " + String(now - earliest) +
+			" ms ago; killing process " + process.pid + " with SIGKILL\\n";
+		let done = false;
+		if (logged[slot] === 1) {
+			Atomics.store(ctrl, 2, 0);
+			Atomics.store(ctrl, 1, slot);
+			parentPort.postMessage(line);
+			done = Atomics.wait(ctrl, 2, 0, ${LOG_GRACE_MS}) !== "timed-out" || Atomics.load(ctrl, 2) === 1;
+		}
+		if (!done) { try { writeSync(2, line); } catch {} }
+		process.kill(process.pid, "SIGKILL");
+		for (;;) Atomics.wait(ctrl, 0, Atomics.load(ctrl, 0));
+	}
+	const timeout = slot < 0 ? undefined : Number(earliest - now);
+	Atomics.wait(ctrl, 0, generation, timeout);
+}
+`;
+
+interface Watchdog {
+	readonly ctrl: Int32Array;
+	readonly deadlines: BigInt64Array;
+	readonly lengths: Int32Array;
+	readonly reasons: Uint8Array;
+	readonly logged: Uint8Array;
+	readonly logs: Map<number, (line: string) => void>;
+	nextSlot: number;
+}
+
+let watchdog: Watchdog | undefined;
+
+function startWatchdog(): Watchdog {
+	const shared = {
+		ctrl: new SharedArrayBuffer(3 * 4),
+		deadlines: new SharedArrayBuffer(SLOTS * 8),
+		lengths: new SharedArrayBuffer(SLOTS * 4),
+		reasons: new SharedArrayBuffer(SLOTS * REASON_BYTES),
+		logged: new SharedArrayBuffer(SLOTS),
+	};
+	const w: Watchdog = {
+		ctrl: new Int32Array(shared.ctrl),
+		deadlines: new BigInt64Array(shared.deadlines),
+		lengths: new Int32Array(shared.lengths),
+		reasons: new Uint8Array(shared.reasons),
+		logged: new Uint8Array(shared.logged),
+		logs: new Map(),
+		nextSlot: 0,
+	};
+	Atomics.store(w.ctrl, 1, -1);
+	const worker = new Worker(WATCHDOG_SOURCE, { eval: true, workerData: shared });
+	worker.on("message", (line: string) => {
+		const slot = Atomics.load(w.ctrl, 1);
+		try {
+			w.logs.get(slot)?.(line.trimEnd());
+		} finally {
+			Atomics.store(w.ctrl, 2, 1);
+			Atomics.notify(w.ctrl, 2);
+		}
+	});
+	worker.on("error", (error) => {
+		// The watchdog is gone, so no deadline can be enforced any more: say so loudly.
+		writeSync(2, `[@vvm/ielections] killer watchdog failed: ${String(error)}\n`);
+	});
+	// The watchdog must never keep the process alive on its own.
+	worker.unref();
+	return w;
+}
+
+function monotonicMs(): bigint {
+	return process.hrtime.bigint() / 1_000_000n;
+}
+
+/**
+ * The production {@link Killer}: a watchdog in a worker thread (one per process, started lazily on
+ * the first `schedule`, `unref`'d) that SIGKILLs the whole process at the deadline, even when the
+ * main thread's event loop is blocked, after writing why (see {@link ProcessKillerOptions.log}).
+ * Each call returns its own deadline slot; the process dies at the earliest pending deadline.
+ * Deadlines use the monotonic clock (`process.hrtime`), so wall-clock steps do not move them.
+ *
+ * @example
+ * ```ts
+ * const elections = createElections(storage, { killer: processKiller({ log: (l) => logger.error(l) }) });
+ * ```
+ */
+export function processKiller(options: ProcessKillerOptions = {}): Killer {
+	let slot: number | undefined;
+	const encoder = new TextEncoder();
+	return {
+		schedule(delayMs: number, reason: string): void {
+			if (typeof delayMs !== "number" || Number.isNaN(delayMs) || delayMs < 0) {
+				throw new RangeError(
+					`[@vvm/ielections] killer delay must be a number >= 0, got ${String(delayMs)}`,
+				);
+			}
+			watchdog ??= startWatchdog();
+			const w = watchdog;
+			if (slot === undefined) {
+				if (w.nextSlot >= SLOTS)
+					throw new RangeError(`[@vvm/ielections] at most ${SLOTS} process killers per process`);
+				slot = w.nextSlot++;
+				if (options.log !== undefined) {
+					w.logs.set(slot, options.log);
+					w.logged[slot] = 1;
+				}
+			}
+			const bytes = encoder.encode(reason).subarray(0, REASON_BYTES);
+			w.reasons.set(bytes, slot * REASON_BYTES);
+			Atomics.store(w.lengths, slot, bytes.length);
+			const deadline = monotonicMs() + BigInt(Math.ceil(Math.min(delayMs, 1e15)));
+			Atomics.store(w.deadlines, slot, deadline === 0n ? 1n : deadline);
+			Atomics.add(w.ctrl, 0, 1);
+			Atomics.notify(w.ctrl, 0);
+		},
+	};
+}
