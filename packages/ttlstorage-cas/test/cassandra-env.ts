@@ -1,0 +1,65 @@
+// Shared set-up of the real-Cassandra test files: the gate, one client and one keyspace per file.
+import { hostPort, requireServer } from "@vvm/vitest-config/servers";
+import type { ClientOptions } from "cassandra-driver";
+import { Client } from "cassandra-driver";
+import { afterAll, beforeAll } from "vitest";
+import { ensureCassandraSchema } from "../src/index.ts";
+
+/** First contact point of CASSANDRA_CONTACT_POINTS (comma-separated), default 127.0.0.1:9042. */
+export const contactPoints: string[] = (process.env.CASSANDRA_CONTACT_POINTS ?? "127.0.0.1:9042")
+	.split(",")
+	.map((s) => s.trim())
+	.filter((s) => s !== "");
+export const localDataCenter: string = process.env.CASSANDRA_LOCAL_DC ?? "datacenter1";
+const first = hostPort(contactPoints[0] ?? "127.0.0.1:9042", 9042);
+
+/** `false` when Cassandra is reachable, else the reason to skip; throws in CI instead of skipping. */
+export async function cassandraGate(): Promise<false | string> {
+	return requireServer({
+		name: "Cassandra",
+		host: first.host,
+		port: first.port,
+		enabledVar: "CASSANDRA_TESTS_ENABLED",
+		startHint: "bash tooling/servers/cassandra/start.sh",
+	});
+}
+
+/** A client for the configured cluster; the caller shuts it down. */
+export function newClient(extra: Partial<ClientOptions> = {}): Client {
+	return new Client({ contactPoints, localDataCenter, ...extra });
+}
+
+export interface CassandraFixture {
+	/** The file's client, connected in `beforeAll`. */
+	readonly client: Client;
+	/** The file's keyspace (unique per run, dropped in `afterAll`), with the default table. */
+	readonly keyspace: string;
+}
+
+/**
+ * Registers `beforeAll`/`afterAll` that connect one client, create one keyspace unique to this run
+ * with the default table, and drop it again. Does nothing when `skip` is a reason.
+ */
+export function useCassandraKeyspace(prefix: string, skip: false | string): () => CassandraFixture {
+	const keyspace = `${prefix}_${process.pid.toString(36)}${Date.now().toString(36)}`;
+	let client: Client | undefined;
+	if (!skip) {
+		beforeAll(async () => {
+			client = newClient();
+			await client.connect();
+			await ensureCassandraSchema(client, { keyspace });
+		});
+		afterAll(async () => {
+			if (client === undefined) return;
+			try {
+				await client.execute(`DROP KEYSPACE IF EXISTS ${keyspace}`);
+			} finally {
+				await client.shutdown();
+			}
+		});
+	}
+	return () => {
+		if (client === undefined) throw new Error("the Cassandra client is not connected");
+		return { client, keyspace };
+	};
+}

@@ -1,0 +1,208 @@
+import type { Client } from "cassandra-driver";
+import { types } from "cassandra-driver";
+import { describe, expect, it } from "vitest";
+import {
+	cassandraSchemaStatements,
+	createCassandraTTLStorage,
+	ensureCassandraSchema,
+	validateCassandraIdentifier,
+} from "../src/index.ts";
+import { cassandraStatements, remainingFromServer, serverTTL } from "../src/statements.ts";
+
+/** A stand-in client that records every call, to prove nothing reaches the server. */
+function recordingClient(): { client: Client; calls: string[] } {
+	const calls: string[] = [];
+	const client = {
+		execute: async (cql: string) => {
+			calls.push(cql);
+			return { rows: [] };
+		},
+		batch: async () => {
+			calls.push("batch");
+		},
+	} as unknown as Client;
+	return { client, calls };
+}
+
+const badNames = [
+	"",
+	"Upper",
+	"1abc",
+	"_x",
+	"with-dash",
+	"a.b",
+	"a b",
+	`a${"b".repeat(48)}`,
+	"sel;ect",
+];
+
+describe("bad identifiers and options are rejected before any I/O", () => {
+	it("keyspace and table names", async () => {
+		const { client, calls } = recordingClient();
+		for (const name of badNames) {
+			expect(() => createCassandraTTLStorage({ client, keyspace: name }), name).toThrow(RangeError);
+			expect(
+				() => createCassandraTTLStorage({ client, keyspace: "ok", table: name }),
+				name,
+			).toThrow(RangeError);
+			await expect(ensureCassandraSchema(client, { keyspace: name }), name).rejects.toThrow(
+				RangeError,
+			);
+			await expect(
+				ensureCassandraSchema(client, { keyspace: "ok", table: name }),
+				name,
+			).rejects.toThrow(RangeError);
+		}
+		expect(() => validateCassandraIdentifier("keyspace", 42)).toThrow(/keyspace must match/);
+		expect(calls).toEqual([]);
+	});
+
+	it("accepts lower-case names up to 48 characters", () => {
+		const { client } = recordingClient();
+		for (const name of ["a", "sysvvm", "ttl_values", `a${"b".repeat(47)}`, "a1_2"]) {
+			expect(() => validateCassandraIdentifier("table", name)).not.toThrow();
+			expect(() =>
+				createCassandraTTLStorage({ client, keyspace: name, table: name }),
+			).not.toThrow();
+		}
+	});
+
+	it("consistency levels, page size, batch size, client", async () => {
+		const { client, calls } = recordingClient();
+		const ks = { client, keyspace: "ok" };
+		const c = types.consistencies;
+		expect(() => createCassandraTTLStorage({ ...ks, consistency: c.serial })).toThrow(RangeError);
+		expect(() => createCassandraTTLStorage({ ...ks, consistency: 99 })).toThrow(RangeError);
+		expect(() => createCassandraTTLStorage({ ...ks, serialConsistency: c.quorum })).toThrow(
+			RangeError,
+		);
+		expect(() => createCassandraTTLStorage({ ...ks, readConsistency: -1 })).toThrow(RangeError);
+		expect(() => createCassandraTTLStorage({ ...ks, readConsistency: c.serial })).not.toThrow();
+		expect(() => createCassandraTTLStorage({ ...ks, pageSize: 0 })).toThrow(RangeError);
+		expect(() => createCassandraTTLStorage({ ...ks, maxBatchBytes: 1.5 })).toThrow(RangeError);
+		expect(() =>
+			createCassandraTTLStorage({ client: {} as unknown as Client, keyspace: "ok" }),
+		).toThrow(TypeError);
+		await expect(
+			ensureCassandraSchema(client, { keyspace: "ok", replication: {} }),
+		).rejects.toThrow(RangeError);
+		await expect(
+			ensureCassandraSchema(client, {
+				keyspace: "ok",
+				replication: { class: "SimpleStrategy", replication_factor: -1 },
+			}),
+		).rejects.toThrow(RangeError);
+		expect(calls).toEqual([]);
+	});
+
+	it("contract argument errors never reach the client", async () => {
+		const { client, calls } = recordingClient();
+		const storage = createCassandraTTLStorage({ client, keyspace: "ok" });
+		const k = new Uint8Array([1]);
+		await expect(storage.insertIfNotExists(new Uint8Array(), k, k, 1)).rejects.toThrow(RangeError);
+		await expect(storage.compareAndSwap(k, k, k, k, -1)).rejects.toThrow(RangeError);
+		await expect(storage.put(k, k, new Uint8Array(70_000))).rejects.toThrow(RangeError);
+		expect(calls).toEqual([]);
+	});
+});
+
+describe("CQL", () => {
+	it("schema statements quote the replication map", () => {
+		expect(
+			cassandraSchemaStatements({
+				keyspace: "sysvvm",
+				replication: { class: "NetworkTopologyStrategy", "dc'1": 3 },
+			}),
+		).toEqual([
+			"CREATE KEYSPACE IF NOT EXISTS sysvvm WITH replication = {'class': 'NetworkTopologyStrategy', 'dc''1': 3}",
+			"CREATE TABLE IF NOT EXISTS sysvvm.ttl_values (p_key blob, c_col blob, value blob, PRIMARY KEY ((p_key), c_col))",
+		]);
+		expect(cassandraSchemaStatements({ keyspace: "ks", table: "t" })[0]).toBe(
+			"CREATE KEYSPACE IF NOT EXISTS ks WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}",
+		);
+	});
+
+	it("conditional writes are UPDATE ... IF, TTL is a bind marker", () => {
+		const s = cassandraStatements("ks", "t");
+		expect(s.insertIfNotExists).toBe(
+			"UPDATE ks.t USING TTL ? SET value = ? WHERE p_key = ? AND c_col = ? IF value = null",
+		);
+		expect(s.compareAndSwap).toBe(
+			"UPDATE ks.t USING TTL ? SET value = ? WHERE p_key = ? AND c_col = ? IF value = ?",
+		);
+		expect(s.compareAndDelete).toBe("DELETE FROM ks.t WHERE p_key = ? AND c_col = ? IF value = ?");
+		expect(s.put).toBe("UPDATE ks.t USING TTL ? SET value = ? WHERE p_key = ? AND c_col = ?");
+		expect(s.read.fromTo).toBe(
+			"SELECT c_col, value FROM ks.t WHERE p_key = ? AND c_col >= ? AND c_col < ?",
+		);
+	});
+
+	it("TTL grace second: written as T + 1, reported back as T; 0 means none", () => {
+		expect(serverTTL(0)).toBe(0);
+		expect(serverTTL(20)).toBe(21);
+		expect(remainingFromServer(null)).toBe(0);
+		expect(remainingFromServer(21)).toBe(20);
+		expect(remainingFromServer(1)).toBe(1);
+		expect(() => remainingFromServer(-3)).toThrow(/unexpected TTL/);
+	});
+});
+
+describe("execution options", () => {
+	it("conditional writes are prepared, not idempotent, at the configured (serial) consistency", async () => {
+		const seen: Array<{ cql: string; params: unknown[]; options: Record<string, unknown> }> = [];
+		const client = {
+			execute: async (cql: string, params: unknown[], options: Record<string, unknown>) => {
+				seen.push({ cql, params, options });
+				return { rows: cql.includes(" IF ") ? [{ "[applied]": true }] : [] };
+			},
+		} as unknown as Client;
+		const c = types.consistencies;
+		const storage = createCassandraTTLStorage({
+			client,
+			keyspace: "ks",
+			consistency: c.quorum,
+			serialConsistency: c.serial,
+		});
+		const k = new Uint8Array([1]);
+		expect(await storage.insertIfNotExists(k, k, k, 20)).toBe(true);
+		expect(await storage.compareAndSwap(k, k, k, k, 0)).toBe(true);
+		expect(await storage.compareAndDelete(k, k, k)).toBe(true);
+		await storage.get(k, k);
+		expect(seen).toHaveLength(4);
+		for (const call of seen.slice(0, 3)) {
+			expect(call.options).toMatchObject({
+				prepare: true,
+				isIdempotent: false,
+				consistency: c.quorum,
+				serialConsistency: c.serial,
+			});
+		}
+		expect(seen[0]?.params[0]).toBe(21);
+		expect(seen[1]?.params[0]).toBe(0);
+		expect(seen[3]?.options).toMatchObject({
+			prepare: true,
+			isIdempotent: true,
+			consistency: c.quorum,
+		});
+		expect(seen[3]?.options.serialConsistency).toBeUndefined();
+	});
+
+	it("defaults to LOCAL_QUORUM and LOCAL_SERIAL, and a result without [applied] is an error", async () => {
+		const seen: Array<Record<string, unknown>> = [];
+		const client = {
+			execute: async (_cql: string, _params: unknown[], options: Record<string, unknown>) => {
+				seen.push(options);
+				return { rows: [] };
+			},
+		} as unknown as Client;
+		const storage = createCassandraTTLStorage({ client, keyspace: "ks" });
+		const k = new Uint8Array([1]);
+		await expect(storage.insertIfNotExists(k, k, k, 5)).rejects.toMatchObject({
+			code: "TTLSTORAGE_FAILED",
+		});
+		expect(seen[0]).toMatchObject({
+			consistency: types.consistencies.localQuorum,
+			serialConsistency: types.consistencies.localSerial,
+		});
+	});
+});
