@@ -1,1 +1,14 @@
-export {};
+export {
+	ConfigError,
+	type HostConfig,
+	helpText,
+	type ParsedArgs,
+	parseHostConfig,
+	type StorageKind,
+} from "./config.ts";
+export { EXIT, type RunHostOptions, runHost } from "./host.ts";
+export { type HttpApi, type HttpApiState, startHttpApi } from "./http.ts";
+export { type ActResult, createLeaseWorker, type LeaseWorker } from "./lease-worker.ts";
+export { createHostLogger, logVVMEvent } from "./logger.ts";
+export { createHostMetrics, type HostMetrics } from "./metrics.ts";
+export { type OpenedStorage, openStorage, StorageOpenError } from "./storage.ts";

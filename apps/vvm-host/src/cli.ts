@@ -1,0 +1,32 @@
+#!/usr/bin/env node
+import { ConfigError, helpText, parseHostConfig } from "./config.ts";
+import { EXIT, runHost } from "./host.ts";
+
+async function main(): Promise<number> {
+	let parsed: ReturnType<typeof parseHostConfig>;
+	try {
+		parsed = parseHostConfig(process.argv.slice(2), process.env);
+	} catch (error) {
+		if (!(error instanceof ConfigError)) throw error;
+		process.stderr.write(
+			`vvm-host: bad configuration: ${error.message}\nRun vvm-host --help for the options.\n`,
+		);
+		return EXIT.BAD_CONFIG;
+	}
+	if (parsed.help) {
+		process.stdout.write(`${helpText()}\n`);
+		return EXIT.OK;
+	}
+	return runHost(parsed.config);
+}
+
+main().then(
+	// Exit right away: after a graceful shutdown the killer is still armed (seed 001).
+	(code) => process.exit(code),
+	(error: unknown) => {
+		process.stderr.write(
+			`vvm-host: unexpected failure: ${error instanceof Error ? error.stack : String(error)}\n`,
+		);
+		process.exit(EXIT.FAILURE);
+	},
+);

@@ -1,0 +1,314 @@
+import type { ParseArgsConfig } from "node:util";
+import { parseArgs } from "node:util";
+
+/** Storage kinds the host can run on. */
+export type StorageKind = "level" | "mem" | "cas" | "dyn";
+
+/** The host's validated configuration. */
+export interface HostConfig {
+	readonly storage: StorageKind;
+	readonly dataDir: string;
+	readonly leadershipSeconds: number;
+	readonly acquireTimeoutMs: number;
+	readonly acquireRetryMs: number;
+	readonly numVVM: number;
+	/** `undefined`: `<httpHost>:<bound HTTP port>`. */
+	readonly address: string | undefined;
+	readonly httpHost: string;
+	readonly httpPort: number;
+	readonly workIntervalMs: number;
+	readonly logLevel: string;
+	readonly casContactPoints: readonly string[];
+	readonly casLocalDc: string;
+	readonly casKeyspace: string;
+	readonly dynEndpoint: string | undefined;
+	readonly dynTable: string;
+	readonly dynRegion: string;
+}
+
+/** A bad flag or environment variable; the CLI prints `message` and exits with code 2. */
+export class ConfigError extends Error {
+	override readonly name: string = "ConfigError";
+}
+
+interface OptionSpec {
+	readonly key: keyof HostConfig;
+	readonly flag: string;
+	readonly env: readonly string[];
+	readonly def: string | undefined;
+	readonly help: string;
+	readonly parse: (raw: string, source: string) => unknown;
+}
+
+const int =
+	(min: number, max: number) =>
+	(raw: string, source: string): number => {
+		const n = /^\d+$/.test(raw.trim()) ? Number(raw.trim()) : Number.NaN;
+		if (!Number.isSafeInteger(n) || n < min || n > max) {
+			throw new ConfigError(`${source} must be an integer in ${min}..${max}, got "${raw}"`);
+		}
+		return n;
+	};
+const nonEmpty = (raw: string, source: string): string => {
+	if (raw.trim() === "") throw new ConfigError(`${source} must not be empty`);
+	return raw.trim();
+};
+const oneOf =
+	(values: readonly string[]) =>
+	(raw: string, source: string): string => {
+		if (!values.includes(raw)) {
+			throw new ConfigError(`${source} must be one of ${values.join(", ")}, got "${raw}"`);
+		}
+		return raw;
+	};
+const url = (raw: string, source: string): string => {
+	try {
+		const u = new URL(raw);
+		if (u.protocol !== "http:" && u.protocol !== "https:") throw new Error("protocol");
+	} catch {
+		throw new ConfigError(
+			`${source} must be an http(s) URL such as http://127.0.0.1:8000, got "${raw}"`,
+		);
+	}
+	return raw;
+};
+const hostPorts = (raw: string, source: string): string[] => {
+	const points = raw
+		.split(",")
+		.map((p) => p.trim())
+		.filter((p) => p !== "");
+	if (points.length === 0) throw new ConfigError(`${source} must list at least one host[:port]`);
+	for (const p of points) {
+		if (!/^[A-Za-z0-9.\-_[\]:]+$/.test(p)) {
+			throw new ConfigError(`${source} has an invalid contact point "${p}"`);
+		}
+	}
+	return points;
+};
+
+const SPECS: readonly OptionSpec[] = [
+	{
+		key: "storage",
+		flag: "storage",
+		env: ["VVM_STORAGE"],
+		def: "level",
+		parse: oneOf(["level", "mem", "cas", "dyn"]),
+		help: "leadership storage: level (embedded, on disk), mem (this process only), cas (Apache Cassandra), dyn (DynamoDB)",
+	},
+	{
+		key: "dataDir",
+		flag: "data-dir",
+		env: ["VVM_DATA_DIR"],
+		def: "./.vvm-data",
+		parse: nonEmpty,
+		help: "level: directory of the database (created if missing; one process at a time)",
+	},
+	{
+		key: "leadershipSeconds",
+		flag: "leadership-seconds",
+		env: ["VVM_LEADERSHIP_SECONDS"],
+		def: "20",
+		parse: int(1, 31_536_000),
+		help: "leadership duration (TTL of the leader record); renewal every 1/4, the process may act until 0.8 of it after the last renewal",
+	},
+	{
+		key: "acquireTimeoutMs",
+		flag: "acquire-timeout-ms",
+		env: ["VVM_ACQUIRE_TIMEOUT_MS"],
+		def: "120000",
+		parse: int(0, 2_147_483_647),
+		help: "how long to wait for a free slot before giving up (exit 1)",
+	},
+	{
+		key: "acquireRetryMs",
+		flag: "acquire-retry-ms",
+		env: ["VVM_ACQUIRE_RETRY_MS"],
+		def: "1000",
+		parse: int(1, 2_147_483_647),
+		help: "pause between acquisition attempts",
+	},
+	{
+		key: "numVVM",
+		flag: "num-vvm",
+		env: ["VVM_NUM"],
+		def: "1",
+		parse: int(1, 0xffff_ffff),
+		help: "number of leader slots 1..N (VVMs that lead at once)",
+	},
+	{
+		key: "address",
+		flag: "address",
+		env: ["VVM_ADDRESS"],
+		def: undefined,
+		parse: nonEmpty,
+		help: "this VVM's address, stored in the leader record (default <http-host>:<bound http port>); must be unique per VVM",
+	},
+	{
+		key: "httpHost",
+		flag: "http-host",
+		env: ["VVM_HTTP_HOST"],
+		def: "127.0.0.1",
+		parse: nonEmpty,
+		help: "HTTP listen address",
+	},
+	{
+		key: "httpPort",
+		flag: "http-port",
+		env: ["VVM_HTTP_PORT"],
+		def: "8080",
+		parse: int(0, 65_535),
+		help: 'HTTP port; 0 picks a free one (logged as "listening")',
+	},
+	{
+		key: "workIntervalMs",
+		flag: "work-interval-ms",
+		env: ["VVM_WORK_INTERVAL_MS"],
+		def: "1000",
+		parse: int(0, 2_147_483_647),
+		help: "demo lease-guarded worker tick; 0 disables it",
+	},
+	{
+		key: "logLevel",
+		flag: "log-level",
+		env: ["VVM_LOG_LEVEL"],
+		def: "info",
+		parse: oneOf(["fatal", "error", "warn", "info", "debug", "trace", "silent"]),
+		help: "pino log level",
+	},
+	{
+		key: "casContactPoints",
+		flag: "cas-contact-points",
+		env: ["CASSANDRA_CONTACT_POINTS"],
+		def: "127.0.0.1:9042",
+		parse: hostPorts,
+		help: "cas: comma-separated host[:port] list",
+	},
+	{
+		key: "casLocalDc",
+		flag: "cas-local-dc",
+		env: ["CASSANDRA_LOCAL_DC"],
+		def: "datacenter1",
+		parse: nonEmpty,
+		help: "cas: local data center",
+	},
+	{
+		key: "casKeyspace",
+		flag: "cas-keyspace",
+		env: ["VVM_CAS_KEYSPACE"],
+		def: "vvm",
+		parse: oneOfIdent,
+		help: "cas: keyspace (created with SimpleStrategy RF 1 if missing)",
+	},
+	{
+		key: "dynEndpoint",
+		flag: "dyn-endpoint",
+		env: ["DYNAMODB_ENDPOINT"],
+		def: undefined,
+		parse: url,
+		help: "dyn: endpoint URL, e.g. http://127.0.0.1:8000 for DynamoDB Local (default: AWS)",
+	},
+	{
+		key: "dynTable",
+		flag: "dyn-table",
+		env: ["VVM_DYN_TABLE"],
+		def: "vvm_ttl",
+		parse: nonEmpty,
+		help: "dyn: table (created if missing)",
+	},
+	{
+		key: "dynRegion",
+		flag: "dyn-region",
+		env: ["VVM_DYN_REGION", "AWS_REGION"],
+		def: "us-east-1",
+		parse: nonEmpty,
+		help: "dyn: AWS region",
+	},
+];
+
+function oneOfIdent(raw: string, source: string): string {
+	if (!/^[A-Za-z][A-Za-z0-9_]{0,47}$/.test(raw)) {
+		throw new ConfigError(
+			`${source} must be a Cassandra identifier (letters, digits, _), got "${raw}"`,
+		);
+	}
+	return raw;
+}
+
+/** The `--help` text. */
+export function helpText(): string {
+	const lines = [
+		"vvm-host: runs a VVM that acquires leadership of one slot and serves HTTP while leader.",
+		"",
+		"Usage: vvm-host [options]      (flags win over environment variables)",
+		"",
+		"Options:",
+	];
+	for (const s of SPECS) {
+		lines.push(`  --${s.flag} <value>`);
+		lines.push(`      ${s.help}`);
+		lines.push(`      env ${s.env.join(" | ")}; default ${s.def ?? "(see above)"}`);
+	}
+	lines.push("  -h, --help", "      show this help", "");
+	lines.push(
+		"HTTP: GET /healthz, GET /readyz (200 only while leader), GET /leadership, GET /metrics,",
+		"      POST /work (acts only while the lease is valid).",
+		"Exit codes: 0 graceful shutdown (SIGINT/SIGTERM), 1 launch failure or leadership lost,",
+		"            2 bad configuration.",
+	);
+	return lines.join("\n");
+}
+
+/** Result of {@link parseHostConfig}. */
+export type ParsedArgs =
+	| { readonly help: true }
+	| { readonly help: false; readonly config: HostConfig };
+
+/**
+ * Parses flags and environment variables (flags win) and validates every value before any I/O.
+ * Throws a {@link ConfigError} naming the flag or variable on a bad value or an unknown flag.
+ *
+ * @example
+ * ```ts
+ * const parsed = parseHostConfig(["--storage", "mem", "--http-port", "0"], {});
+ * ```
+ */
+export function parseHostConfig(
+	argv: readonly string[],
+	env: Readonly<Record<string, string | undefined>>,
+): ParsedArgs {
+	const options: NonNullable<ParseArgsConfig["options"]> = {
+		help: { type: "boolean", short: "h" },
+	};
+	for (const s of SPECS) options[s.flag] = { type: "string" };
+	let values: Record<string, string | boolean | (string | boolean)[] | undefined>;
+	try {
+		values = parseArgs({ args: [...argv], options, strict: true, allowPositionals: false }).values;
+	} catch (error) {
+		const message = error instanceof Error ? error.message : String(error);
+		throw new ConfigError(message.replace(/\. To specify a positional.*$/s, ""));
+	}
+	if (values.help === true) return { help: true };
+	const config: Record<string, unknown> = {};
+	for (const s of SPECS) {
+		const flagValue = values[s.flag];
+		let raw: string | undefined;
+		let source = `--${s.flag}`;
+		if (typeof flagValue === "string") raw = flagValue;
+		else {
+			for (const name of s.env) {
+				const v = env[name];
+				if (v !== undefined && v !== "") {
+					raw = v;
+					source = name;
+					break;
+				}
+			}
+		}
+		if (raw === undefined) {
+			config[s.key] = s.def === undefined ? undefined : s.parse(s.def, `default of --${s.flag}`);
+		} else {
+			config[s.key] = s.parse(raw, source);
+		}
+	}
+	return { help: false, config: config as unknown as HostConfig };
+}

@@ -1,0 +1,176 @@
+import { systemClock } from "@vvm/clock";
+import type { Killer } from "@vvm/ielections";
+import { processKiller, vvmLeadershipStorage } from "@vvm/ielections";
+import type { VVMEvent } from "@vvm/orch";
+import { provideVVM, VVMError } from "@vvm/orch";
+import type { DestinationStream } from "pino";
+import type { HostConfig } from "./config.ts";
+import type { HttpApi, HttpApiState } from "./http.ts";
+import { startHttpApi } from "./http.ts";
+import { createLeaseWorker } from "./lease-worker.ts";
+import { createHostLogger, describeError, logVVMEvent } from "./logger.ts";
+import { createHostMetrics } from "./metrics.ts";
+import type { OpenedStorage } from "./storage.ts";
+import { openStorage } from "./storage.ts";
+
+/** Exit codes of the host. */
+export const EXIT = Object.freeze({ OK: 0, FAILURE: 1, BAD_CONFIG: 2 });
+
+/** Options of {@link runHost}, mostly for tests. */
+export interface RunHostOptions {
+	/** Log destination; default stdout, synchronous. */
+	readonly logDestination?: DestinationStream;
+	/** Killer; default `processKiller()` (a worker-thread watchdog that SIGKILLs the process). */
+	readonly killer?: Killer;
+	/** Where human-readable failure messages go; default stderr. */
+	readonly stderr?: (line: string) => void;
+	/** Resolves the run as if SIGTERM arrived; default: SIGINT and SIGTERM of this process. */
+	readonly stop?: AbortSignal;
+}
+
+/**
+ * Runs the host until a signal, a launch failure or a leadership loss, and resolves to the exit
+ * code: 0 graceful, 1 launch failure or leadership lost. The caller exits the process right away
+ * (the killer stays armed after a graceful shutdown, as seed 001 requires).
+ *
+ * @example
+ * ```ts
+ * const parsed = parseHostConfig(process.argv.slice(2), process.env);
+ * if (!parsed.help) process.exit(await runHost(parsed.config));
+ * ```
+ */
+export async function runHost(config: HostConfig, options: RunHostOptions = {}): Promise<number> {
+	const logger = createHostLogger(config.logLevel, options.logDestination);
+	const stderr = options.stderr ?? ((line: string) => process.stderr.write(`${line}\n`));
+	const fail = (message: string): number => {
+		logger.error({ event: "exit", code: EXIT.FAILURE }, message);
+		stderr(`vvm-host: ${message}`);
+		return EXIT.FAILURE;
+	};
+
+	// Stop requests (signals) are honoured at every stage from here on.
+	const stopCtl = new AbortController();
+	const onSignal = (signal: NodeJS.Signals): void => {
+		logger.info({ event: "signal", signal }, `received ${signal}: shutting down gracefully`);
+		stopCtl.abort(signal);
+	};
+	const external = options.stop;
+	if (external === undefined) {
+		process.once("SIGINT", onSignal);
+		process.once("SIGTERM", onSignal);
+	} else {
+		external.addEventListener("abort", () => stopCtl.abort("stop"), { once: true });
+	}
+	const cleanupSignals = (): void => {
+		process.off("SIGINT", onSignal);
+		process.off("SIGTERM", onSignal);
+	};
+
+	let storage: OpenedStorage | undefined;
+	let http: HttpApi | undefined;
+	try {
+		logger.info(
+			{ event: "starting", storage: config.storage },
+			`vvm-host starting on ${config.storage} storage`,
+		);
+		try {
+			storage = await openStorage(config);
+		} catch (error) {
+			return fail(describeError(error) ?? "cannot open the storage");
+		}
+		logger.info(
+			{ event: "storage-open", storage: config.storage, location: storage.location },
+			"storage open",
+		);
+		const leadershipStorage = vvmLeadershipStorage(storage.driver);
+
+		let address = config.address ?? "";
+		const worker = createLeaseWorker({
+			intervalMs: config.workIntervalMs,
+			logger,
+			leaseDeadline: () => state.vvm?.leadership()?.leaseDeadline,
+		});
+		const state: HttpApiState = {
+			vvm: undefined,
+			phase: "starting",
+			address: () => address,
+			numVVM: config.numVVM,
+			now: () => systemClock.now(),
+			holderOf: (slot) => leadershipStorage.get(slot),
+			registry: undefined as never,
+			worker,
+		};
+		const metrics = createHostMetrics({
+			leadership: () => state.vvm?.leadership(),
+			now: () => systemClock.now(),
+		});
+		(state as { registry: unknown }).registry = metrics.registry;
+
+		try {
+			http = await startHttpApi(state, config.httpHost, config.httpPort);
+		} catch (error) {
+			return fail(
+				`cannot listen on ${config.httpHost}:${config.httpPort}: ${describeError(error)} (use --http-port)`,
+			);
+		}
+		if (address === "") address = `${config.httpHost}:${http.port}`;
+		logger.info(
+			{
+				event: "listening",
+				host: config.httpHost,
+				port: http.port,
+				url: `http://${config.httpHost}:${http.port}`,
+				address,
+			},
+			`HTTP on http://${config.httpHost}:${http.port}`,
+		);
+
+		const vvm = provideVVM({
+			storage: leadershipStorage,
+			address,
+			numVVM: config.numVVM,
+			clock: systemClock,
+			killer: options.killer ?? processKiller(),
+			acquireRetryMs: config.acquireRetryMs,
+			services: [worker],
+			onEvent: (event: VVMEvent) => {
+				metrics.onEvent(event);
+				logVVMEvent(logger, event);
+				if (event.type === "services-started") state.phase = "leader";
+				if (event.type === "problem" && state.phase !== "stopping") state.phase = "failed";
+			},
+		});
+		state.vvm = vvm;
+		if (stopCtl.signal.aborted) return EXIT.OK; // stopped before launch: nothing held yet
+		state.phase = "waiting";
+		const launched = vvm.launch(config.leadershipSeconds, config.acquireTimeoutMs);
+		const problem = new Promise<void>((resolve) => {
+			void launched.then((signal) => {
+				if (signal.aborted) resolve();
+				else signal.addEventListener("abort", () => resolve(), { once: true });
+			});
+		});
+		const stopped = new Promise<void>((resolve) => {
+			if (stopCtl.signal.aborted) resolve();
+			else stopCtl.signal.addEventListener("abort", () => resolve(), { once: true });
+		});
+		await Promise.race([problem, stopped]);
+		if ((state.phase as HttpApiState["phase"]) !== "failed") state.phase = "stopping";
+		const error = await vvm.shutdown();
+		if (error === undefined) {
+			logger.info({ event: "exit", code: EXIT.OK }, "graceful shutdown complete");
+			return EXIT.OK;
+		}
+		if (VVMError.is(error) && error.code === "VVM_LEADERSHIP_ACQUISITION") {
+			return fail(`launch failed: ${describeError(error)}`);
+		}
+		if (VVMError.is(error) && error.code === "VVM_LEADERSHIP_LOST") {
+			return fail(`leadership lost, exiting: ${describeError(error)}`);
+		}
+		return fail(`stopped because of a problem: ${describeError(error)}`);
+	} finally {
+		cleanupSignals();
+		await http?.close().catch(() => {});
+		await storage?.close().catch(() => {});
+	}
+}

@@ -1,0 +1,147 @@
+import type { IncomingMessage, Server, ServerResponse } from "node:http";
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
+import type { VVM } from "@vvm/orch";
+import type { Registry } from "prom-client";
+import type { LeaseWorker } from "./lease-worker.ts";
+
+/** What the HTTP API reads. The VVM is set once created (the server starts before it). */
+export interface HttpApiState {
+	vvm: VVM | undefined;
+	/** `waiting` → `leader` → `stopping`, or `failed`. */
+	phase: "starting" | "waiting" | "leader" | "stopping" | "failed";
+	readonly address: () => string;
+	readonly numVVM: number;
+	readonly now: () => number;
+	readonly holderOf: (slot: number) => Promise<string | undefined>;
+	readonly registry: Registry;
+	readonly worker: LeaseWorker;
+}
+
+/** A started HTTP server. */
+export interface HttpApi {
+	readonly port: number;
+	readonly server: Server;
+	close(): Promise<void>;
+}
+
+const json = (res: ServerResponse, status: number, body: unknown): void => {
+	const text = `${JSON.stringify(body)}\n`;
+	res.writeHead(status, {
+		"content-type": "application/json; charset=utf-8",
+		"content-length": Buffer.byteLength(text),
+		"cache-control": "no-store",
+	});
+	res.end(text);
+};
+
+async function leadershipBody(state: HttpApiState): Promise<unknown> {
+	const leadership = state.vvm?.leadership();
+	const now = state.now();
+	if (leadership !== undefined) {
+		return {
+			phase: state.phase,
+			leader: true,
+			address: state.address(),
+			slot: leadership.slot,
+			holder: leadership.address,
+			durationSeconds: leadership.durationSeconds,
+			acquiredAt: leadership.acquiredAt,
+			renewals: leadership.renewals,
+			lastRenewedAt: leadership.lastRenewedAt,
+			leaseDeadline: leadership.leaseDeadline,
+			timeLeftMs: Math.max(0, leadership.leaseDeadline - now),
+			leaseValid: state.vvm?.leaseValid() ?? false,
+		};
+	}
+	const slots: Array<{ slot: number; holder: string | null }> = [];
+	for (let slot = 1; slot <= Math.min(state.numVVM, 16); slot++) {
+		let holder: string | null;
+		try {
+			holder = (await state.holderOf(slot)) ?? null;
+		} catch {
+			holder = null;
+		}
+		slots.push({ slot, holder });
+	}
+	return {
+		phase: state.phase,
+		leader: false,
+		address: state.address(),
+		slots,
+		problem: state.vvm?.problem()?.message ?? null,
+	};
+}
+
+async function handle(
+	state: HttpApiState,
+	req: IncomingMessage,
+	res: ServerResponse,
+): Promise<void> {
+	const path = new URL(req.url ?? "/", "http://localhost").pathname;
+	const route = `${req.method ?? "GET"} ${path}`;
+	switch (route) {
+		case "GET /healthz": {
+			const problem = state.vvm?.problem();
+			if (problem === undefined) json(res, 200, { status: "ok", phase: state.phase });
+			else json(res, 503, { status: "problem", phase: state.phase, problem: problem.message });
+			return;
+		}
+		case "GET /readyz": {
+			const ready = state.vvm?.leaseValid() === true && state.phase === "leader";
+			json(res, ready ? 200 : 503, {
+				ready,
+				phase: state.phase,
+				slot: state.vvm?.leadership()?.slot ?? null,
+			});
+			return;
+		}
+		case "GET /leadership":
+			json(res, 200, await leadershipBody(state));
+			return;
+		case "GET /metrics": {
+			const body = await state.registry.metrics();
+			res.writeHead(200, { "content-type": state.registry.contentType });
+			res.end(body);
+			return;
+		}
+		case "POST /work": {
+			const result = state.worker.act("http");
+			json(res, result.done ? 200 : 503, result);
+			return;
+		}
+		default:
+			if (["/healthz", "/readyz", "/leadership", "/metrics", "/work"].includes(path)) {
+				json(res, 405, { error: `method ${req.method} not allowed on ${path}` });
+			} else {
+				json(res, 404, { error: `no route ${path}` });
+			}
+	}
+}
+
+/** Starts the HTTP API (node:http, no framework) and resolves once it listens. */
+export function startHttpApi(state: HttpApiState, host: string, port: number): Promise<HttpApi> {
+	const server = createServer((req, res) => {
+		handle(state, req, res).catch((error: unknown) => {
+			if (!res.headersSent) json(res, 500, { error: String(error) });
+			else res.destroy();
+		});
+	});
+	server.keepAliveTimeout = 1_000;
+	return new Promise((resolvePromise, reject) => {
+		const onError = (error: Error): void => reject(error);
+		server.once("error", onError);
+		server.listen(port, host, () => {
+			server.off("error", onError);
+			resolvePromise({
+				port: (server.address() as AddressInfo).port,
+				server,
+				close: () =>
+					new Promise<void>((done) => {
+						server.close(() => done());
+						server.closeAllConnections();
+					}),
+			});
+		});
+	});
+}

@@ -1,0 +1,132 @@
+import type { VVMEvent } from "@vvm/orch";
+import type { DestinationStream, Logger } from "pino";
+import { pino } from "pino";
+
+/**
+ * The host's structured logger: JSON lines on stdout (synchronous, so nothing is lost on exit),
+ * `time` in epoch ms.
+ */
+export function createHostLogger(level: string, destination?: DestinationStream): Logger {
+	return pino(
+		{ level, base: { pid: process.pid }, messageKey: "msg" },
+		destination ?? pino.destination({ fd: 1, sync: true }),
+	);
+}
+
+const describeError = (error: unknown): string | undefined => {
+	if (error === undefined) return undefined;
+	if (!(error instanceof Error)) return String(error);
+	let text = error.message;
+	let cause: unknown = error.cause;
+	for (let depth = 0; cause !== undefined && depth < 4; depth++) {
+		text += ` <- ${cause instanceof Error ? cause.message : String(cause)}`;
+		cause = cause instanceof Error ? cause.cause : undefined;
+	}
+	return text;
+};
+
+/**
+ * Logs one VVM or leadership event with an `event` field (the event type) and the slot; every
+ * leadership change is logged at `info` or above, renewals at `debug`.
+ */
+export function logVVMEvent(logger: Logger, event: VVMEvent): void {
+	switch (event.type) {
+		case "launching":
+			logger.info({ event: event.type, ...event }, "launching: acquiring leadership");
+			return;
+		case "acquired":
+			logger.info(
+				{
+					event: event.type,
+					slot: event.key,
+					address: event.value,
+					at: event.at,
+					leaseDeadline: event.leaseDeadline,
+				},
+				`acquired leadership of slot ${event.key}`,
+			);
+			return;
+		case "acquire-failed":
+			logger.debug(
+				{
+					event: event.type,
+					slot: event.key,
+					reason: event.reason,
+					error: describeError(event.error),
+				},
+				`slot ${event.key} not acquired (${event.reason})`,
+			);
+			return;
+		case "renewed":
+			logger.debug(
+				{
+					event: event.type,
+					slot: event.key,
+					at: event.at,
+					leaseDeadline: event.leaseDeadline,
+					latencyMs: event.latencyMs,
+				},
+				"leadership renewed",
+			);
+			return;
+		case "renewal-failed":
+			logger.warn(
+				{
+					event: event.type,
+					slot: event.key,
+					attempt: event.attempt,
+					error: describeError(event.error),
+				},
+				"leadership renewal failed",
+			);
+			return;
+		case "lost":
+			logger.error(
+				{
+					event: event.type,
+					slot: event.key,
+					reason: event.reason,
+					error: describeError(event.error),
+				},
+				`leadership of slot ${event.key} lost`,
+			);
+			return;
+		case "released":
+			logger.info(
+				{ event: event.type, slot: event.key, reason: event.reason },
+				`leadership of slot ${event.key} released`,
+			);
+			return;
+		case "release-failed":
+			logger.error(
+				{ event: event.type, slot: event.key, error: describeError(event.error) },
+				"releasing leadership failed",
+			);
+			return;
+		case "leader":
+			logger.info(
+				{
+					event: event.type,
+					slot: event.slot,
+					address: event.address,
+					leaseDeadline: event.leaseDeadline,
+				},
+				`became leader of slot ${event.slot}`,
+			);
+			return;
+		case "services-started":
+			logger.info({ event: event.type, services: event.services }, "services started");
+			return;
+		case "problem":
+			logger.error({ event: event.type, error: describeError(event.error) }, "VVM problem");
+			return;
+		case "shutdown-started":
+			logger.info({ event: event.type }, "shutting down");
+			return;
+		case "shutdown-done":
+			logger.info({ event: event.type, problem: describeError(event.problem) }, "shut down");
+			return;
+	}
+}
+
+export { describeError };

@@ -1,0 +1,111 @@
+import type { VVMEvent, VVMLeadership } from "@vvm/orch";
+import { Counter, Gauge, Histogram, Registry } from "prom-client";
+
+/** The host's Prometheus metrics, on their own registry (never the global one). */
+export interface HostMetrics {
+	readonly registry: Registry;
+	/** Feed every VVM event here. */
+	onEvent(event: VVMEvent): void;
+}
+
+/**
+ * Creates the metrics: leader status and slot, renewals, renewal failures and latency,
+ * acquisition attempts, transitions, time since the last renewal and lease time left.
+ */
+export function createHostMetrics(options: {
+	readonly leadership: () => VVMLeadership | undefined;
+	readonly now: () => number;
+}): HostMetrics {
+	const registry = new Registry();
+	const registers = [registry];
+	new Gauge({
+		name: "vvm_leader",
+		help: "1 while this VVM holds a leader slot, else 0",
+		registers,
+		collect() {
+			this.set(options.leadership() === undefined ? 0 : 1);
+		},
+	});
+	new Gauge({
+		name: "vvm_leader_slot",
+		help: "The slot held (1..numVVM), 0 when not leader",
+		registers,
+		collect() {
+			this.set(options.leadership()?.slot ?? 0);
+		},
+	});
+	new Gauge({
+		name: "vvm_leadership_seconds_since_last_renewal",
+		help: "Seconds since the last successful renewal (or acquisition) was sent; NaN when not leader",
+		registers,
+		collect() {
+			const l = options.leadership();
+			this.set(l === undefined ? Number.NaN : (options.now() - l.lastRenewedAt) / 1000);
+		},
+	});
+	new Gauge({
+		name: "vvm_leadership_lease_seconds_remaining",
+		help: "Seconds until the local lease deadline; NaN when not leader",
+		registers,
+		collect() {
+			const l = options.leadership();
+			this.set(l === undefined ? Number.NaN : (l.leaseDeadline - options.now()) / 1000);
+		},
+	});
+	const renewals = new Counter({
+		name: "vvm_leadership_renewals_total",
+		help: "Successful leadership renewals",
+		registers,
+	});
+	const failures = new Counter({
+		name: "vvm_leadership_renewal_failures_total",
+		help: "Failed renewal attempts (storage errors)",
+		registers,
+	});
+	const transitions = new Counter({
+		name: "vvm_leadership_transitions_total",
+		help: "Leadership changes of this VVM, by direction",
+		labelNames: ["to"] as const,
+		registers,
+	});
+	const attempts = new Counter({
+		name: "vvm_leadership_acquire_attempts_total",
+		help: "Acquisition attempts, by result",
+		labelNames: ["result"] as const,
+		registers,
+	});
+	const latency = new Histogram({
+		name: "vvm_leadership_renewal_latency_seconds",
+		help: "Latency of successful renewals",
+		buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
+		registers,
+	});
+	for (const to of ["leader", "follower"]) transitions.inc({ to }, 0);
+	return {
+		registry,
+		onEvent(event) {
+			switch (event.type) {
+				case "acquired":
+					attempts.inc({ result: "acquired" });
+					transitions.inc({ to: "leader" });
+					return;
+				case "acquire-failed":
+					attempts.inc({ result: event.reason });
+					return;
+				case "renewed":
+					renewals.inc();
+					latency.observe(event.latencyMs / 1000);
+					return;
+				case "renewal-failed":
+					failures.inc();
+					return;
+				case "lost":
+				case "released":
+					transitions.inc({ to: "follower" });
+					return;
+				default:
+					return;
+			}
+		},
+	};
+}
