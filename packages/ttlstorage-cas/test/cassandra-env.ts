@@ -11,7 +11,12 @@ export const contactPoints: string[] = (process.env.CASSANDRA_CONTACT_POINTS ?? 
 	.map((s) => s.trim())
 	.filter((s) => s !== "");
 export const localDataCenter: string = process.env.CASSANDRA_LOCAL_DC ?? "datacenter1";
-const first = hostPort(contactPoints[0] ?? "127.0.0.1:9042", 9042);
+/** Host and port of the first contact point. */
+export const firstContactPoint: { host: string; port: number } = hostPort(
+	contactPoints[0] ?? "127.0.0.1:9042",
+	9042,
+);
+const first = firstContactPoint;
 
 /** `false` when Cassandra is reachable, else the reason to skip; throws in CI instead of skipping. */
 export async function cassandraGate(): Promise<false | string> {

@@ -7,7 +7,12 @@ import { policies, types } from "cassandra-driver";
 import { describe, expect, it } from "vitest";
 import { createCassandraTTLStorage, ensureCassandraSchema } from "../src/index.ts";
 import { parseApplied } from "../src/statements.ts";
-import { cassandraGate, newClient, useCassandraKeyspace } from "./cassandra-env.ts";
+import {
+	cassandraGate,
+	firstContactPoint,
+	newClient,
+	useCassandraKeyspace,
+} from "./cassandra-env.ts";
 
 const skip = await cassandraGate();
 const fixture = useCassandraKeyspace("vvm_conf", skip);
@@ -73,7 +78,7 @@ async function startProxy(target: { host: string; port: number }): Promise<{
 	};
 }
 
-describe.skipIf(skip)("ttlstorage-cas: driver-specific", () => {
+describe.skipIf(skip)(`ttlstorage-cas: driver-specific${skip ? ` [skipped: ${skip}]` : ""}`, () => {
 	it("ensureCassandraSchema is idempotent and keeps an existing keyspace's replication", async () => {
 		const { client, keyspace } = fixture();
 		await ensureCassandraSchema(client, { keyspace });
@@ -236,7 +241,7 @@ describe.skipIf(skip)("ttlstorage-cas: driver-specific", () => {
 
 	it("a reply lost after the server applied a conditional write rejects with OUTCOME_UNKNOWN, never false", async () => {
 		const { client, keyspace } = fixture();
-		const proxy = await startProxy({ host: "127.0.0.1", port: 9042 });
+		const proxy = await startProxy(firstContactPoint);
 		// Every host the driver learns about is reached through the proxy.
 		// The driver wants an instance of its AddressTranslator class, which its typings only
 		// declare as an interface.
@@ -282,7 +287,7 @@ describe.skipIf(skip)("ttlstorage-cas: driver-specific", () => {
 	});
 
 	it("an unreachable cluster rejects with TTLSTORAGE_UNAVAILABLE", async () => {
-		const closed = await startProxy({ host: "127.0.0.1", port: 9042 });
+		const closed = await startProxy(firstContactPoint);
 		const port = closed.port;
 		await closed.close();
 		const nowhere = newClient({ contactPoints: [`127.0.0.1:${port}`] });
