@@ -32,7 +32,16 @@ const describeError = (error: unknown): string | undefined => {
 export function logVVMEvent(logger: Logger, event: VVMEvent): void {
 	switch (event.type) {
 		case "launching":
-			logger.info({ event: event.type, ...event }, "launching: acquiring leadership");
+			logger.info(
+				{
+					event: event.type,
+					address: event.address,
+					numVVM: event.numVVM,
+					durationSeconds: event.durationSeconds,
+					acquisitionDurationMs: event.acquisitionDurationMs,
+				},
+				"launching: acquiring leadership",
+			);
 			return;
 		case "acquired":
 			logger.info(
