@@ -38,14 +38,15 @@ export function createElectionsStorage<K, V>(
 	codec: ElectionsCodec<K, V>,
 ): ITTLStorage<K, V> {
 	return {
-		insertIfNotExist: (key, value, ttlSeconds) =>
+		// async: codec and validation errors reject like storage errors do, never throw synchronously.
+		insertIfNotExist: async (key, value, ttlSeconds) =>
 			driver.insertIfNotExists(
 				codec.pKey(key),
 				codec.cCols(key),
 				codec.encodeValue(value),
 				ttlSeconds,
 			),
-		compareAndSwap: (key, oldValue, newValue, ttlSeconds) =>
+		compareAndSwap: async (key, oldValue, newValue, ttlSeconds) =>
 			driver.compareAndSwap(
 				codec.pKey(key),
 				codec.cCols(key),
@@ -53,7 +54,7 @@ export function createElectionsStorage<K, V>(
 				codec.encodeValue(newValue),
 				ttlSeconds,
 			),
-		compareAndDelete: (key, value) =>
+		compareAndDelete: async (key, value) =>
 			driver.compareAndDelete(codec.pKey(key), codec.cCols(key), codec.encodeValue(value)),
 		async get(key) {
 			const bytes = await driver.get(codec.pKey(key), codec.cCols(key));

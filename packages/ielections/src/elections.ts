@@ -30,7 +30,8 @@ export interface Elections<K, V> {
 	 * once it aborts), or `undefined` when not acquired: the key exists in storage, is already held
 	 * by this instance (storage is not touched), `cleanup()` was called, or storage failed.
 	 * Rejects with a `RangeError` (before any I/O) unless `durationSeconds` is an integer in
-	 * `1..31_536_000`.
+	 * `1..31_536_000`, and with the `TypeError`/`RangeError` of the storage or codec for a key or
+	 * value it cannot store.
 	 */
 	acquireLeadership(key: K, value: V, durationSeconds: number): Promise<AbortSignal | undefined>;
 	/**
@@ -223,6 +224,9 @@ class ElectionsImpl<K, V> implements Elections<K, V> {
 		try {
 			inserted = await this.#storage.insertIfNotExist(key, value, durationSeconds);
 		} catch (error) {
+			// Argument mistakes (a key the codec cannot encode, a value too large for the driver) are
+			// programming errors: they reject instead of reading as "not acquired".
+			if (error instanceof TypeError || error instanceof RangeError) throw error;
 			this.#emit({
 				type: "acquire-failed",
 				key,

@@ -1,0 +1,194 @@
+import { MockClock } from "@vvm/clock";
+import type { LeadershipEvent } from "@vvm/ielections";
+import {
+	createElections,
+	createElectionsStorage,
+	ElectionsError,
+	LEADERSHIP_TIMINGS,
+	VVM_LEADER_PREFIX,
+	vvmLeadershipStorage,
+} from "@vvm/ielections";
+import { RecordingKiller } from "@vvm/ielections/testing";
+import { fromUtf8, TTLStorageError, u32, utf8 } from "@vvm/ttlstorage";
+import { faults, withFaults } from "@vvm/ttlstorage/testing";
+import { describe, expect, it } from "vitest";
+import { createMiniTTLStorage } from "./helpers/mini-ttl-storage.ts";
+
+function setup() {
+	const clock = new MockClock(1_000_000);
+	const driver = withFaults(createMiniTTLStorage(clock), { clock });
+	const storage = vvmLeadershipStorage(driver);
+	const killer = new RecordingKiller(clock);
+	const events: LeadershipEvent<number, string>[] = [];
+	const elections = createElections(storage, {
+		clock,
+		killer,
+		onEvent: (e) => events.push(e),
+	});
+	return { clock, driver, storage, killer, events, elections };
+}
+
+describe("vvmLeadershipStorage", () => {
+	it("uses the voedger layout: pKey u32(1), cCols u32(slot), value UTF-8 address", async () => {
+		const { driver, elections } = setup();
+		expect(VVM_LEADER_PREFIX).toBe(1);
+		expect(await elections.acquireLeadership(7, "10.0.0.1:8822", 20)).toBeDefined();
+		const raw = await driver.get(u32(1), u32(7));
+		expect(raw).toBeDefined();
+		expect(fromUtf8(raw as Uint8Array)).toBe("10.0.0.1:8822");
+		expect([...u32(7)]).toEqual([0, 0, 0, 7]);
+		expect(await driver.queryTTL(u32(1), u32(7))).toBe(20);
+		await elections.cleanup();
+		expect(await driver.get(u32(1), u32(7))).toBeUndefined();
+	});
+
+	it("rejects a slot that is not a u32 before any I/O", async () => {
+		const { driver, storage, elections, events } = setup();
+		await expect(storage.insertIfNotExist(-1, "a", 5)).rejects.toBeInstanceOf(RangeError);
+		await expect(elections.acquireLeadership(2 ** 32, "a", 5)).rejects.toBeInstanceOf(RangeError);
+		expect(driver.calls).toHaveLength(0);
+		expect(events).toEqual([]);
+	});
+});
+
+describe("createElectionsStorage", () => {
+	it("maps keys and values through the codec and decodes get", async () => {
+		const clock = new MockClock(0);
+		const driver = createMiniTTLStorage(clock);
+		const storage = createElectionsStorage<{ app: string; n: number }, { ip: string }>(driver, {
+			pKey: (k) => utf8(`leaders/${k.app}`),
+			cCols: (k) => u32(k.n),
+			encodeValue: (v) => utf8(JSON.stringify(v)),
+			decodeValue: (b) => JSON.parse(fromUtf8(b)) as { ip: string },
+		});
+		const key = { app: "a", n: 2 };
+		expect(await storage.insertIfNotExist(key, { ip: "x" }, 5)).toBe(true);
+		expect(await storage.get(key)).toEqual({ ip: "x" });
+		expect(await storage.compareAndSwap(key, { ip: "y" }, { ip: "z" }, 5)).toBe(false);
+		expect(await storage.compareAndSwap(key, { ip: "x" }, { ip: "z" }, 5)).toBe(true);
+		expect(await storage.compareAndDelete(key, { ip: "x" })).toBe(false);
+		expect(await storage.compareAndDelete(key, { ip: "z" })).toBe(true);
+		expect(await storage.get(key)).toBeUndefined();
+		clock.advance(1);
+	});
+});
+
+describe("createElections", () => {
+	it("keeps working when the event listener throws", async () => {
+		const clock = new MockClock(0);
+		const storage = vvmLeadershipStorage(createMiniTTLStorage(clock));
+		const elections = createElections(storage, {
+			clock,
+			killer: new RecordingKiller(clock),
+			onEvent: () => {
+				throw new Error("listener bug");
+			},
+		});
+		const signal = await elections.acquireLeadership(1, "a", 4);
+		expect(signal).toBeDefined();
+		await clock.advanceAsync(1_000);
+		expect(elections.leadership(1)?.renewals).toBe(1);
+		await elections.releaseLeadership(1);
+		expect(signal?.aborted).toBe(true);
+	});
+
+	it("identifies object keys with keyToString", async () => {
+		const clock = new MockClock(0);
+		const driver = createMiniTTLStorage(clock);
+		const storage = createElectionsStorage<{ slot: number }, string>(driver, {
+			pKey: () => utf8("p"),
+			cCols: (k) => u32(k.slot),
+			encodeValue: utf8,
+			decodeValue: fromUtf8,
+		});
+		const elections = createElections(storage, {
+			clock,
+			killer: new RecordingKiller(clock),
+			keyToString: (k) => `slot-${k.slot}`,
+		});
+		expect(await elections.acquireLeadership({ slot: 1 }, "a", 10)).toBeDefined();
+		expect(elections.leadership({ slot: 1 })?.value).toBe("a");
+		expect(await elections.acquireLeadership({ slot: 1 }, "a", 10)).toBeUndefined();
+		await elections.releaseLeadership({ slot: 1 });
+		expect(elections.leadership({ slot: 1 })).toBeUndefined();
+		await elections.cleanup();
+	});
+
+	it("removes a maybe-applied insert when the outcome is unknown", async () => {
+		const { driver, storage, elections, events } = setup();
+		driver.inject({ on: "insertIfNotExists", action: faults.unknownOutcome(true), times: 1 });
+		expect(await elections.acquireLeadership(1, "me", 10)).toBeUndefined();
+		const failed = events.find((e) => e.type === "acquire-failed");
+		expect(failed?.type === "acquire-failed" && failed.reason).toBe("storage-error");
+		expect(TTLStorageError.is(failed?.type === "acquire-failed" ? failed.error : undefined)).toBe(
+			true,
+		);
+		expect(await storage.get(1)).toBeUndefined();
+		expect(await elections.acquireLeadership(1, "me", 10)).toBeDefined();
+		await elections.cleanup();
+	});
+
+	it("does not delete another's record after an unknown insert outcome", async () => {
+		const { driver, storage, elections } = setup();
+		expect(await storage.insertIfNotExist(1, "other", 10)).toBe(true);
+		driver.inject({ on: "insertIfNotExists", action: faults.unknownOutcome(false), times: 1 });
+		expect(await elections.acquireLeadership(1, "me", 10)).toBeUndefined();
+		expect(await storage.get(1)).toBe("other");
+	});
+
+	it("waits for a pending acquisition before releasing the same key", async () => {
+		const { driver, storage, elections } = setup();
+		let open!: () => void;
+		const gate = new Promise<void>((r) => {
+			open = r;
+		});
+		driver.inject({ on: "insertIfNotExists", action: faults.hook(() => gate), times: 1 });
+		const acquiring = elections.acquireLeadership(1, "me", 10);
+		const releasing = elections.releaseLeadership(1);
+		open();
+		const signal = await acquiring;
+		await releasing;
+		expect(signal?.aborted).toBe(true);
+		expect(ElectionsError.is(signal?.reason) && signal.reason.code).toBe("ELECTIONS_RELEASED");
+		expect(await storage.get(1)).toBeUndefined();
+	});
+
+	it("with several keys, a healthy key's renewals never push back a failing key's deadline", async () => {
+		const { clock, killer, elections, driver } = setup();
+		const t0 = clock.now();
+		await elections.acquireLeadership(1, "a", 10);
+		await elections.acquireLeadership(2, "a", 4);
+		// Key 1's renewal hangs from t0 + 2.5 s, so its deadline stays t0 + 2.5 s + 7.5 s. Key 2
+		// renews every second, each time asking for a deadline 3.2 s later (t0 + 10.2 s at t0 + 7 s).
+		driver.inject({
+			on: "compareAndSwap",
+			match: (c) => (c.args[1] as Uint8Array)[3] === 1,
+			action: faults.hook(() => new Promise<void>(() => {})),
+		});
+		await clock.advanceAsync(9_900);
+		expect(elections.leadership(2)?.renewals).toBe(9);
+		expect(killer.deadline).toBe(t0 + 10_000);
+		expect(killer.firedAt()).toBeUndefined();
+		expect(killer.firedAt(t0 + 10_000)).toBe(t0 + 10_000);
+		await elections.cleanup();
+	});
+
+	it("exposes the seed 001 timings", () => {
+		expect(LEADERSHIP_TIMINGS).toEqual({
+			renewFraction: 0.25,
+			retryFraction: 0.05,
+			maxRetries: 2,
+			killerAfterRenewal: 0.8,
+			killerBeforeCAS: 0.75,
+		});
+		expect(Object.isFrozen(LEADERSHIP_TIMINGS)).toBe(true);
+	});
+
+	it("ElectionsError.is recognises the reason across copies by its marker", () => {
+		const e = new ElectionsError("ELECTIONS_LOST", "x", { cause: 1 });
+		expect(ElectionsError.is(e)).toBe(true);
+		expect(ElectionsError.is(new Error("x"))).toBe(false);
+		expect(e.message).toBe("[@vvm/ielections] x");
+		expect(e.cause).toBe(1);
+	});
+});
