@@ -130,7 +130,9 @@ export async function runHost(config: HostConfig, options: RunHostOptions = {}):
 			address,
 			numVVM: config.numVVM,
 			clock: systemClock,
-			killer: options.killer ?? processKiller(),
+			killer:
+				options.killer ??
+				processKiller({ log: (line) => logger.fatal({ event: "killer", line }, line) }),
 			acquireRetryMs: config.acquireRetryMs,
 			services: [worker],
 			onEvent: (event: VVMEvent) => {

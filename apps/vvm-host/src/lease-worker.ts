@@ -35,15 +35,16 @@ export function createLeaseWorker(options: {
 			if (ctx === undefined) return { done: false, reason: "not leader" };
 			if (ctx.signal.aborted) return { done: false, reason: "stopping" };
 			const leaseDeadline = options.leaseDeadline();
-			if (!ctx.leaseValid()) {
+			const at = Date.now();
+			if (!ctx.leaseValid() || leaseDeadline === undefined || at >= leaseDeadline) {
 				options.logger.warn(
-					{ event: "refused", source, leaseDeadline },
+					{ event: "refused", source, at, leaseDeadline },
 					"refused to act: the local lease deadline has passed",
 				);
 				return { done: false, reason: "lease expired" };
 			}
 			count++;
-			options.logger.debug({ event: "work", source, n: count, leaseDeadline }, "work done");
+			options.logger.debug({ event: "work", source, n: count, at, leaseDeadline }, "work done");
 			return { done: true };
 		},
 		async start(ctx) {

@@ -1,0 +1,209 @@
+// Two and more real host processes on one DynamoDB Local table: kill -9 failover, SIGSTOP beyond
+// the killer deadline, a storage that stops answering (services refuse after the local lease
+// deadline before the killer fires), and a stolen record (exit 1). Checks from the processes'
+// own logs that no two lease intervals of slot 1 overlap and that nobody acted after its deadline.
+import { DeleteTableCommand, DynamoDBClient } from "@aws-sdk/client-dynamodb";
+import { vvmLeadershipStorage } from "@vvm/ielections";
+import { createDynamoTTLStorage } from "@vvm/ttlstorage-dyn";
+import { hostPort, requireServer } from "@vvm/vitest-config/servers";
+import { afterAll, describe, expect, it } from "vitest";
+import type { HostProcess, LogLine } from "./support/host-process.ts";
+import { killHard, spawnHost } from "./support/host-process.ts";
+import type { PausableProxy } from "./support/pausable-proxy.ts";
+import { startPausableProxy } from "./support/pausable-proxy.ts";
+
+const ENDPOINT = process.env.DYNAMODB_ENDPOINT ?? "http://127.0.0.1:8000";
+const { host: DYN_HOST, port: DYN_PORT } = hostPort(ENDPOINT, 8000);
+const skip = await requireServer({
+	name: "DynamoDB Local",
+	host: DYN_HOST,
+	port: DYN_PORT,
+	enabledVar: "DYNAMODB_TESTS_ENABLED",
+	startHint: "bash tooling/servers/dynamodb/start.sh",
+});
+
+const D_SECONDS = 4;
+const D = D_SECONDS * 1000;
+const TABLE = `vvm_failover_${process.pid}_${Date.now()}`;
+const spawned: HostProcess[] = [];
+const proxies: PausableProxy[] = [];
+
+const client = new DynamoDBClient({
+	endpoint: ENDPOINT,
+	region: "us-east-1",
+	credentials: { accessKeyId: "local", secretAccessKey: "local" },
+});
+
+afterAll(async () => {
+	for (const h of spawned) killHard(h);
+	for (const p of proxies) await p.close();
+	if (!skip) await client.send(new DeleteTableCommand({ TableName: TABLE })).catch(() => {});
+	client.destroy();
+});
+
+function start(name: string, endpoint = ENDPOINT, extra: string[] = []): HostProcess {
+	const host = spawnHost(name, [
+		"--storage",
+		"dyn",
+		"--dyn-endpoint",
+		endpoint,
+		"--dyn-table",
+		TABLE,
+		"--http-port",
+		"0",
+		"--leadership-seconds",
+		String(D_SECONDS),
+		"--acquire-retry-ms",
+		"100",
+		"--acquire-timeout-ms",
+		"60000",
+		"--work-interval-ms",
+		"50",
+		"--log-level",
+		"debug",
+		...extra,
+	]);
+	spawned.push(host);
+	return host;
+}
+
+const ev = (name: string) => (l: LogLine) => l.event === name;
+
+interface Lease {
+	readonly name: string;
+	readonly start: number;
+	readonly end: number;
+}
+
+/**
+ * Lease interval of one process, from its own log: from its acquisition to its last known local
+ * lease deadline, or earlier to the moment it stopped its services (shutdown or a problem: the
+ * services' signal aborts then, and the record is released only after they stopped).
+ */
+function leaseOf(host: HostProcess): Lease | undefined {
+	const acquired = host.lines.find(ev("acquired"));
+	if (acquired === undefined) return undefined;
+	let end = acquired.leaseDeadline as number;
+	for (const l of host.lines) {
+		if (l.event === "renewed" && (l.leaseDeadline as number) > end) end = l.leaseDeadline as number;
+	}
+	const stopped = host.lines.find((l) => l.event === "shutdown-started" || l.event === "problem");
+	if (stopped !== undefined && stopped.time < end) end = stopped.time;
+	return { name: host.name, start: acquired.time, end };
+}
+
+describe.skipIf(skip)("failover between host processes on DynamoDB Local", () => {
+	it("kill -9, SIGSTOP and a silent storage: one leader at a time, services refuse after the local deadline", {
+		timeout: 120_000,
+	}, async () => {
+		const numbers: Record<string, number | string> = {};
+
+		// 1. A leads, B waits.
+		const a = start("A");
+		await a.waitFor(ev("services-started"));
+		const b = start("B");
+		await b.waitFor(ev("acquire-failed"));
+		const bReady = await fetch(`http://127.0.0.1:${await b.port()}/readyz`);
+		expect(bReady.status).toBe(503);
+
+		// 2. kill -9 A: B leads within duration + duration/4.
+		const killedAt = Date.now();
+		process.kill(a.pid, "SIGKILL");
+		const bLeader = await b.waitFor(ev("leader"));
+		numbers.killFailoverMs = bLeader.time - killedAt;
+		expect(bLeader.time - killedAt).toBeLessThanOrEqual(D + D / 4);
+		expect((await a.exited).signal).toBe("SIGKILL");
+
+		// 3. C waits; SIGSTOP B for longer than its killer deadline; C leads; B dies when resumed.
+		const c = start("C", ENDPOINT);
+		await c.waitFor(ev("acquire-failed"));
+		const stoppedAt = Date.now();
+		process.kill(b.pid, "SIGSTOP");
+		const cLeader = await c.waitFor(ev("leader"));
+		numbers.stopFailoverMs = cLeader.time - stoppedAt;
+		// make sure the stop outlasted B's killer deadline (0.8 d after its last renewal) by a margin
+		const bLease = leaseOf(b) as Lease;
+		while (Date.now() < bLease.end + 500) await new Promise((r) => setTimeout(r, 50));
+		const resumedAt = Date.now();
+		process.kill(b.pid, "SIGCONT");
+		const bExit = await b.exited;
+		numbers.resumedDeadAfterMs = bExit.at - resumedAt;
+		numbers.resumedExit = bExit.signal ?? `code ${bExit.code}`;
+		expect(bExit.signal === "SIGKILL" || bExit.code === 1).toBe(true);
+		expect(b.lines.filter(ev("work")).every((l) => l.time < bLease.end)).toBe(true);
+		expect((await fetch(`http://127.0.0.1:${await c.port()}/readyz`)).status).toBe(200);
+
+		// 4. D waits; C's storage stops answering (a paused proxy in front of DynamoDB for C only).
+		//    After its local lease deadline C refuses to act while still alive; then it dies; D leads.
+		const proxy = await startPausableProxy(DYN_HOST, DYN_PORT);
+		proxies.push(proxy);
+		const e = start("E", `http://127.0.0.1:${proxy.port}`);
+		// E must be the leader behind the proxy: C steps down gracefully first.
+		await e.waitFor(ev("acquire-failed"));
+		c.child.kill("SIGTERM");
+		expect((await c.exited).code).toBe(0);
+		await e.waitFor(ev("services-started"));
+		const d = start("D");
+		await d.waitFor(ev("acquire-failed"));
+		await e.waitFor(ev("renewed"));
+		const pausedAt = Date.now();
+		proxy.pause();
+		const refused = await e.waitFor(ev("refused"));
+		const eLease = leaseOf(e) as Lease;
+		expect(refused.at as number).toBeGreaterThanOrEqual(eLease.end);
+		const eExit = await e.exited;
+		numbers.silentStorageExit = eExit.signal ?? `code ${eExit.code}`;
+		numbers.refusalsBeforeDeath = e.lines.filter(ev("refused")).length;
+		numbers.leaseDeadlineToDeathMs = eExit.at - eLease.end;
+		const dLeader = await d.waitFor(ev("leader"));
+		numbers.silentFailoverMs = dLeader.time - pausedAt;
+		// refusals happened while the process was alive and before any loss or killer line
+		const firstLossOrKill = e.lines.find((l) => l.event === "lost" || l.event === "killer");
+		if (firstLossOrKill !== undefined)
+			expect(refused.time).toBeLessThanOrEqual(firstLossOrKill.time);
+
+		// 5. Safety from the logs: lease intervals of slot 1 never overlap; no work after a deadline.
+		const hosts = [a, b, c, e, d];
+		const leases = hosts.map(leaseOf).filter((l): l is Lease => l !== undefined);
+		expect(leases.map((l) => l.name).sort()).toEqual(["A", "B", "C", "D", "E"]);
+		leases.sort((x, y) => x.start - y.start);
+		for (let i = 1; i < leases.length; i++) {
+			const prev = leases[i - 1] as Lease;
+			const next = leases[i] as Lease;
+			expect(
+				next.start,
+				`${next.name} started before ${prev.name}'s lease ended`,
+			).toBeGreaterThanOrEqual(prev.end);
+		}
+		for (const h of hosts) {
+			for (const w of h.lines.filter(ev("work"))) {
+				expect(w.at as number, `${h.name} acted after its lease deadline`).toBeLessThan(
+					w.leaseDeadline as number,
+				);
+			}
+			for (const l of h.lines) expect(typeof l.time).toBe("number");
+		}
+		numbers.minGapBetweenLeasesMs = Math.min(
+			...leases.slice(1).map((l, i) => l.start - (leases[i] as Lease).end),
+		);
+		console.log(`[failover] d=${D_SECONDS}s ${JSON.stringify(numbers)}`);
+		d.child.kill("SIGTERM");
+		expect((await d.exited).code).toBe(0);
+	});
+
+	it("a leader whose record is taken exits 1 saying the leadership was lost", {
+		timeout: 60_000,
+	}, async () => {
+		const host = start("thief-victim", ENDPOINT, ["--dyn-table", `${TABLE}_b`]);
+		const leader = await host.waitFor(ev("leader"));
+		const storage = vvmLeadershipStorage(
+			createDynamoTTLStorage({ client, tableName: `${TABLE}_b` }),
+		);
+		expect(await storage.compareAndSwap(1, leader.address as string, "intruder", 60)).toBe(true);
+		const exit = await host.exited;
+		expect(exit.code).toBe(1);
+		expect(host.stderr.join("\n")).toContain("leadership lost");
+		expect(await storage.get(1)).toBe("intruder"); // the loser never deletes another's record
+		await client.send(new DeleteTableCommand({ TableName: `${TABLE}_b` })).catch(() => {});
+	});
+});
