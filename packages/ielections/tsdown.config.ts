@@ -5,6 +5,7 @@ export default defineConfig({
 	format: ["esm"],
 	dts: true,
 	platform: "node",
+	fixedExtension: true,
 	sourcemap: true,
 	external: ["vitest"],
 });
