@@ -3,8 +3,13 @@ import { basename, dirname } from "node:path";
 import { fileURLToPath } from "node:url";
 import { defineProject } from "vitest/config";
 
-/** Resolve sibling workspace packages to their TypeScript sources (no build needed for tests). */
-const conditions = ["@vvm/source", "module", "node", "import", "default"];
+/**
+ * Resolve sibling workspace packages to their TypeScript sources (no build needed for tests).
+ * vitest also hands these to Node as `--conditions` for external dependencies, where Node's own
+ * `require` uses them: so nothing here may select an ESM build ("import", "module"), or CJS
+ * libraries such as cassandra-driver would `require` ESM code and break.
+ */
+const conditions = ["@vvm/source", "node"];
 
 /**
  * @param {string} configUrl `import.meta.url` of the package's vitest.config.ts
