@@ -1,0 +1,459 @@
+import type { DynamoDBClient, WriteRequest } from "@aws-sdk/client-dynamodb";
+import {
+	BatchWriteItemCommand,
+	DeleteItemCommand,
+	GetItemCommand,
+	PutItemCommand,
+	QueryCommand,
+} from "@aws-sdk/client-dynamodb";
+import type { Clock } from "@vvm/clock";
+import { systemClock } from "@vvm/clock";
+import type { BatchItem, Bytes, ReadRange, StoredRecord, TTLStorage } from "@vvm/ttlstorage";
+import {
+	bytesEqual,
+	closedError,
+	compareBytes,
+	expireAtMs,
+	isExpired,
+	remainingSeconds,
+	TTLStorageError,
+	validateBatch,
+	validateKey,
+	validateRange,
+	validateTTL,
+	validateValue,
+} from "@vvm/ttlstorage";
+import { attemptsOf, isConditionFailed, toStorageError } from "./error-mapping.ts";
+import type { Item } from "./item.ts";
+import {
+	ATTR,
+	itemCCols,
+	itemExpiry,
+	itemOf,
+	itemValue,
+	keyOf,
+	recordId,
+	sortKey,
+} from "./item.ts";
+
+const DRIVER_NAME = "dyn";
+
+type AnyCommand =
+	| BatchWriteItemCommand
+	| DeleteItemCommand
+	| GetItemCommand
+	| PutItemCommand
+	| QueryCommand;
+const BATCH_LIMIT = 25;
+const EMPTY = new Uint8Array(0);
+
+/** Options of {@link createDynamoTTLStorage}. */
+export interface DynamoTTLStorageOptions {
+	/** A ready client; the storage never destroys it. */
+	readonly client: DynamoDBClient;
+	/** The table, created with {@link ensureDynamoTTLTable}. */
+	readonly tableName: string;
+	/**
+	 * Clock whose `now()` every condition and read compares with the stored expiry; default the
+	 * system clock. Tests pass a `MockClock`.
+	 */
+	readonly clock?: Clock;
+	/**
+	 * Seconds added to the expiry in the native TTL attribute, so DynamoDB never reaps an item that
+	 * a client with a slightly slow clock still sees as live. Default 3600.
+	 */
+	readonly reapGraceSeconds?: number;
+	/** How long `putBatch` retries `UnprocessedItems` before rejecting, in ms. Default 10 000. */
+	readonly batchDeadlineMs?: number;
+	/**
+	 * Real-time limit of one request (SDK retries included), in ms; on expiry a conditional write
+	 * rejects with `TTLSTORAGE_OUTCOME_UNKNOWN`, anything else with `TTLSTORAGE_UNAVAILABLE`.
+	 * Default 5000; `0` leaves it to the client's own configuration.
+	 */
+	readonly requestTimeoutMs?: number;
+}
+
+interface NewRecord {
+	readonly value: Bytes;
+	readonly expireAt: number;
+}
+
+function checkNonNegativeInteger(name: string, n: unknown): void {
+	if (typeof n !== "number" || !Number.isInteger(n) || n < 0) {
+		throw new RangeError(
+			`[@vvm/ttlstorage-dyn] ${name} must be a non-negative integer, got ${String(n)}`,
+		);
+	}
+}
+
+const realSleep = (ms: number): Promise<void> =>
+	new Promise((resolve) => {
+		setTimeout(resolve, ms);
+	});
+
+class DynamoTTLStorageImpl implements TTLStorage {
+	readonly #client: DynamoDBClient;
+	readonly #table: string;
+	readonly #clock: Clock;
+	readonly #grace: number;
+	readonly #batchDeadlineMs: number;
+	readonly #requestTimeoutMs: number;
+	readonly #inFlight = new Set<Promise<unknown>>();
+	#closed = false;
+	#closing: Promise<void> | undefined;
+
+	constructor(options: DynamoTTLStorageOptions) {
+		const client = options.client;
+		if (client === null || typeof client !== "object" || typeof client.send !== "function") {
+			throw new TypeError("[@vvm/ttlstorage-dyn] client must be a DynamoDBClient");
+		}
+		if (typeof options.tableName !== "string" || options.tableName.length === 0) {
+			throw new TypeError("[@vvm/ttlstorage-dyn] tableName must be a non-empty string");
+		}
+		this.#client = client;
+		this.#table = options.tableName;
+		this.#clock = options.clock ?? systemClock;
+		this.#grace = options.reapGraceSeconds ?? 3600;
+		this.#batchDeadlineMs = options.batchDeadlineMs ?? 10_000;
+		this.#requestTimeoutMs = options.requestTimeoutMs ?? 5_000;
+		checkNonNegativeInteger("reapGraceSeconds", this.#grace);
+		checkNonNegativeInteger("batchDeadlineMs", this.#batchDeadlineMs);
+		checkNonNegativeInteger("requestTimeoutMs", this.#requestTimeoutMs);
+	}
+
+	// --- plumbing -------------------------------------------------------------------------------
+
+	/** Runs storage I/O: rejects once closed, and lets close() wait for it. */
+	async #io<T>(operation: string, fn: () => Promise<T>): Promise<T> {
+		if (this.#closed) throw closedError(DRIVER_NAME, operation);
+		const run = fn();
+		this.#inFlight.add(run);
+		try {
+			return await run;
+		} finally {
+			this.#inFlight.delete(run);
+		}
+	}
+
+	/** `client.send` with the request timeout; `T` is the command's output shape we read. */
+	#send<T = unknown>(command: AnyCommand): Promise<T> {
+		const options =
+			this.#requestTimeoutMs > 0
+				? { abortSignal: AbortSignal.timeout(this.#requestTimeoutMs) }
+				: {};
+		// `send` is overloaded per command class; one untyped call site keeps the rest readable.
+		const send = this.#client.send as (c: AnyCommand, o: object) => Promise<unknown>;
+		return send.call(this.#client, command, options) as Promise<T>;
+	}
+
+	/**
+	 * One conditional write. On a failed condition: `false`, unless the SDK retried the request
+	 * (an earlier attempt may have been applied and then made the condition false), in which case
+	 * `applied(item)` decides from the item DynamoDB returned (`ALL_OLD`): `true` when it is our
+	 * own write, `false` when it is not, `undefined` when it cannot be known (outcome unknown).
+	 */
+	#conditional(
+		operation: string,
+		command: PutItemCommand | DeleteItemCommand,
+		applied: (current: Item | undefined) => boolean | undefined,
+	): Promise<boolean> {
+		return this.#io(operation, async () => {
+			try {
+				await this.#send(command);
+				return true;
+			} catch (error) {
+				if (!isConditionFailed(error)) throw toStorageError(error, operation, true);
+				if (attemptsOf(error) <= 1) return false;
+				const verdict = applied((error as { Item?: Item }).Item);
+				if (verdict !== undefined) return verdict;
+				throw new TTLStorageError(
+					"TTLSTORAGE_OUTCOME_UNKNOWN",
+					"the condition failed on a retried request; an earlier attempt may have been applied",
+					{ cause: error, driver: DRIVER_NAME, operation },
+				);
+			}
+		});
+	}
+
+	/** Whether `current` is exactly the record this client wrote. */
+	static #isOurs(current: Item | undefined, mine: NewRecord): boolean {
+		return (
+			current !== undefined &&
+			itemExpiry(current) === mine.expireAt &&
+			bytesEqual(itemValue(current), mine.value)
+		);
+	}
+
+	async #getItem(operation: string, pKey: Bytes, cCols: Bytes): Promise<Item | undefined> {
+		return this.#io(operation, async () => {
+			try {
+				const out = await this.#send<{ Item?: Item }>(
+					new GetItemCommand({
+						TableName: this.#table,
+						Key: keyOf(pKey, cCols),
+						ConsistentRead: true,
+						ProjectionExpression: "#v, #exp",
+						ExpressionAttributeNames: { "#v": ATTR.v, "#exp": ATTR.exp },
+					}),
+				);
+				return out.Item;
+			} catch (error) {
+				throw toStorageError(error, operation, false);
+			}
+		});
+	}
+
+	// --- the contract ---------------------------------------------------------------------------
+
+	async insertIfNotExists(
+		pKey: Bytes,
+		cCols: Bytes,
+		value: Bytes,
+		ttlSeconds: number,
+	): Promise<boolean> {
+		validateKey(pKey, cCols);
+		validateValue(value);
+		validateTTL(ttlSeconds);
+		const now = this.#clock.now();
+		const mine: NewRecord = { value, expireAt: expireAtMs(now, ttlSeconds) };
+		return this.#conditional(
+			"insertIfNotExists",
+			new PutItemCommand({
+				TableName: this.#table,
+				Item: itemOf(pKey, cCols, value, mine.expireAt, this.#grace),
+				// Absent, or present but expired by our clock (DynamoDB may take days to reap it).
+				ConditionExpression: "attribute_not_exists(#pk) OR (#exp > :zero AND #exp <= :now)",
+				ExpressionAttributeNames: { "#pk": ATTR.pk, "#exp": ATTR.exp },
+				ExpressionAttributeValues: { ":zero": { N: "0" }, ":now": { N: String(now) } },
+				ReturnValuesOnConditionCheckFailure: "ALL_OLD",
+			}),
+			(current) => DynamoTTLStorageImpl.#isOurs(current, mine),
+		);
+	}
+
+	async compareAndSwap(
+		pKey: Bytes,
+		cCols: Bytes,
+		oldValue: Bytes,
+		newValue: Bytes,
+		ttlSeconds: number,
+	): Promise<boolean> {
+		validateKey(pKey, cCols);
+		validateValue(oldValue, "oldValue");
+		validateValue(newValue, "newValue");
+		validateTTL(ttlSeconds);
+		const now = this.#clock.now();
+		const mine: NewRecord = { value: newValue, expireAt: expireAtMs(now, ttlSeconds) };
+		return this.#conditional(
+			"compareAndSwap",
+			new PutItemCommand({
+				TableName: this.#table,
+				// A full replace: a swap to ttl 0 also drops the native TTL attribute.
+				Item: itemOf(pKey, cCols, newValue, mine.expireAt, this.#grace),
+				ConditionExpression: "#v = :old AND (#exp = :zero OR #exp > :now)",
+				ExpressionAttributeNames: { "#v": ATTR.v, "#exp": ATTR.exp },
+				ExpressionAttributeValues: {
+					":old": { B: oldValue },
+					":zero": { N: "0" },
+					":now": { N: String(now) },
+				},
+				ReturnValuesOnConditionCheckFailure: "ALL_OLD",
+			}),
+			(current) => DynamoTTLStorageImpl.#isOurs(current, mine),
+		);
+	}
+
+	async compareAndDelete(pKey: Bytes, cCols: Bytes, expectedValue: Bytes): Promise<boolean> {
+		validateKey(pKey, cCols);
+		validateValue(expectedValue, "expectedValue");
+		const now = this.#clock.now();
+		return this.#conditional(
+			"compareAndDelete",
+			new DeleteItemCommand({
+				TableName: this.#table,
+				Key: keyOf(pKey, cCols),
+				ConditionExpression: "#v = :old AND (#exp = :zero OR #exp > :now)",
+				ExpressionAttributeNames: { "#v": ATTR.v, "#exp": ATTR.exp },
+				ExpressionAttributeValues: {
+					":old": { B: expectedValue },
+					":zero": { N: "0" },
+					":now": { N: String(now) },
+				},
+				ReturnValuesOnConditionCheckFailure: "ALL_OLD",
+			}),
+			// Gone after a retry: maybe our earlier attempt deleted it. Still there: the condition
+			// was really false (a delete that applied cannot be undone by anyone but a new write).
+			(current) => (current === undefined ? undefined : false),
+		);
+	}
+
+	async get(pKey: Bytes, cCols: Bytes): Promise<Bytes | undefined> {
+		validateKey(pKey, cCols);
+		const item = await this.#getItem("get", pKey, cCols);
+		if (item === undefined || isExpired(itemExpiry(item), this.#clock.now())) return undefined;
+		return itemValue(item);
+	}
+
+	async queryTTL(pKey: Bytes, cCols: Bytes): Promise<number | undefined> {
+		validateKey(pKey, cCols);
+		const item = await this.#getItem("queryTTL", pKey, cCols);
+		return item === undefined ? undefined : remainingSeconds(itemExpiry(item), this.#clock.now());
+	}
+
+	async put(pKey: Bytes, cCols: Bytes, value: Bytes, ttlSeconds = 0): Promise<void> {
+		validateKey(pKey, cCols);
+		validateValue(value);
+		validateTTL(ttlSeconds);
+		const expireAt = expireAtMs(this.#clock.now(), ttlSeconds);
+		await this.#io("put", async () => {
+			try {
+				await this.#send(
+					new PutItemCommand({
+						TableName: this.#table,
+						Item: itemOf(pKey, cCols, value, expireAt, this.#grace),
+					}),
+				);
+			} catch (error) {
+				throw toStorageError(error, "put", false);
+			}
+		});
+	}
+
+	async putBatch(items: readonly BatchItem[]): Promise<void> {
+		validateBatch(items);
+		const now = this.#clock.now();
+		// One request must not name a key twice; the last item for a key wins, as in a loop of puts.
+		const unique = new Map<string, WriteRequest>();
+		for (const it of items) {
+			const item = itemOf(
+				it.pKey,
+				it.cCols,
+				it.value,
+				expireAtMs(now, it.ttlSeconds ?? 0),
+				this.#grace,
+			);
+			unique.set(recordId(it.pKey, it.cCols), { PutRequest: { Item: item } });
+		}
+		const requests = [...unique.values()];
+		await this.#io("putBatch", async () => {
+			const deadline = performance.now() + this.#batchDeadlineMs;
+			for (let i = 0; i < requests.length; i += BATCH_LIMIT) {
+				await this.#writeChunk(requests.slice(i, i + BATCH_LIMIT), deadline);
+			}
+		});
+	}
+
+	/** One BatchWriteItem, retrying `UnprocessedItems` with jittered exponential backoff. */
+	async #writeChunk(chunk: WriteRequest[], deadline: number): Promise<void> {
+		let pending = chunk;
+		for (let attempt = 0; ; attempt++) {
+			let out: { UnprocessedItems?: Record<string, WriteRequest[]> };
+			try {
+				out = await this.#send(
+					new BatchWriteItemCommand({ RequestItems: { [this.#table]: pending } }),
+				);
+			} catch (error) {
+				throw toStorageError(error, "putBatch", false);
+			}
+			pending = out.UnprocessedItems?.[this.#table] ?? [];
+			if (pending.length === 0) return;
+			// Backoff in real time: it paces the server, whatever clock expiry is compared with.
+			const delay = Math.min(2_000, 25 * 2 ** attempt) * (0.5 + Math.random() / 2);
+			if (this.#closed || performance.now() + delay > deadline) {
+				throw new TTLStorageError(
+					this.#closed ? "TTLSTORAGE_CLOSED" : "TTLSTORAGE_UNAVAILABLE",
+					`${pending.length} items still unprocessed after ${attempt + 1} BatchWriteItem attempts`,
+					{ driver: DRIVER_NAME, operation: "putBatch" },
+				);
+			}
+			await realSleep(delay);
+		}
+	}
+
+	read(pKey: Bytes, range: ReadRange = {}): AsyncIterable<StoredRecord> {
+		validateKey(pKey, EMPTY);
+		validateRange(range.from, range.to);
+		const { from, to } = range;
+		const names = { "#pk": ATTR.pk, "#ck": ATTR.ck, "#v": ATTR.v, "#exp": ATTR.exp };
+		const values: Item = { ":pk": { B: pKey }, ":zero": { N: "0" } };
+		let keyCondition = "#pk = :pk";
+		if (from !== undefined) values[":from"] = { B: sortKey(from) };
+		if (to !== undefined) values[":to"] = { B: sortKey(to) };
+		// Key conditions allow one comparison on the sort key: `to` alone is exclusive with `<`;
+		// with both bounds BETWEEN includes `to`, which is dropped below.
+		if (from !== undefined && to !== undefined) keyCondition += " AND #ck BETWEEN :from AND :to";
+		else if (from !== undefined) keyCondition += " AND #ck >= :from";
+		else if (to !== undefined) keyCondition += " AND #ck < :to";
+		const empty = from !== undefined && to !== undefined && compareBytes(from, to) >= 0;
+		const self = this;
+		return {
+			async *[Symbol.asyncIterator](): AsyncGenerator<StoredRecord> {
+				let startKey: Item | undefined;
+				do {
+					const page = await self.#io("read", async () => {
+						const now = self.#clock.now();
+						if (empty) return { items: [], next: undefined, now };
+						try {
+							const out = await self.#send<{ Items?: Item[]; LastEvaluatedKey?: Item }>(
+								new QueryCommand({
+									TableName: self.#table,
+									KeyConditionExpression: keyCondition,
+									// Saves bandwidth; the clock check below is what decides.
+									FilterExpression: "#exp = :zero OR #exp > :now",
+									ProjectionExpression: "#ck, #v, #exp",
+									ExpressionAttributeNames: names,
+									ExpressionAttributeValues: { ...values, ":now": { N: String(now) } },
+									ConsistentRead: true,
+									...(startKey === undefined ? {} : { ExclusiveStartKey: startKey }),
+								}),
+							);
+							return { items: out.Items ?? [], next: out.LastEvaluatedKey, now };
+						} catch (error) {
+							throw toStorageError(error, "read", false);
+						}
+					});
+					for (const item of page.items) {
+						if (isExpired(itemExpiry(item), page.now)) continue;
+						const cCols = itemCCols(item);
+						if (to !== undefined && compareBytes(cCols, to) >= 0) continue;
+						yield { cCols, value: itemValue(item) };
+					}
+					startKey = page.next;
+				} while (startKey !== undefined);
+			},
+		};
+	}
+
+	// --- lifecycle ------------------------------------------------------------------------------
+
+	close(): Promise<void> {
+		if (this.#closing !== undefined) return this.#closing;
+		this.#closed = true;
+		this.#closing = Promise.allSettled([...this.#inFlight]).then(() => undefined);
+		return this.#closing;
+	}
+
+	[Symbol.asyncDispose](): Promise<void> {
+		return this.close();
+	}
+}
+
+/**
+ * Creates the DynamoDB TTL storage. Every conditional operation is one conditional write whose
+ * `ConditionExpression` also compares the stored expiry (`exp`, ms) with the clock's now, so an
+ * expired item counts as absent at once, however late DynamoDB reaps it. Reads are strongly
+ * consistent and filter expired items. Create the table first with {@link ensureDynamoTTLTable}.
+ *
+ * @example
+ * ```ts
+ * import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
+ * import { createDynamoTTLStorage, ensureDynamoTTLTable } from "@vvm/ttlstorage-dyn";
+ * const client = new DynamoDBClient({ region: "eu-west-1" });
+ * await ensureDynamoTTLTable(client, "sysvvm");
+ * const storage = createDynamoTTLStorage({ client, tableName: "sysvvm" });
+ * await storage.insertIfNotExists(pKey, cCols, value, 20);
+ * ```
+ */
+export function createDynamoTTLStorage(options: DynamoTTLStorageOptions): TTLStorage {
+	return new DynamoTTLStorageImpl(options);
+}

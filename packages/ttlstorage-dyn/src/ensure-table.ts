@@ -1,0 +1,103 @@
+import type { DynamoDBClient, KeySchemaElement } from "@aws-sdk/client-dynamodb";
+import {
+	CreateTableCommand,
+	DescribeTableCommand,
+	DescribeTimeToLiveCommand,
+	UpdateTimeToLiveCommand,
+	waitUntilTableExists,
+} from "@aws-sdk/client-dynamodb";
+import { TTLStorageError } from "@vvm/ttlstorage";
+import { toStorageError } from "./error-mapping.ts";
+import { ATTR } from "./item.ts";
+
+function isNamed(error: unknown, name: string): boolean {
+	return typeof error === "object" && error !== null && (error as { name?: unknown }).name === name;
+}
+
+function checkKeySchema(tableName: string, schema: readonly KeySchemaElement[] | undefined): void {
+	const hash = schema?.find((k) => k.KeyType === "HASH")?.AttributeName;
+	const range = schema?.find((k) => k.KeyType === "RANGE")?.AttributeName;
+	if (hash !== ATTR.pk || range !== ATTR.ck) {
+		throw new TTLStorageError(
+			"TTLSTORAGE_FAILED",
+			`table ${tableName} exists with key (${hash}, ${range}); expected (${ATTR.pk}, ${ATTR.ck})`,
+			{ driver: "dyn", operation: "ensureDynamoTTLTable" },
+		);
+	}
+}
+
+/**
+ * Creates the table of a DynamoDB TTL storage unless it exists: on-demand billing, binary
+ * partition key `pk` and sort key `ck`, and native TTL enabled on the seconds attribute `ttl` (so
+ * DynamoDB eventually reaps dead items; the driver never relies on it). Safe to call when the table
+ * exists: it then checks the key schema and enables TTL if needed. Waits until the table is active.
+ *
+ * @returns `"created"` or `"exists"`.
+ * @example
+ * ```ts
+ * const client = new DynamoDBClient({ region: "eu-west-1" });
+ * await ensureDynamoTTLTable(client, "sysvvm");
+ * const storage = createDynamoTTLStorage({ client, tableName: "sysvvm" });
+ * ```
+ */
+export async function ensureDynamoTTLTable(
+	client: DynamoDBClient,
+	tableName: string,
+): Promise<"created" | "exists"> {
+	if (typeof tableName !== "string" || tableName.length === 0) {
+		throw new TypeError("[@vvm/ttlstorage-dyn] tableName must be a non-empty string");
+	}
+	const operation = "ensureDynamoTTLTable";
+	let result: "created" | "exists" = "created";
+	try {
+		try {
+			await client.send(
+				new CreateTableCommand({
+					TableName: tableName,
+					BillingMode: "PAY_PER_REQUEST",
+					AttributeDefinitions: [
+						{ AttributeName: ATTR.pk, AttributeType: "B" },
+						{ AttributeName: ATTR.ck, AttributeType: "B" },
+					],
+					KeySchema: [
+						{ AttributeName: ATTR.pk, KeyType: "HASH" },
+						{ AttributeName: ATTR.ck, KeyType: "RANGE" },
+					],
+				}),
+			);
+		} catch (error) {
+			if (!isNamed(error, "ResourceInUseException")) throw error;
+			result = "exists";
+		}
+		await waitUntilTableExists(
+			{ client, maxWaitTime: 120, minDelay: 1, maxDelay: 5 },
+			{ TableName: tableName },
+		);
+		if (result === "exists") {
+			const described = await client.send(new DescribeTableCommand({ TableName: tableName }));
+			checkKeySchema(tableName, described.Table?.KeySchema);
+		}
+		const ttl = await client.send(new DescribeTimeToLiveCommand({ TableName: tableName }));
+		const status = ttl.TimeToLiveDescription?.TimeToLiveStatus;
+		const attribute = ttl.TimeToLiveDescription?.AttributeName;
+		if (status === "ENABLED" || status === "ENABLING") {
+			if (attribute !== undefined && attribute !== ATTR.ttl) {
+				throw new TTLStorageError(
+					"TTLSTORAGE_FAILED",
+					`table ${tableName} has native TTL on attribute ${attribute}; expected ${ATTR.ttl}`,
+					{ driver: "dyn", operation },
+				);
+			}
+		} else {
+			await client.send(
+				new UpdateTimeToLiveCommand({
+					TableName: tableName,
+					TimeToLiveSpecification: { AttributeName: ATTR.ttl, Enabled: true },
+				}),
+			);
+		}
+		return result;
+	} catch (error) {
+		throw toStorageError(error, operation, false);
+	}
+}

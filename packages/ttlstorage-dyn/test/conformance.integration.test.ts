@@ -1,0 +1,12 @@
+import { ttlStorageTestSuite } from "@vvm/ttlstorage/testing";
+import { createDynamoTTLStorage } from "../src/index.ts";
+import { dynamoSkip, useTable } from "./dynamo-local.ts";
+
+const skip = await dynamoSkip();
+const { client, tableName } = useTable("conformance", skip);
+
+ttlStorageTestSuite("ttlstorage-dyn (DynamoDB Local)", {
+	time: "mock",
+	skip,
+	createStorage: ({ clock }) => createDynamoTTLStorage({ client, tableName, clock }),
+});

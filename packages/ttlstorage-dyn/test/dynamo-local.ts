@@ -1,0 +1,57 @@
+// Shared wiring of the integration tests: DynamoDB Local gate, client, and a table per test file.
+import { DeleteTableCommand, DynamoDBClient } from "@aws-sdk/client-dynamodb";
+import { hostPort, requireServer } from "@vvm/vitest-config/servers";
+import { afterAll, beforeAll } from "vitest";
+import { ensureDynamoTTLTable } from "../src/index.ts";
+
+export const endpoint: string = process.env.DYNAMODB_ENDPOINT ?? "http://127.0.0.1:8000";
+
+/** `false` when DynamoDB Local is reachable, else the skip reason (throws in CI). */
+export async function dynamoSkip(): Promise<false | string> {
+	const { host, port } = hostPort(endpoint, 8000);
+	return requireServer({
+		name: "DynamoDB Local",
+		host,
+		port,
+		enabledVar: "DYNAMODB_TESTS_ENABLED",
+		startHint: "bash tooling/servers/dynamodb/start.sh",
+	});
+}
+
+export function newClient(): DynamoDBClient {
+	return new DynamoDBClient({
+		endpoint,
+		region: "us-east-1",
+		credentials: { accessKeyId: "local", secretAccessKey: "local" },
+	});
+}
+
+/** A table name unique to this run. */
+export function uniqueTableName(label: string): string {
+	return `vvm-${label}-${process.pid.toString(36)}-${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 8)}`;
+}
+
+/**
+ * Registers hooks that create a fresh table before the file's tests and delete it (and destroy
+ * the client) afterwards; does nothing when the suite is skipped.
+ */
+export function useTable(
+	label: string,
+	skip: false | string,
+): { client: DynamoDBClient; tableName: string } {
+	const client = newClient();
+	const tableName = uniqueTableName(label);
+	if (!skip) {
+		beforeAll(async () => {
+			await ensureDynamoTTLTable(client, tableName);
+		});
+		afterAll(async () => {
+			try {
+				await client.send(new DeleteTableCommand({ TableName: tableName }));
+			} finally {
+				client.destroy();
+			}
+		});
+	}
+	return { client, tableName };
+}

@@ -1,0 +1,12 @@
+import { electionsTestSuite } from "@vvm/ielections/testing";
+import { createDynamoTTLStorage } from "../src/index.ts";
+import { dynamoSkip, useTable } from "./dynamo-local.ts";
+
+const skip = await dynamoSkip();
+const { client, tableName } = useTable("elections", skip);
+
+electionsTestSuite("ttlstorage-dyn (DynamoDB Local)", {
+	time: "mock",
+	skip,
+	createStorage: ({ clock }) => createDynamoTTLStorage({ client, tableName, clock }),
+});
