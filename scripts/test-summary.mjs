@@ -23,7 +23,9 @@ for (const suite of report.testResults ?? []) {
 }
 console.log("\nTests per package:");
 for (const [project, c] of [...byProject].sort()) {
-	console.log(`  ${project.padEnd(20)} ${String(c.passed).padStart(4)} passed  ${c.failed} failed  ${c.skipped} skipped`);
+	console.log(
+		`  ${project.padEnd(20)} ${String(c.passed).padStart(4)} passed  ${c.failed} failed  ${c.skipped} skipped`,
+	);
 }
 const passed = report.numPassedTests ?? 0;
 const failed = report.numFailedTests ?? 0;

@@ -40,7 +40,9 @@ describe("withFaults", () => {
 		expect(await codeOf(storage.insertIfNotExists(p, k, v, 5))).toBe("TTLSTORAGE_OUTCOME_UNKNOWN");
 		expect(await inner.get(p, k)).toEqual(v);
 		storage.inject({ on: "compareAndSwap", action: faults.unknownOutcome(false) });
-		expect(await codeOf(storage.compareAndSwap(p, k, v, utf8("w"), 5))).toBe("TTLSTORAGE_OUTCOME_UNKNOWN");
+		expect(await codeOf(storage.compareAndSwap(p, k, v, utf8("w"), 5))).toBe(
+			"TTLSTORAGE_OUTCOME_UNKNOWN",
+		);
 		expect(await inner.get(p, k)).toEqual(v);
 	});
 
@@ -87,7 +89,12 @@ describe("benchTTLStorage", () => {
 			concurrency: 4,
 			extra: { put: (i) => createMemTTLStorage().put(utf8(`x${i}`), k, v) },
 		});
-		expect(results.map((r) => r.operation)).toEqual(["insertIfNotExists", "compareAndSwap", "get", "put"]);
+		expect(results.map((r) => r.operation)).toEqual([
+			"insertIfNotExists",
+			"compareAndSwap",
+			"get",
+			"put",
+		]);
 		for (const r of results) {
 			expect(r.operations).toBe(50);
 			expect(r.opsPerSec).toBeGreaterThan(0);

@@ -62,7 +62,11 @@ describe("expiry", () => {
 describe("TTLStorageError", () => {
 	it("carries a stable code, a prefixed message and the cause", () => {
 		const cause = new Error("socket hang up");
-		const e = new TTLStorageError("TTLSTORAGE_UNAVAILABLE", "no host", { driver: "cas", operation: "get", cause });
+		const e = new TTLStorageError("TTLSTORAGE_UNAVAILABLE", "no host", {
+			driver: "cas",
+			operation: "get",
+			cause,
+		});
 		expect(e.code).toBe("TTLSTORAGE_UNAVAILABLE");
 		expect(e.message).toBe("[@vvm/ttlstorage-cas] get: no host");
 		expect(e.cause).toBe(cause);
@@ -71,7 +75,9 @@ describe("TTLStorageError", () => {
 	});
 
 	it("is() recognises errors from another copy of the package and nothing else", () => {
-		const foreign = Object.assign(new Error("x"), { [Symbol.for("vvm.error.TTLStorageError")]: true });
+		const foreign = Object.assign(new Error("x"), {
+			[Symbol.for("vvm.error.TTLStorageError")]: true,
+		});
 		expect(TTLStorageError.is(foreign)).toBe(true);
 		expect(TTLStorageError.is(new Error("x"))).toBe(false);
 		expect(TTLStorageError.is(null)).toBe(false);

@@ -22,19 +22,30 @@ describe("validation", () => {
 		expect(() => validateKey(b(0), b(1))).toThrow(/pKey must not be empty/);
 		expect(() => validateKey(b(MAX_KEY_BYTES), b(1))).toThrow(/1025 bytes.*limit is 1024/);
 		expect(() => validateKey("p" as unknown as Uint8Array, b(1))).toThrow(TypeError);
-		expect(() => validateKey(b(1), [1] as unknown as Uint8Array)).toThrow(/cCols must be a Uint8Array/);
+		expect(() => validateKey(b(1), [1] as unknown as Uint8Array)).toThrow(
+			/cCols must be a Uint8Array/,
+		);
 	});
 
 	it("checks value sizes", () => {
 		expect(() => validateValue(b(MAX_VALUE_BYTES))).not.toThrow();
 		expect(() => validateValue(b(0))).not.toThrow();
-		expect(() => validateValue(b(MAX_VALUE_BYTES + 1), "newValue")).toThrow(/newValue is 65537 bytes/);
+		expect(() => validateValue(b(MAX_VALUE_BYTES + 1), "newValue")).toThrow(
+			/newValue is 65537 bytes/,
+		);
 		expect(() => validateValue(null as unknown as Uint8Array)).toThrow(TypeError);
 	});
 
 	it("allows TTL 0..MAX_TTL_SECONDS integers only", () => {
 		for (const ok of [0, 1, MAX_TTL_SECONDS]) expect(() => validateTTL(ok)).not.toThrow();
-		for (const bad of [-1, 0.5, MAX_TTL_SECONDS + 1, Number.NaN, Number.POSITIVE_INFINITY, "5" as unknown as number]) {
+		for (const bad of [
+			-1,
+			0.5,
+			MAX_TTL_SECONDS + 1,
+			Number.NaN,
+			Number.POSITIVE_INFINITY,
+			"5" as unknown as number,
+		]) {
 			expect(() => validateTTL(bad)).toThrow(RangeError);
 		}
 	});
