@@ -69,4 +69,12 @@ describe("processKiller", () => {
 		);
 		expect(result.stderr).not.toContain("killer:");
 	}, 30_000);
+
+	it("falls back to stderr when `log` cannot run because the main thread is blocked", async () => {
+		const result = await runChild(["block-log", "300"]);
+		stamp(result.stdout, "SCHEDULED");
+		expect(result.signal).toBe("SIGKILL");
+		expect(result.stdout).not.toContain("LOG ");
+		expect(result.stderr).toContain("[@vvm/ielections] killer: test deadline; deadline passed");
+	}, 30_000);
 });
