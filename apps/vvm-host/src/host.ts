@@ -1,7 +1,7 @@
 import { systemClock } from "@vvm/clock";
 import type { Killer } from "@vvm/ielections";
 import { processKiller, vvmLeadershipStorage } from "@vvm/ielections";
-import type { VVMEvent } from "@vvm/orch";
+import type { VVM, VVMEvent } from "@vvm/orch";
 import { provideVVM, VVMError } from "@vvm/orch";
 import type { DestinationStream } from "pino";
 import type { HostConfig } from "./config.ts";
@@ -85,10 +85,15 @@ export async function runHost(config: HostConfig, options: RunHostOptions = {}):
 		const leadershipStorage = vvmLeadershipStorage(storage.driver);
 
 		let address = config.address ?? "";
+		let current: VVM | undefined;
 		const worker = createLeaseWorker({
 			intervalMs: config.workIntervalMs,
 			logger,
-			leaseDeadline: () => state.vvm?.leadership()?.leaseDeadline,
+			leaseDeadline: () => current?.leadership()?.leaseDeadline,
+		});
+		const metrics = createHostMetrics({
+			leadership: () => current?.leadership(),
+			now: () => systemClock.now(),
 		});
 		const state: HttpApiState = {
 			vvm: undefined,
@@ -97,14 +102,9 @@ export async function runHost(config: HostConfig, options: RunHostOptions = {}):
 			numVVM: config.numVVM,
 			now: () => systemClock.now(),
 			holderOf: (slot) => leadershipStorage.get(slot),
-			registry: undefined as never,
+			registry: metrics.registry,
 			worker,
 		};
-		const metrics = createHostMetrics({
-			leadership: () => state.vvm?.leadership(),
-			now: () => systemClock.now(),
-		});
-		(state as { registry: unknown }).registry = metrics.registry;
 
 		try {
 			http = await startHttpApi(state, config.httpHost, config.httpPort);
@@ -143,6 +143,7 @@ export async function runHost(config: HostConfig, options: RunHostOptions = {}):
 			},
 		});
 		state.vvm = vvm;
+		current = vvm;
 		if (stopCtl.signal.aborted) return EXIT.OK; // stopped before launch: nothing held yet
 		state.phase = "waiting";
 		const launched = vvm.launch(config.leadershipSeconds, config.acquireTimeoutMs);
