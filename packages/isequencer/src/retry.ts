@@ -1,0 +1,51 @@
+import type { Clock } from "@vvm/clock";
+
+/**
+ * Backoff of the sequencer's storage retries: "full jitter", a uniform delay in
+ * `[0, min(maxDelayMs, baseDelayMs * 2^attempt))`; once the cap reaches `maxDelayMs` the attempt
+ * counter restarts (voedger's retrier with `ResetDelayAfterMaxDelay`). Defaults 500 / 500 ms, as
+ * voedger's sequencer.
+ *
+ * @example
+ * ```ts
+ * const retry: RetryOptions = { baseDelayMs: 20, maxDelayMs: 500 };
+ * ```
+ */
+export interface RetryOptions {
+	readonly baseDelayMs?: number;
+	readonly maxDelayMs?: number;
+}
+
+/** @internal */
+export interface RetryContext {
+	readonly clock: Clock;
+	readonly random: () => number;
+	readonly baseDelayMs: number;
+	readonly maxDelayMs: number;
+	readonly onError: ((error: unknown, operation: string, attempt: number) => void) | undefined;
+}
+
+/**
+ * @internal Calls `op` until it resolves; waits a jittered delay on the clock after each failure.
+ * Rejects with `signal.reason` once `signal` aborts (checked before each attempt and during waits).
+ */
+export async function retryUntilAborted<T>(
+	ctx: RetryContext,
+	operation: string,
+	signal: AbortSignal,
+	op: () => Promise<T>,
+): Promise<T> {
+	let attempt = 0;
+	for (let failures = 1; ; failures++) {
+		signal.throwIfAborted();
+		try {
+			return await op();
+		} catch (error) {
+			signal.throwIfAborted();
+			ctx.onError?.(error, operation, failures);
+			const cap = Math.min(ctx.maxDelayMs, ctx.baseDelayMs * 2 ** attempt);
+			attempt = cap >= ctx.maxDelayMs ? 0 : attempt + 1;
+			await ctx.clock.sleep(Math.floor(ctx.random() * cap), signal);
+		}
+	}
+}

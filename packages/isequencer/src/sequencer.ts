@@ -1,0 +1,695 @@
+import type { Clock } from "@vvm/clock";
+import { systemClock } from "@vvm/clock";
+import { LRUCache } from "lru-cache";
+import { SequencerError } from "./errors.ts";
+import type { CompiledParams, KindInfo, SequencerParams } from "./params.ts";
+import { compileParams } from "./params.ts";
+import type { RetryContext, RetryOptions } from "./retry.ts";
+import { retryUntilAborted } from "./retry.ts";
+import type {
+	PLogOffset,
+	SeqBatcher,
+	SeqID,
+	SeqNumber,
+	SeqStorage,
+	Sequencer,
+	SeqValue,
+	WSID,
+	WSKind,
+} from "./types.ts";
+
+/**
+ * Options of {@link createSequencer}.
+ *
+ * @example
+ * ```ts
+ * const options: SequencerOptions = { clock: new MockClock(), onStorageError: (e) => log(e) };
+ * ```
+ */
+export interface SequencerOptions {
+	/** Clock for the batcher delay and the retry backoff; default the system clock. */
+	readonly clock?: Clock;
+	/** Backoff of storage retries (full jitter); default 500 / 500 ms. */
+	readonly retry?: RetryOptions;
+	/** Random source in `[0, 1)` for the jitter; default `Math.random`. */
+	readonly random?: () => number;
+	/** Called on every failed storage call before it is retried (for logs and metrics). */
+	readonly onStorageError?: (error: unknown, operation: string, attempt: number) => void;
+}
+
+/**
+ * A point-in-time view of the sequencer, for metrics and tests.
+ *
+ * @example
+ * ```ts
+ * if (sequencer.stats().unflushedValues > 400) log("flusher is behind");
+ * ```
+ */
+export interface SequencerStats {
+	readonly actualizing: boolean;
+	readonly transactionInProgress: boolean;
+	/** The offset the next `start` returns. */
+	readonly nextPLogOffset: PLogOffset;
+	/** Values committed by `flush` (or found by actualization) and not yet written to storage. */
+	readonly unflushedValues: number;
+	/** Workspaces in the LRU cache. */
+	readonly cachedWorkspaces: number;
+	/** Completed storage writes since creation. */
+	readonly flushes: number;
+}
+
+/**
+ * What {@link createSequencer} returns: the sequencer and its cleanup.
+ *
+ * @example
+ * ```ts
+ * await using handle = createSequencer(params, storage);
+ * handle.sequencer.start(1, 1001);
+ * ```
+ */
+export interface SequencerHandle extends AsyncDisposable {
+	readonly sequencer: Sequencer & { stats(): SequencerStats };
+	/**
+	 * Stops the actualizer, the flusher and every storage retry and resolves once all have ended.
+	 * Values not yet flushed are not written (actualization recovers them from the PLog). Idempotent.
+	 */
+	cleanup(): Promise<void>;
+}
+
+const noop = (): void => {};
+// lru-cache's get() defaults its options to a fresh object; a shared one saves the allocation.
+const GET_OPTIONS = {};
+
+function popcount(m: number): number {
+	let n = 0;
+	for (let x = m; x !== 0; x &= x - 1) n++;
+	return n;
+}
+
+/** @internal All numbers of one workspace, indexed by slot. */
+export class WsRecord {
+	readonly wsid: WSID;
+	/** Last issued and committed number per slot; NaN = not known yet. */
+	readonly nums: number[];
+	/** Slots whose numbers are known. */
+	known = 0;
+	/** Slots committed and not yet durable in storage. */
+	dirty = 0;
+	/** Incremented on every commit into this record. */
+	commits = 0;
+	/** In the flusher's dirty list. */
+	listed = false;
+	/** Not in the LRU. */
+	evicted = false;
+
+	constructor(wsid: WSID, numSlots: number) {
+		this.wsid = wsid;
+		// Exact capacity, double elements (push() would over-allocate).
+		this.nums = new Array<number>(numSlots).fill(Number.NaN);
+	}
+}
+
+/** @internal Exported for white-box tests only; not part of the public API. */
+export class SequencerImpl implements Sequencer {
+	readonly #p: CompiledParams;
+	readonly #storage: SeqStorage;
+	readonly #clock: Clock;
+	readonly #retry: RetryContext;
+
+	// Numbers: LRU of workspaces, plus dirty records evicted from it.
+	readonly #lru: LRUCache<WSID, WsRecord>;
+	readonly #offCache = new Map<WSID, WsRecord>();
+	#dirtyList: WsRecord[] = [];
+	#unflushed = 0;
+
+	#nextOffset: PLogOffset = 0;
+	#toBeFlushedOffset: PLogOffset = 0;
+	#writtenOffset: PLogOffset = 0;
+
+	// The transaction.
+	#txActive = false;
+	#txId = 0;
+	#txKind: KindInfo | undefined;
+	#txWsid: WSID = 0;
+	#txRec: WsRecord | undefined;
+	#txTouched = 0;
+	readonly #txNums: number[];
+	#txLoad: Promise<WsRecord | undefined> | undefined;
+	#txPending = 0;
+
+	/** Incremented by actualize and cleanup: storage reads started before are stale. */
+	#gen = 0;
+
+	#actualizing = false;
+	#actualizerRun: Promise<void> | undefined;
+
+	#flusherRun: Promise<void> | undefined;
+	#flusherStop = false;
+	#flushSignalled = false;
+	#flushWake: (() => void) | undefined;
+	#flushWaiters: Array<() => void> = [];
+	#flushes = 0;
+
+	#closed = false;
+	readonly #cleanupCtl = new AbortController();
+	#cleanupRun: Promise<void> | undefined;
+
+	constructor(params: SequencerParams, storage: SeqStorage, options: SequencerOptions = {}) {
+		this.#p = compileParams(params);
+		if (typeof storage !== "object" || storage === null)
+			throw new TypeError("[@vvm/isequencer] storage is required");
+		this.#storage = storage;
+		this.#clock = options.clock ?? systemClock;
+		const base = options.retry?.baseDelayMs ?? 500;
+		const max = options.retry?.maxDelayMs ?? 500;
+		if (!(base >= 0) || !(max >= base) || !Number.isFinite(max))
+			throw new RangeError(
+				`[@vvm/isequencer] retry delays must satisfy 0 <= baseDelayMs <= maxDelayMs, got ${base}/${max}`,
+			);
+		this.#retry = {
+			clock: this.#clock,
+			random: options.random ?? Math.random,
+			baseDelayMs: base,
+			maxDelayMs: max,
+			onError: options.onStorageError,
+		};
+		const txNums: number[] = [];
+		for (let i = 0; i < this.#p.numSlots; i++) txNums.push(Number.NaN);
+		this.#txNums = txNums;
+		this.#lru = new LRUCache<WSID, WsRecord>({
+			max: this.#p.lruCacheSize,
+			noDisposeOnSet: true,
+			dispose: (rec, _wsid, reason) => {
+				if (reason === "evict") this.#onEvict(rec);
+			},
+		});
+		// The constructor starts actualization: `start` is not ok until it ends.
+		this.#beginActualization();
+	}
+
+	// ---------------------------------------------------------------- public API
+
+	start(wsKind: WSKind, wsid: WSID): PLogOffset | undefined {
+		if (this.#closed) throw cleanedUp("start");
+		if (this.#actualizing) return undefined;
+		if (this.#txActive)
+			throw new SequencerError("SEQUENCER_MISUSE", "start: sequencing transaction already started");
+		const kind = this.#p.kinds.get(wsKind);
+		if (kind === undefined)
+			throw new SequencerError("SEQUENCER_UNKNOWN_WS_KIND", `start: unknown wsKind ${wsKind}`);
+		if (!Number.isSafeInteger(wsid) || wsid < 0)
+			throw new RangeError(
+				`[@vvm/isequencer] start: wsid must be a safe integer >= 0, got ${wsid}`,
+			);
+		if (this.#unflushed > this.#p.maxNumUnflushedValues) {
+			this.#signalFlusher();
+			return undefined;
+		}
+		let rec = this.#lru.get(wsid, GET_OPTIONS);
+		if (rec === undefined) rec = this.#takeFromOffCache(wsid);
+		this.#txActive = true;
+		this.#txId++;
+		this.#txKind = kind;
+		this.#txWsid = wsid;
+		this.#txTouched = 0;
+		this.#txRec = rec;
+		this.#txLoad = undefined;
+		if (rec === undefined || (rec.known & kind.mask) !== kind.mask) {
+			// Prefetch every number of the workspace while the caller does its own work.
+			const load = this.#load(wsid, kind);
+			load.catch(noop);
+			this.#txLoad = load;
+		}
+		return this.#nextOffset;
+	}
+
+	next(seqId: SeqID): SeqNumber | Promise<SeqNumber> {
+		const rec = this.#txRec;
+		if (rec !== undefined) {
+			const slot = this.#p.slotOf[seqId];
+			if (slot !== undefined && slot >= 0 && ((this.#txKind as KindInfo).mask >> slot) & 1) {
+				const bit = 1 << slot;
+				let v: number;
+				if ((this.#txTouched & bit) !== 0) v = (this.#txNums[slot] as number) + 1;
+				else {
+					v = (rec.nums[slot] as number) + 1;
+					if (!(v > 0)) return this.#nextSlow(seqId);
+					this.#txTouched |= bit;
+				}
+				this.#txNums[slot] = v;
+				return v;
+			}
+		}
+		return this.#nextSlow(seqId);
+	}
+
+	flush(): void {
+		if (!this.#txActive) throw this.#noTx("flush");
+		if (this.#txPending > 0)
+			throw new SequencerError(
+				"SEQUENCER_MISUSE",
+				"flush: a next() is still reading storage; await it first",
+			);
+		const rec = this.#txRec;
+		const touched = this.#txTouched;
+		if (rec !== undefined && touched !== 0) {
+			for (let m = touched; m !== 0; m &= m - 1) {
+				const slot = 31 - Math.clz32(m & -m);
+				rec.nums[slot] = this.#txNums[slot] as number;
+			}
+			const added = touched & ~rec.dirty;
+			if (added !== 0) {
+				this.#unflushed += popcount(added);
+				rec.dirty |= added;
+			}
+			rec.commits++;
+			if (!rec.listed) {
+				rec.listed = true;
+				this.#dirtyList.push(rec);
+			}
+			if (rec.evicted) this.#offCache.set(rec.wsid, rec);
+		}
+		this.#nextOffset++;
+		this.#toBeFlushedOffset = this.#nextOffset;
+		this.#endTx();
+		this.#signalFlusher();
+	}
+
+	actualize(): void {
+		if (!this.#txActive) throw this.#noTx("actualize");
+		this.#endTx();
+		this.#gen++;
+		this.#lru.clear();
+		this.#beginActualization();
+	}
+
+	stats(): SequencerStats {
+		return {
+			actualizing: this.#actualizing,
+			transactionInProgress: this.#txActive,
+			nextPLogOffset: this.#nextOffset,
+			unflushedValues: this.#unflushed,
+			cachedWorkspaces: this.#lru.size,
+			flushes: this.#flushes,
+		};
+	}
+
+	cleanup(): Promise<void> {
+		if (this.#cleanupRun !== undefined) return this.#cleanupRun;
+		this.#closed = true;
+		this.#endTx();
+		this.#gen++;
+		this.#cleanupCtl.abort(
+			new SequencerError("SEQUENCER_CLEANED_UP", "the sequencer was cleaned up"),
+		);
+		this.#flusherStop = true;
+		this.#signalFlusher();
+		const actualizer = this.#actualizerRun;
+		const flusher = this.#flusherRun;
+		this.#cleanupRun = (async () => {
+			await actualizer;
+			await flusher;
+			this.#actualizing = false;
+			this.#notifyFlushWaiters();
+		})();
+		return this.#cleanupRun;
+	}
+
+	// ---------------------------------------------------------------- white-box access for tests
+
+	/** @internal */
+	get _internals(): {
+		lru: LRUCache<WSID, WsRecord>;
+		offCache: Map<WSID, WsRecord>;
+		dirtyList: readonly WsRecord[];
+		toBeFlushedOffset: PLogOffset;
+		txNums: number[];
+		slotOf: Int8Array;
+	} {
+		return {
+			lru: this.#lru,
+			offCache: this.#offCache,
+			dirtyList: this.#dirtyList,
+			toBeFlushedOffset: this.#toBeFlushedOffset,
+			txNums: this.#txNums,
+			slotOf: this.#p.slotOf,
+		};
+	}
+
+	/** @internal Runs the actualization batcher directly (white-box tests). */
+	_batcher(batch: readonly SeqValue[], offset: PLogOffset): void | Promise<void> {
+		return this.#makeBatcher(this.#cleanupCtl.signal)(batch, offset);
+	}
+
+	// ---------------------------------------------------------------- transaction helpers
+
+	#endTx(): void {
+		this.#txActive = false;
+		this.#txId++;
+		this.#txRec = undefined;
+		this.#txKind = undefined;
+		this.#txTouched = 0;
+		this.#txLoad = undefined;
+	}
+
+	#noTx(op: string): SequencerError {
+		return this.#closed
+			? cleanedUp(op)
+			: new SequencerError("SEQUENCER_MISUSE", `${op}: sequencing transaction is not in progress`);
+	}
+
+	#nextSlow(seqId: SeqID): SeqNumber | Promise<SeqNumber> {
+		if (!this.#txActive) throw this.#noTx("next");
+		const kind = this.#txKind as KindInfo;
+		const slot = Number.isInteger(seqId) ? this.#p.slotOf[seqId] : undefined;
+		if (slot === undefined || slot < 0 || ((kind.mask >> slot) & 1) === 0)
+			throw new SequencerError(
+				"SEQUENCER_UNKNOWN_SEQ_ID",
+				`unknown SeqID: ${seqId} (wsKind ${kind.kind})`,
+			);
+		// The workspace's numbers are not in memory: wait for the storage read.
+		let load = this.#txLoad;
+		if (load === undefined) {
+			load = this.#load(this.#txWsid, kind);
+			load.catch(noop);
+			this.#txLoad = load;
+		}
+		const txId = this.#txId;
+		this.#txPending++;
+		return load.then(
+			() => {
+				this.#txPending--;
+				if (this.#txId !== txId) throw this.#ended();
+				return this.next(seqId);
+			},
+			(error: unknown) => {
+				this.#txPending--;
+				throw error;
+			},
+		);
+	}
+
+	#ended(): SequencerError {
+		return this.#closed
+			? cleanedUp("next")
+			: new SequencerError(
+					"SEQUENCER_MISUSE",
+					"next: the transaction ended (actualize) while next() was reading storage",
+				);
+	}
+
+	/** Reads all numbers of the workspace's kind and merges them into its record. */
+	async #load(wsid: WSID, kind: KindInfo): Promise<WsRecord | undefined> {
+		const gen = this.#gen;
+		const stored = await retryUntilAborted(
+			this.#retry,
+			"readNumbers",
+			this.#cleanupCtl.signal,
+			async () => {
+				const r = await this.#storage.readNumbers(wsid, kind.seqIds);
+				if (!Array.isArray(r) || r.length !== kind.seqIds.length)
+					throw new TypeError(
+						`[@vvm/isequencer] readNumbers returned ${String(r)} for ${kind.seqIds.length} seqIds`,
+					);
+				for (const n of r)
+					if (!Number.isSafeInteger(n) || n < 0)
+						throw new TypeError(`[@vvm/isequencer] readNumbers returned an invalid number ${n}`);
+				return r as readonly number[];
+			},
+		);
+		if (gen !== this.#gen) return undefined; // actualize or cleanup purged the cache meanwhile
+		let rec = this.#lru.get(wsid) ?? this.#takeFromOffCache(wsid);
+		if (rec === undefined) {
+			rec = new WsRecord(wsid, this.#p.numSlots);
+			this.#lru.set(wsid, rec);
+		}
+		for (let i = 0; i < kind.slots.length; i++) {
+			const slot = kind.slots[i] as number;
+			const s = stored[i] as number;
+			const last = s === 0 ? (kind.initial[slot] as number) - 1 : s;
+			if (!((rec.nums[slot] as number) >= last)) rec.nums[slot] = last;
+		}
+		rec.known |= kind.mask;
+		if (this.#txActive && this.#txWsid === wsid) this.#txRec = rec;
+		return rec;
+	}
+
+	#takeFromOffCache(wsid: WSID): WsRecord | undefined {
+		const rec = this.#offCache.get(wsid);
+		if (rec === undefined) return undefined;
+		this.#offCache.delete(wsid);
+		rec.evicted = false;
+		this.#lru.set(wsid, rec);
+		return rec;
+	}
+
+	#onEvict(rec: WsRecord): void {
+		rec.evicted = true;
+		// Not yet durable: keep it findable so `next` never reads a stale number from storage.
+		if (rec.dirty !== 0 || rec.listed) this.#offCache.set(rec.wsid, rec);
+	}
+
+	// ---------------------------------------------------------------- actualizer
+
+	#beginActualization(): void {
+		this.#actualizing = true;
+		const run = this.#actualizeLoop(this.#cleanupCtl.signal);
+		this.#actualizerRun = run;
+	}
+
+	async #actualizeLoop(signal: AbortSignal): Promise<void> {
+		try {
+			await this.#stopFlusher();
+			if (signal.aborted) return;
+			this.#dirtyList = [];
+			this.#offCache.clear();
+			this.#unflushed = 0;
+			this.#toBeFlushedOffset = 0;
+			this.#writtenOffset = 0;
+			this.#startFlusher();
+			const offset = await retryUntilAborted(
+				this.#retry,
+				"readNextPLogOffset",
+				signal,
+				async () => {
+					const o = await this.#storage.readNextPLogOffset();
+					if (!Number.isSafeInteger(o) || o < 0)
+						throw new TypeError(`[@vvm/isequencer] readNextPLogOffset returned ${o}`);
+					return o;
+				},
+			);
+			// Fresh storage: the PLog starts at 1, never 0.
+			this.#nextOffset = offset === 0 ? 1 : offset;
+			const batcher = this.#makeBatcher(signal);
+			// On a retry the scan resumes after the last event the batcher took.
+			await retryUntilAborted(this.#retry, "actualizeSequencesFromPLog", signal, () =>
+				this.#storage.actualizeSequencesFromPLog(this.#nextOffset, batcher, signal),
+			);
+			signal.throwIfAborted();
+			this.#actualizing = false;
+		} catch (error) {
+			if (!signal.aborted) throw error;
+		}
+	}
+
+	#makeBatcher(signal: AbortSignal): SeqBatcher {
+		return (batch, offset) => {
+			signal.throwIfAborted();
+			if (this.#unflushed >= this.#p.maxNumUnflushedValues)
+				return this.#batchAfterDrain(batch, offset, signal);
+			this.#applyBatch(batch, offset);
+			return undefined;
+		};
+	}
+
+	async #batchAfterDrain(
+		batch: readonly SeqValue[],
+		offset: PLogOffset,
+		signal: AbortSignal,
+	): Promise<void> {
+		while (this.#unflushed >= this.#p.maxNumUnflushedValues) {
+			this.#signalFlusher();
+			await this.#flushedOrDelay(signal);
+		}
+		this.#applyBatch(batch, offset);
+	}
+
+	/** Resolves after the next completed flush or after `batcherDelayMs`, whichever is first. */
+	#flushedOrDelay(signal: AbortSignal): Promise<void> {
+		signal.throwIfAborted();
+		return new Promise<void>((resolve, reject) => {
+			let done = false;
+			const finish = (): void => {
+				if (done) return;
+				done = true;
+				timer.cancel();
+				signal.removeEventListener("abort", onAbort);
+				resolve();
+			};
+			const onAbort = (): void => {
+				if (done) return;
+				done = true;
+				timer.cancel();
+				reject(signal.reason);
+			};
+			const timer = this.#clock.setTimer(this.#p.batcherDelayMs, finish);
+			this.#flushWaiters.push(finish);
+			signal.addEventListener("abort", onAbort, { once: true });
+		});
+	}
+
+	#applyBatch(batch: readonly SeqValue[], offset: PLogOffset): void {
+		if (!Number.isSafeInteger(offset) || offset < 0)
+			throw new TypeError(`[@vvm/isequencer] batcher: invalid PLog offset ${offset}`);
+		const slotOf = this.#p.slotOf;
+		for (let i = 0; i < batch.length; i++) {
+			const v = batch[i] as SeqValue;
+			const slot = slotOf[v.seqId];
+			if (slot === undefined || slot < 0) continue; // not a managed sequence
+			// Records go into the (purged) LRU, so after actualization the cache is warm with the
+			// workspaces of the PLog tail; unknown slots are read from storage on first use.
+			let rec = this.#lru.get(v.wsid, GET_OPTIONS) ?? this.#takeFromOffCache(v.wsid);
+			if (rec === undefined) {
+				rec = new WsRecord(v.wsid, this.#p.numSlots);
+				this.#lru.set(v.wsid, rec);
+			}
+			if ((rec.nums[slot] as number) >= v.value) continue;
+			const bit = 1 << slot;
+			rec.nums[slot] = v.value;
+			rec.known |= bit;
+			if ((rec.dirty & bit) === 0) {
+				rec.dirty |= bit;
+				this.#unflushed++;
+			}
+			rec.commits++;
+			if (!rec.listed) {
+				rec.listed = true;
+				this.#dirtyList.push(rec);
+			}
+		}
+		this.#nextOffset = offset + 1;
+		this.#toBeFlushedOffset = offset + 1;
+	}
+
+	// ---------------------------------------------------------------- flusher
+
+	#startFlusher(): void {
+		this.#flusherStop = false;
+		this.#flushSignalled = false;
+		this.#flusherRun = this.#flushLoop(this.#cleanupCtl.signal);
+	}
+
+	async #stopFlusher(): Promise<void> {
+		const run = this.#flusherRun;
+		if (run === undefined) return;
+		this.#flusherStop = true;
+		this.#signalFlusher();
+		await run;
+		this.#flusherRun = undefined;
+		this.#flushSignalled = false;
+	}
+
+	#signalFlusher(): void {
+		const wake = this.#flushWake;
+		if (wake !== undefined) {
+			this.#flushWake = undefined;
+			wake();
+		} else this.#flushSignalled = true;
+	}
+
+	async #flushLoop(signal: AbortSignal): Promise<void> {
+		for (;;) {
+			if (!this.#flushSignalled)
+				await new Promise<void>((resolve) => {
+					this.#flushWake = resolve;
+				});
+			this.#flushSignalled = false;
+			if (this.#flusherStop || signal.aborted) return;
+			if (!(await this.#flushOnce(signal))) return;
+		}
+	}
+
+	/** One write of everything unflushed; `false` when cleanup cut it short. */
+	async #flushOnce(signal: AbortSignal): Promise<boolean> {
+		const offset = this.#toBeFlushedOffset;
+		if (offset === 0) return true; // nothing was flushed since actualization
+		const list = this.#dirtyList;
+		if (list.length === 0 && offset === this.#writtenOffset) return true;
+		this.#dirtyList = [];
+		const seqIdOfSlot = this.#p.seqIdOfSlot;
+		const batch: SeqValue[] = [];
+		const commits: number[] = [];
+		for (const rec of list) {
+			rec.listed = false;
+			commits.push(rec.commits);
+			for (let m = rec.dirty; m !== 0; m &= m - 1) {
+				const slot = 31 - Math.clz32(m & -m);
+				batch.push({
+					wsid: rec.wsid,
+					seqId: seqIdOfSlot[slot] as number,
+					value: rec.nums[slot] as number,
+				});
+			}
+		}
+		try {
+			await retryUntilAborted(this.#retry, "writeValuesAndNextPLogOffset", signal, () =>
+				this.#storage.writeValuesAndNextPLogOffset(batch, offset),
+			);
+		} catch (error) {
+			if (signal.aborted) return false;
+			throw error;
+		}
+		this.#writtenOffset = offset;
+		this.#flushes++;
+		for (let i = 0; i < list.length; i++) {
+			const rec = list[i] as WsRecord;
+			if (rec.commits !== commits[i]) continue; // changed meanwhile: stays dirty, listed again
+			this.#unflushed -= popcount(rec.dirty);
+			rec.dirty = 0;
+			if (rec.evicted && this.#offCache.get(rec.wsid) === rec) this.#offCache.delete(rec.wsid);
+		}
+		this.#notifyFlushWaiters();
+		return true;
+	}
+
+	#notifyFlushWaiters(): void {
+		if (this.#flushWaiters.length === 0) return;
+		const waiters = this.#flushWaiters;
+		this.#flushWaiters = [];
+		for (const w of waiters) w();
+	}
+}
+
+function cleanedUp(op: string): SequencerError {
+	return new SequencerError("SEQUENCER_CLEANED_UP", `${op}: the sequencer was cleaned up`);
+}
+
+/**
+ * Creates a sequencer over `storage` and starts its actualization (so `start` is not ok until the
+ * PLog tail has been read). Bad params throw a `RangeError`/`TypeError`.
+ *
+ * @see voedger pkg/isequencer New
+ * @example
+ * ```ts
+ * const { sequencer, cleanup } = createSequencer(
+ *   { seqTypes: { 1: { 1: 1, 2: 200_001 } } },
+ *   createSeqStorage({ storage, appId: 1, partitionId: 0, plog }),
+ *   { clock: systemClock },
+ * );
+ * // … later
+ * await cleanup();
+ * ```
+ */
+export function createSequencer(
+	params: SequencerParams,
+	storage: SeqStorage,
+	options: SequencerOptions = {},
+): SequencerHandle {
+	const impl = new SequencerImpl(params, storage, options);
+	const cleanup = (): Promise<void> => impl.cleanup();
+	return {
+		sequencer: impl,
+		cleanup,
+		[Symbol.asyncDispose]: cleanup,
+	};
+}

@@ -1,0 +1,42 @@
+import { MockClock } from "@vvm/clock";
+import { afterEach } from "vitest";
+import type { SequencerHandle, SequencerParams } from "../../src/index.ts";
+import { createSequencer } from "../../src/index.ts";
+import { SequencerImpl } from "../../src/sequencer.ts";
+import { MockSeqStorage } from "./mock-storage.ts";
+
+const handles: SequencerHandle[] = [];
+
+afterEach(async () => {
+	const list = handles.splice(0);
+	await Promise.all(list.map((h) => h.cleanup()));
+});
+
+export interface Setup {
+	readonly storage: MockSeqStorage;
+	readonly clock: MockClock;
+	readonly seq: SequencerImpl;
+	readonly cleanup: () => Promise<void>;
+}
+
+/** A sequencer on a mock storage and a MockClock, cleaned up after the test. */
+export function setup(
+	params: Partial<SequencerParams> = {},
+	storage: MockSeqStorage = new MockSeqStorage(),
+	clock: MockClock = new MockClock(0),
+): Setup {
+	const handle = createSequencer({ seqTypes: { 1: { 1: 1 } }, ...params }, storage, {
+		clock,
+		random: () => 0.5,
+	});
+	handles.push(handle);
+	return {
+		storage,
+		clock,
+		seq: handle.sequencer as SequencerImpl,
+		cleanup: handle.cleanup,
+	};
+}
+
+/** A sequencer object of the implementation class (for white-box access), not registered. */
+export { SequencerImpl };
