@@ -1,0 +1,256 @@
+// Property-based test: random interleavings of start/next/flush/actualize, storage failures and
+// delays, LRU sizes down to 1, and restarts on the same storage and PLog.
+// Invariant (checked on EVERY number handed out): the first `next` of a (workspace, sequence) in a
+// transaction is exactly one past the highest number of that sequence in the PLog (or its initial
+// value), and later ones in the transaction count up from there. Since flushed transactions are the
+// PLog, this means flushed numbers strictly increase and are never handed out again, and that
+// after actualization (or a restart) the next number is one past the PLog's highest.
+import { MockClock } from "@vvm/clock";
+import fc from "fast-check";
+import { describe, expect, it } from "vitest";
+import type { PLogOffset, SeqBatcher, SeqID, SeqValue, WSID } from "../src/index.ts";
+import { createSequencer } from "../src/index.ts";
+import { MockSeqStorage } from "./helpers/mock-storage.ts";
+
+const SEQ_TYPES = { 1: { 1: 1, 2: 100 }, 2: { 1: 1, 3: 5 } } as const;
+const KIND_OF_WS = (ws: number): 1 | 2 => (ws % 3 === 0 ? 2 : 1);
+const SEQS_OF_KIND = { 1: [1, 2], 2: [1, 3] } as const;
+
+/** A mock storage that fails and delays at random (seeded), on the MockClock. */
+class FlakyStorage extends MockSeqStorage {
+	failRate = 0;
+	maxDelayMs = 0;
+	#rng: () => number;
+	#clock: MockClock;
+	constructor(rng: () => number, clock: MockClock) {
+		super();
+		this.#rng = rng;
+		this.#clock = clock;
+	}
+	async #maybe(): Promise<void> {
+		if (this.maxDelayMs > 0) await this.#clock.sleep(Math.floor(this.#rng() * this.maxDelayMs));
+		if (this.#rng() < this.failRate) throw new Error("injected storage failure");
+	}
+	override async readNumbers(wsid: WSID, seqIds: readonly SeqID[]): Promise<readonly number[]> {
+		await this.#maybe();
+		return super.readNumbers(wsid, seqIds);
+	}
+	override async readNextPLogOffset(): Promise<PLogOffset> {
+		await this.#maybe();
+		return super.readNextPLogOffset();
+	}
+	override async writeValuesAndNextPLogOffset(
+		batch: readonly SeqValue[],
+		offset: PLogOffset,
+	): Promise<void> {
+		await this.#maybe();
+		// Values first, then the offset: a failure may fall in between.
+		for (const v of batch) this.setNumber(v.wsid, v.seqId, v.value);
+		await this.#maybe();
+		this.nextOffset = offset;
+	}
+	override async actualizeSequencesFromPLog(
+		offset: PLogOffset,
+		batcher: SeqBatcher,
+		signal: AbortSignal,
+	): Promise<void> {
+		for (let o = offset; this.plog.has(o); o++) {
+			signal.throwIfAborted();
+			await this.#maybe();
+			await batcher(this.plog.get(o) as SeqValue[], o);
+		}
+	}
+}
+
+type Action =
+	| { kind: "tx"; ws: number; nexts: number[]; end: "flush" | "actualize" }
+	| { kind: "restart"; lru: number; maxUnflushed: number }
+	| { kind: "storage"; failRate: number; maxDelayMs: number }
+	| { kind: "advance"; ms: number };
+
+const actionArb: fc.Arbitrary<Action> = fc.oneof(
+	{
+		weight: 8,
+		arbitrary: fc.record({
+			kind: fc.constant("tx" as const),
+			ws: fc.integer({ min: 1, max: 6 }),
+			nexts: fc.array(fc.integer({ min: 0, max: 1 }), { maxLength: 4 }),
+			end: fc.constantFrom("flush" as const, "flush" as const, "actualize" as const),
+		}),
+	},
+	{
+		weight: 1,
+		arbitrary: fc.record({
+			kind: fc.constant("restart" as const),
+			lru: fc.integer({ min: 1, max: 8 }),
+			maxUnflushed: fc.integer({ min: 1, max: 6 }),
+		}),
+	},
+	{
+		weight: 2,
+		arbitrary: fc.record({
+			kind: fc.constant("storage" as const),
+			failRate: fc.constantFrom(0, 0, 0.2, 0.5),
+			maxDelayMs: fc.constantFrom(0, 0, 10, 300),
+		}),
+	},
+	{
+		weight: 1,
+		arbitrary: fc.record({
+			kind: fc.constant("advance" as const),
+			ms: fc.integer({ min: 0, max: 1000 }),
+		}),
+	},
+);
+
+async function runScenario(seed: number, actions: Action[], initialLru: number): Promise<void> {
+	let s = seed >>> 0 || 1;
+	const rng = (): number => {
+		s ^= s << 13;
+		s ^= s >>> 17;
+		s ^= s << 5;
+		return (s >>> 0) / 2 ** 32;
+	};
+	const clock = new MockClock(0);
+	const storage = new FlakyStorage(rng, clock);
+	/** Highest number per "ws/seq" in the PLog: the model. */
+	const plogMax = new Map<string, number>();
+	let plogLast = 0;
+	const make = (lru: number, maxUnflushed: number) =>
+		createSequencer(
+			{ seqTypes: SEQ_TYPES, lruCacheSize: lru, maxNumUnflushedValues: maxUnflushed },
+			storage,
+			{
+				clock,
+				random: rng,
+				retry: { baseDelayMs: 5, maxDelayMs: 100 },
+			},
+		);
+	let handle = make(initialLru, 3);
+
+	async function drive<T>(p: Promise<T>): Promise<T> {
+		let done = false;
+		const watched = p.finally(() => {
+			done = true;
+		});
+		for (let i = 0; i < 2000 && !done; i++) {
+			if (i === 200) {
+				storage.failRate = 0; // failures are transient: let it heal
+				storage.maxDelayMs = 0;
+			}
+			await clock.advanceAsync(50);
+		}
+		if (!done) throw new Error("operation did not complete");
+		return watched;
+	}
+
+	async function start(ws: number): Promise<number> {
+		for (let i = 0; i < 2000; i++) {
+			const offset = handle.sequencer.start(KIND_OF_WS(ws), ws);
+			if (offset !== undefined) return offset;
+			if (i === 200) {
+				storage.failRate = 0;
+				storage.maxDelayMs = 0;
+			}
+			await clock.advanceAsync(50);
+		}
+		throw new Error("start never became ok");
+	}
+
+	try {
+		for (const a of actions) {
+			if (a.kind === "storage") {
+				storage.failRate = a.failRate;
+				storage.maxDelayMs = a.maxDelayMs;
+			} else if (a.kind === "advance") {
+				await clock.advanceAsync(a.ms);
+			} else if (a.kind === "restart") {
+				await drive(handle.cleanup()); // an in-flight storage call may be sleeping on the clock
+				handle = make(a.lru, a.maxUnflushed);
+			} else {
+				const offset = await start(a.ws);
+				expect(offset).toBe(plogLast + 1);
+				const kind = KIND_OF_WS(a.ws);
+				const issued = new Map<number, number>();
+				for (const idx of a.nexts) {
+					const seqId = SEQS_OF_KIND[kind][idx] as number;
+					const r = handle.sequencer.next(seqId);
+					const n = typeof r === "number" ? r : await drive(r);
+					const key = `${a.ws}/${seqId}`;
+					const initial = (SEQ_TYPES[kind] as Record<number, number>)[seqId] as number;
+					const expected = (issued.get(seqId) ?? plogMax.get(key) ?? initial - 1) + 1;
+					expect(n, `next(${key}) at offset ${offset}`).toBe(expected);
+					issued.set(seqId, n);
+				}
+				if (a.end === "flush") {
+					// The command processor wrote the event to the PLog, then flushes.
+					storage.addPLogEvent(
+						offset,
+						[...issued].map(([seqId, value]) => ({ wsid: a.ws, seqId, value })),
+					);
+					for (const [seqId, value] of issued) plogMax.set(`${a.ws}/${seqId}`, value);
+					plogLast = offset;
+					handle.sequencer.flush();
+				} else handle.sequencer.actualize();
+			}
+		}
+		// Finally: a restart on a healthy storage recovers exactly the PLog's state.
+		storage.failRate = 0;
+		storage.maxDelayMs = 0;
+		await drive(handle.cleanup());
+		handle = make(1, 1);
+		for (let ws = 1; ws <= 6; ws++) {
+			expect(await start(ws)).toBe(plogLast + 1);
+			const kind = KIND_OF_WS(ws);
+			for (const seqId of SEQS_OF_KIND[kind]) {
+				const r = handle.sequencer.next(seqId);
+				const n = typeof r === "number" ? r : await drive(r);
+				const initial = (SEQ_TYPES[kind] as Record<number, number>)[seqId] as number;
+				expect(n).toBe((plogMax.get(`${ws}/${seqId}`) ?? initial - 1) + 1);
+			}
+			handle.sequencer.actualize();
+		}
+	} finally {
+		storage.failRate = 0;
+		await drive(handle.cleanup());
+	}
+}
+
+describe("property: numbers of flushed transactions are never handed out again", () => {
+	it("holds under random interleavings, failures, delays, LRU sizes and restarts", async () => {
+		await fc.assert(
+			fc.asyncProperty(
+				fc.integer({ min: 1, max: 2 ** 31 - 1 }),
+				fc.array(actionArb, { minLength: 1, maxLength: 60 }),
+				fc.integer({ min: 1, max: 8 }),
+				runScenario,
+			),
+			{ numRuns: Number(process.env.VVM_PROPERTY_RUNS ?? 300) },
+		);
+	});
+});
+
+const soakSeconds = Number(process.env.VVM_SOAK_SECONDS ?? 60);
+describe.skipIf(process.env.VVM_SOAK !== "1")("soak (VVM_SOAK=1, VVM_SOAK_SECONDS)", () => {
+	it(
+		"holds for long random runs",
+		async () => {
+			const until = Date.now() + soakSeconds * 1000;
+			let runs = 0;
+			while (Date.now() < until) {
+				await fc.assert(
+					fc.asyncProperty(
+						fc.integer({ min: 1, max: 2 ** 31 - 1 }),
+						fc.array(actionArb, { minLength: 50, maxLength: 300 }),
+						fc.integer({ min: 1, max: 8 }),
+						runScenario,
+					),
+					{ numRuns: 20 },
+				);
+				runs += 20;
+			}
+			expect(runs).toBeGreaterThan(0);
+		},
+		soakSeconds * 1000 + 120_000,
+	);
+});
