@@ -118,6 +118,8 @@ interface Leader<K, V> {
 	leaseDeadline: number;
 	killerDeadline: number;
 	killerReason: string;
+	/** Aborts the signal at `leaseDeadline` if no renewal succeeded by then (a hanging storage call). */
+	leaseTimer: TimerHandle | undefined;
 	loop: Promise<void>;
 	ending: Promise<ReleaseOutcome> | undefined;
 }
@@ -145,6 +147,12 @@ class ElectionsImpl<K, V> implements Elections<K, V> {
 	readonly #orphanErrors: unknown[] = [];
 	#finalized = false;
 	#cleanup: Promise<void> | undefined;
+	/**
+	 * The earliest killer deadline of a leadership that was lost (not released): it stays in force,
+	 * so renewals of another key held here can never push the killer past it (seed 001: the killer
+	 * is never cancelled).
+	 */
+	#lostFloor: { deadline: number; reason: string } | undefined;
 
 	constructor(
 		storage: ITTLStorage<K, V>,
@@ -272,6 +280,7 @@ class ElectionsImpl<K, V> implements Elections<K, V> {
 			leaseDeadline,
 			killerDeadline: leaseDeadline,
 			killerReason: "",
+			leaseTimer: undefined,
 			loop: Promise.resolve(),
 			ending: undefined,
 		};
@@ -286,6 +295,7 @@ class ElectionsImpl<K, V> implements Elections<K, V> {
 			throw error;
 		}
 		this.#leaders.set(keyString, leader);
+		this.#armLease(leader);
 		// #maintain arms its first timer synchronously, so when this resolves the loop is waiting.
 		const loop = this.#maintain(leader);
 		leader.loop = loop;
@@ -312,15 +322,38 @@ class ElectionsImpl<K, V> implements Elections<K, V> {
 	#scheduleKiller(leader: Leader<K, V>, deadline: number, reason: string): void {
 		leader.killerDeadline = deadline;
 		leader.killerReason = `[@vvm/ielections] ${reason}`;
-		let target = leader;
+		let target = { deadline: leader.killerDeadline, reason: leader.killerReason };
 		for (const other of this.#leaders.values()) {
 			if (other !== leader && !other.controller.signal.aborted) {
-				if (other.killerDeadline < target.killerDeadline) target = other;
+				if (other.killerDeadline < target.deadline) {
+					target = { deadline: other.killerDeadline, reason: other.killerReason };
+				}
 			}
 		}
-		this.#killer.schedule(
-			Math.max(0, target.killerDeadline - this.#clock.now()),
-			target.killerReason,
+		if (this.#lostFloor !== undefined && this.#lostFloor.deadline < target.deadline) {
+			target = this.#lostFloor;
+		}
+		this.#killer.schedule(Math.max(0, target.deadline - this.#clock.now()), target.reason);
+	}
+
+	/**
+	 * Beyond seed 001: the signal must not outlive the lease. Renewals normally succeed or give up
+	 * long before `leaseDeadline`; only a storage call that hangs past it lets this timer fire, and
+	 * then the signal aborts at the deadline instead of whenever the call returns.
+	 */
+	#armLease(leader: Leader<K, V>): void {
+		leader.leaseTimer?.cancel();
+		leader.leaseTimer = this.#clock.setTimer(
+			Math.max(0, leader.leaseDeadline - this.#clock.now()),
+			() => {
+				void this.#end(
+					leader,
+					"ELECTIONS_STORAGE_ERROR",
+					new Error(
+						`[@vvm/ielections] no renewal of ${leader.keyString} succeeded before its lease deadline`,
+					),
+				);
+			},
 		);
 	}
 
@@ -399,6 +432,7 @@ class ElectionsImpl<K, V> implements Elections<K, V> {
 			leader.renewals++;
 			leader.lastRenewedAt = sentAt;
 			leader.leaseDeadline = sentAt + afterRenewal;
+			this.#armLease(leader);
 			this.#scheduleKiller(
 				leader,
 				leader.leaseDeadline,
@@ -426,17 +460,21 @@ class ElectionsImpl<K, V> implements Elections<K, V> {
 	#end(leader: Leader<K, V>, code: ElectionsErrorCode, cause: unknown): Promise<ReleaseOutcome> {
 		if (leader.ending !== undefined) return leader.ending;
 		const { key, value, keyString } = leader;
+		leader.leaseTimer?.cancel();
 		if (this.#leaders.get(keyString) === leader) this.#leaders.delete(keyString);
 		const messages: Record<ElectionsErrorCode, string> = {
 			ELECTIONS_RELEASED: `leadership of ${keyString} was released`,
 			ELECTIONS_LOST: `leadership of ${keyString} was lost: the record changed or is gone`,
-			ELECTIONS_STORAGE_ERROR: `leadership of ${keyString} was given up: every renewal attempt failed`,
+			ELECTIONS_STORAGE_ERROR: `leadership of ${keyString} was given up: renewals failed or did not finish before the lease deadline`,
 			ELECTIONS_CLEANUP: `leadership of ${keyString} was released by cleanup`,
 		};
 		leader.controller.abort(
 			new ElectionsError(code, messages[code], cause === undefined ? {} : { cause }),
 		);
 		if (code === "ELECTIONS_LOST" || code === "ELECTIONS_STORAGE_ERROR") {
+			if (this.#lostFloor === undefined || leader.killerDeadline < this.#lostFloor.deadline) {
+				this.#lostFloor = { deadline: leader.killerDeadline, reason: leader.killerReason };
+			}
 			this.#emit({
 				type: "lost",
 				key,

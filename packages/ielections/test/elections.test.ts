@@ -192,3 +192,48 @@ describe("createElections", () => {
 		expect(e.cause).toBe(1);
 	});
 });
+
+describe("lease deadline (beyond seed 001)", () => {
+	it("aborts the signal at the lease deadline when a renewal hangs, not when the call returns", async () => {
+		const { clock, driver, elections, killer } = setup();
+		const d = 20;
+		const signal = await elections.acquireLeadership(3, "a", d);
+		expect(signal).toBeDefined();
+		let release: () => void = () => {};
+		driver.inject({
+			on: "compareAndSwap",
+			action: faults.hook(() => new Promise<void>((r) => (release = r))),
+			times: 1,
+		});
+		// First tick at d/4: the compare-and-swap is sent and hangs.
+		clock.advance(d * 250);
+		await driver.count("compareAndSwap");
+		expect(driver.count("compareAndSwap")).toBe(1);
+		// 1 ms before the lease deadline (0.8 d after acquisition) the signal is still live.
+		clock.advance(d * 800 - d * 250 - 1);
+		expect(signal?.aborted).toBe(false);
+		clock.advance(1);
+		expect(signal?.aborted).toBe(true);
+		const reason = signal?.reason as ElectionsError;
+		expect(ElectionsError.is(reason)).toBe(true);
+		expect(reason.code).toBe("ELECTIONS_STORAGE_ERROR");
+		expect(String((reason.cause as Error).message)).toContain("lease deadline");
+		// The killer stays armed (never cancelled), at the pre-CAS deadline of the hanging attempt.
+		expect(killer.scheduled.at(-1)?.delayMs).toBe(d * 750);
+		release();
+		await elections.cleanup();
+	});
+
+	it("moves with every successful renewal, so a healthy leader is never aborted", async () => {
+		const { clock, elections } = setup();
+		const signal = await elections.acquireLeadership(4, "a", 8);
+		for (let i = 0; i < 20; i++) {
+			const armed = clock.waitForTimers(2);
+			await clock.advanceAsync(2_000);
+			await armed;
+		}
+		expect(signal?.aborted).toBe(false);
+		expect(elections.leadership(4)?.renewals).toBe(20);
+		await elections.cleanup();
+	});
+});
