@@ -24,6 +24,7 @@ export function createLeaseWorker(options: {
 	let context: VVMServiceContext | undefined;
 	let timer: NodeJS.Timeout | undefined;
 	let count = 0;
+	let wasLeader = false;
 	const stopTicking = (): void => {
 		if (timer !== undefined) clearInterval(timer);
 		timer = undefined;
@@ -32,16 +33,19 @@ export function createLeaseWorker(options: {
 		name: "lease-worker",
 		act(source) {
 			const ctx = context;
-			if (ctx === undefined) return { done: false, reason: "not leader" };
-			if (ctx.signal.aborted) return { done: false, reason: "stopping" };
 			const leaseDeadline = options.leaseDeadline();
 			const at = Date.now();
-			if (!ctx.leaseValid() || leaseDeadline === undefined || at >= leaseDeadline) {
-				options.logger.warn(
-					{ event: "refused", source, at, leaseDeadline },
-					"refused to act: the local lease deadline has passed",
-				);
-				return { done: false, reason: "lease expired" };
+			let reason: string | undefined;
+			if (ctx === undefined) reason = "not leader";
+			else if (ctx.signal.aborted) reason = "stopping";
+			else if (!ctx.leaseValid() || leaseDeadline === undefined || at >= leaseDeadline) {
+				reason = "lease expired";
+			}
+			if (reason !== undefined) {
+				const line = { event: "refused", source, reason, at, leaseDeadline };
+				if (wasLeader) options.logger.warn(line, `refused to act: ${reason}`);
+				else options.logger.debug(line, `refused to act: ${reason}`);
+				return { done: false, reason };
 			}
 			count++;
 			options.logger.debug({ event: "work", source, n: count, at, leaseDeadline }, "work done");
@@ -49,6 +53,7 @@ export function createLeaseWorker(options: {
 		},
 		async start(ctx) {
 			context = ctx;
+			wasLeader = true;
 			if (options.intervalMs > 0) {
 				timer = setInterval(() => worker.act("tick"), options.intervalMs);
 				ctx.signal.addEventListener("abort", stopTicking, { once: true });

@@ -2,6 +2,7 @@ import { vvmLeadershipStorage } from "@vvm/ielections";
 import { faults, withFaults } from "@vvm/ttlstorage/testing";
 import { createMemTTLStorage } from "@vvm/ttlstorage-mem";
 import { describe, expect, it } from "vitest";
+import type { VVMError } from "../src/index.ts";
 import { provideVVM } from "../src/index.ts";
 import { FakeKiller } from "./fakes.ts";
 import { newClock, vvmCases } from "./vvm-cases.ts";
@@ -17,7 +18,7 @@ vvmCases("real elections over ttlstorage-mem", () => {
 });
 
 describe("VVM lease (real elections)", () => {
-	it("leaseValid turns false at the local lease deadline while a renewal hangs, before any loss", async () => {
+	it("at the local lease deadline of a hanging renewal, services must stop: leaseValid false, leadership lost, killer later", async () => {
 		const clock = newClock();
 		const driver = withFaults(createMemTTLStorage({ clock }), { clock });
 		const killer = new FakeKiller();
@@ -30,17 +31,20 @@ describe("VVM lease (real elections)", () => {
 		expect(leaseDeadline - lastRenewedAt).toBe(16_000);
 		driver.inject({ on: "compareAndSwap", action: faults.delay(60_000), times: 1 });
 		await clock.advanceAsync(5_000); // the renewal is now in flight and hangs
+		const casSentAt = clock.now();
 		await clock.advanceAsync(leaseDeadline - clock.now() - 1);
 		expect(vvm.leaseValid()).toBe(true);
+		expect(problem.aborted).toBe(false);
 		await clock.advanceAsync(1);
 		expect(vvm.leaseValid()).toBe(false); // the services must refuse from here on
-		expect(vvm.leadership()).toBeDefined(); // although the leadership is not lost yet
-		expect(problem.aborted).toBe(false);
-		// the killer deadline armed before that CAS is 0.75 d after it was sent: later than the lease
-		const beforeCas = killer.scheduled.at(-1);
-		expect(beforeCas?.delayMs).toBe(15_000);
+		expect(problem.aborted).toBe(true); // and the elections give the leadership up now
+		expect((problem.reason as VVMError).code).toBe("VVM_LEADERSHIP_LOST");
+		// the killer deadline armed before that CAS (0.75 d after it was sent) is later still
+		const beforeCas = killer.scheduled.find((k) => k.delayMs === 15_000);
+		expect(beforeCas).toBeDefined();
+		expect(casSentAt + 15_000).toBeGreaterThan(leaseDeadline);
 		const shutdown = vvm.shutdown();
 		await clock.advanceAsync(60_000);
-		await shutdown;
+		expect(await shutdown).toBe(problem.reason);
 	});
 });

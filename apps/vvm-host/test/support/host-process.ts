@@ -100,7 +100,12 @@ export function spawnHost(
 					waiters.delete(waiter);
 					clearTimeout(timer);
 					reject(
-						new Error(`${name} exited before the expected log line; stderr:\n${stderr.join("\n")}`),
+						new Error(
+							`${name} exited before the expected log line; last lines:\n${lines
+								.slice(-40)
+								.map((l) => JSON.stringify(l))
+								.join("\n")}\nstderr:\n${stderr.join("\n")}`,
+						),
 					);
 				}, 200);
 			});
