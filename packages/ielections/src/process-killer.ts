@@ -151,6 +151,15 @@ export function processKiller(options: ProcessKillerOptions = {}): Killer {
 					w.logged[slot] = 1;
 				}
 			}
+			// A deadline that already passed is final: after SIGSTOP/SIGCONT (or a long stall) the main
+			// thread may get here before the watchdog has woken up; re-arming would rescue a process
+			// that outlived its lease. Wake the watchdog instead and let it fire.
+			const current = Atomics.load(w.deadlines, slot);
+			if (current !== 0n && monotonicMs() >= current) {
+				Atomics.add(w.ctrl, 0, 1);
+				Atomics.notify(w.ctrl, 0);
+				return;
+			}
 			const bytes = encoder.encode(reason).subarray(0, REASON_BYTES);
 			w.reasons.set(bytes, slot * REASON_BYTES);
 			Atomics.store(w.lengths, slot, bytes.length);
