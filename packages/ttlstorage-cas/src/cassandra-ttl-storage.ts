@@ -3,10 +3,11 @@ import {
 	closedError,
 	compareBytes,
 	validateBatch,
+	validateDeleteArgs,
+	validateInsertArgs,
 	validateKey,
 	validateRange,
-	validateTTL,
-	validateValue,
+	validateSwapArgs,
 } from "@vvm/ttlstorage";
 import type { Client } from "cassandra-driver";
 import { types } from "cassandra-driver";
@@ -160,9 +161,7 @@ class CassandraTTLStorageImpl implements TTLStorage {
 		value: Bytes,
 		ttlSeconds: number,
 	): Promise<boolean> {
-		validateKey(pKey, cCols);
-		validateValue(value);
-		validateTTL(ttlSeconds);
+		validateInsertArgs(pKey, cCols, value, ttlSeconds);
 		return this.#lwt("insertIfNotExists", this.#cql.insertIfNotExists, [
 			serverTTL(ttlSeconds),
 			buf(value),
@@ -178,10 +177,7 @@ class CassandraTTLStorageImpl implements TTLStorage {
 		newValue: Bytes,
 		ttlSeconds: number,
 	): Promise<boolean> {
-		validateKey(pKey, cCols);
-		validateValue(oldValue, "oldValue");
-		validateValue(newValue, "newValue");
-		validateTTL(ttlSeconds);
+		validateSwapArgs(pKey, cCols, oldValue, newValue, ttlSeconds);
 		return this.#lwt("compareAndSwap", this.#cql.compareAndSwap, [
 			serverTTL(ttlSeconds),
 			buf(newValue),
@@ -192,8 +188,7 @@ class CassandraTTLStorageImpl implements TTLStorage {
 	}
 
 	async compareAndDelete(pKey: Bytes, cCols: Bytes, expectedValue: Bytes): Promise<boolean> {
-		validateKey(pKey, cCols);
-		validateValue(expectedValue, "expectedValue");
+		validateDeleteArgs(pKey, cCols, expectedValue);
 		return this.#lwt("compareAndDelete", this.#cql.compareAndDelete, [
 			buf(pKey),
 			buf(cCols),
@@ -215,9 +210,7 @@ class CassandraTTLStorageImpl implements TTLStorage {
 	}
 
 	async put(pKey: Bytes, cCols: Bytes, value: Bytes, ttlSeconds = 0): Promise<void> {
-		validateKey(pKey, cCols);
-		validateValue(value);
-		validateTTL(ttlSeconds);
+		validateInsertArgs(pKey, cCols, value, ttlSeconds);
 		await this.#execute(
 			"put",
 			"write",

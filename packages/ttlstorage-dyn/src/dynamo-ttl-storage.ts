@@ -18,10 +18,11 @@ import {
 	remainingSeconds,
 	TTLStorageError,
 	validateBatch,
+	validateDeleteArgs,
+	validateInsertArgs,
 	validateKey,
 	validateRange,
-	validateTTL,
-	validateValue,
+	validateSwapArgs,
 } from "@vvm/ttlstorage";
 import { attemptsOf, isConditionFailed, toStorageError } from "./error-mapping.ts";
 import type { Item } from "./item.ts";
@@ -211,9 +212,7 @@ class DynamoTTLStorageImpl implements TTLStorage {
 		value: Bytes,
 		ttlSeconds: number,
 	): Promise<boolean> {
-		validateKey(pKey, cCols);
-		validateValue(value);
-		validateTTL(ttlSeconds);
+		validateInsertArgs(pKey, cCols, value, ttlSeconds);
 		const now = this.#clock.now();
 		const mine: NewRecord = { value, expireAt: expireAtMs(now, ttlSeconds) };
 		return this.#conditional(
@@ -238,10 +237,7 @@ class DynamoTTLStorageImpl implements TTLStorage {
 		newValue: Bytes,
 		ttlSeconds: number,
 	): Promise<boolean> {
-		validateKey(pKey, cCols);
-		validateValue(oldValue, "oldValue");
-		validateValue(newValue, "newValue");
-		validateTTL(ttlSeconds);
+		validateSwapArgs(pKey, cCols, oldValue, newValue, ttlSeconds);
 		const now = this.#clock.now();
 		const mine: NewRecord = { value: newValue, expireAt: expireAtMs(now, ttlSeconds) };
 		return this.#conditional(
@@ -264,8 +260,7 @@ class DynamoTTLStorageImpl implements TTLStorage {
 	}
 
 	async compareAndDelete(pKey: Bytes, cCols: Bytes, expectedValue: Bytes): Promise<boolean> {
-		validateKey(pKey, cCols);
-		validateValue(expectedValue, "expectedValue");
+		validateDeleteArgs(pKey, cCols, expectedValue);
 		const now = this.#clock.now();
 		return this.#conditional(
 			"compareAndDelete",
@@ -301,9 +296,7 @@ class DynamoTTLStorageImpl implements TTLStorage {
 	}
 
 	async put(pKey: Bytes, cCols: Bytes, value: Bytes, ttlSeconds = 0): Promise<void> {
-		validateKey(pKey, cCols);
-		validateValue(value);
-		validateTTL(ttlSeconds);
+		validateInsertArgs(pKey, cCols, value, ttlSeconds);
 		const expireAt = expireAtMs(this.#clock.now(), ttlSeconds);
 		await this.#io("put", async () => {
 			try {

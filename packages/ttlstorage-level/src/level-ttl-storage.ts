@@ -10,10 +10,11 @@ import {
 	remainingSeconds,
 	TTLStorageError,
 	validateBatch,
+	validateDeleteArgs,
+	validateInsertArgs,
 	validateKey,
 	validateRange,
-	validateTTL,
-	validateValue,
+	validateSwapArgs,
 } from "@vvm/ttlstorage";
 import type { AbstractLevel, AbstractSublevel } from "abstract-level";
 import {
@@ -245,9 +246,7 @@ class LevelTTLStorageImpl implements LevelTTLStorage {
 		value: Bytes,
 		ttlSeconds: number,
 	): Promise<boolean> {
-		validateKey(pKey, cCols);
-		validateValue(value);
-		validateTTL(ttlSeconds);
+		validateInsertArgs(pKey, cCols, value, ttlSeconds);
 		return this.#conditional("insertIfNotExists", pKey, cCols, (live) =>
 			live !== undefined ? null : { expireAt: expireAtMs(this.#clock.now(), ttlSeconds), value },
 		);
@@ -260,10 +259,7 @@ class LevelTTLStorageImpl implements LevelTTLStorage {
 		newValue: Bytes,
 		ttlSeconds: number,
 	): Promise<boolean> {
-		validateKey(pKey, cCols);
-		validateValue(oldValue, "oldValue");
-		validateValue(newValue, "newValue");
-		validateTTL(ttlSeconds);
+		validateSwapArgs(pKey, cCols, oldValue, newValue, ttlSeconds);
 		return this.#conditional("compareAndSwap", pKey, cCols, (live) =>
 			live === undefined || !bytesEqual(live.value, oldValue)
 				? null
@@ -272,8 +268,7 @@ class LevelTTLStorageImpl implements LevelTTLStorage {
 	}
 
 	async compareAndDelete(pKey: Bytes, cCols: Bytes, expectedValue: Bytes): Promise<boolean> {
-		validateKey(pKey, cCols);
-		validateValue(expectedValue, "expectedValue");
+		validateDeleteArgs(pKey, cCols, expectedValue);
 		return this.#conditional("compareAndDelete", pKey, cCols, (live) =>
 			live === undefined || !bytesEqual(live.value, expectedValue) ? null : undefined,
 		);
@@ -292,9 +287,7 @@ class LevelTTLStorageImpl implements LevelTTLStorage {
 	}
 
 	async put(pKey: Bytes, cCols: Bytes, value: Bytes, ttlSeconds = 0): Promise<void> {
-		validateKey(pKey, cCols);
-		validateValue(value);
-		validateTTL(ttlSeconds);
+		validateInsertArgs(pKey, cCols, value, ttlSeconds);
 		await this.#write("put", [{ pKey, cCols, value, ttlSeconds }]);
 	}
 

@@ -10,10 +10,11 @@ import {
 	isExpired,
 	remainingSeconds,
 	validateBatch,
+	validateDeleteArgs,
+	validateInsertArgs,
 	validateKey,
 	validateRange,
-	validateTTL,
-	validateValue,
+	validateSwapArgs,
 } from "@vvm/ttlstorage";
 
 const DRIVER_NAME = "mem";
@@ -127,9 +128,7 @@ class MemTTLStorageImpl implements TTLStorage {
 		value: Bytes,
 		ttlSeconds: number,
 	): Promise<boolean> {
-		validateKey(pKey, cCols);
-		validateValue(value);
-		validateTTL(ttlSeconds);
+		validateInsertArgs(pKey, cCols, value, ttlSeconds);
 		this.#open("insertIfNotExists");
 		if (this.#live(pKey, cCols) !== undefined) return false;
 		this.#write(pKey, cCols, value, ttlSeconds);
@@ -143,10 +142,7 @@ class MemTTLStorageImpl implements TTLStorage {
 		newValue: Bytes,
 		ttlSeconds: number,
 	): Promise<boolean> {
-		validateKey(pKey, cCols);
-		validateValue(oldValue, "oldValue");
-		validateValue(newValue, "newValue");
-		validateTTL(ttlSeconds);
+		validateSwapArgs(pKey, cCols, oldValue, newValue, ttlSeconds);
 		this.#open("compareAndSwap");
 		const entry = this.#live(pKey, cCols);
 		if (entry === undefined || !bytesEqual(entry.value, oldValue)) return false;
@@ -155,8 +151,7 @@ class MemTTLStorageImpl implements TTLStorage {
 	}
 
 	async compareAndDelete(pKey: Bytes, cCols: Bytes, expectedValue: Bytes): Promise<boolean> {
-		validateKey(pKey, cCols);
-		validateValue(expectedValue, "expectedValue");
+		validateDeleteArgs(pKey, cCols, expectedValue);
 		this.#open("compareAndDelete");
 		const entry = this.#live(pKey, cCols);
 		if (entry === undefined || !bytesEqual(entry.value, expectedValue)) return false;
@@ -172,9 +167,7 @@ class MemTTLStorageImpl implements TTLStorage {
 	}
 
 	async put(pKey: Bytes, cCols: Bytes, value: Bytes, ttlSeconds = 0): Promise<void> {
-		validateKey(pKey, cCols);
-		validateValue(value);
-		validateTTL(ttlSeconds);
+		validateInsertArgs(pKey, cCols, value, ttlSeconds);
 		this.#open("put");
 		this.#write(pKey, cCols, value, ttlSeconds);
 	}

@@ -13,8 +13,11 @@ export {
 	MAX_TTL_SECONDS,
 	MAX_VALUE_BYTES,
 	validateBatch,
+	validateDeleteArgs,
+	validateInsertArgs,
 	validateKey,
 	validateRange,
+	validateSwapArgs,
 	validateTTL,
 	validateValue,
 } from "./validation.ts";

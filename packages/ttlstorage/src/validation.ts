@@ -64,3 +64,35 @@ export function validateRange(from: Bytes | undefined, to: Bytes | undefined): v
 	if (from !== undefined) checkBytes("range.from", from);
 	if (to !== undefined) checkBytes("range.to", to);
 }
+
+/** Validates the arguments of `insertIfNotExists` (and of `put`, whose TTL defaults to 0). */
+export function validateInsertArgs(
+	pKey: Bytes,
+	cCols: Bytes,
+	value: Bytes,
+	ttlSeconds: number,
+): void {
+	validateKey(pKey, cCols);
+	validateValue(value);
+	validateTTL(ttlSeconds);
+}
+
+/** Validates the arguments of `compareAndSwap`. */
+export function validateSwapArgs(
+	pKey: Bytes,
+	cCols: Bytes,
+	oldValue: Bytes,
+	newValue: Bytes,
+	ttlSeconds: number,
+): void {
+	validateKey(pKey, cCols);
+	validateValue(oldValue, "oldValue");
+	validateValue(newValue, "newValue");
+	validateTTL(ttlSeconds);
+}
+
+/** Validates the arguments of `compareAndDelete`. */
+export function validateDeleteArgs(pKey: Bytes, cCols: Bytes, expectedValue: Bytes): void {
+	validateKey(pKey, cCols);
+	validateValue(expectedValue, "expectedValue");
+}
