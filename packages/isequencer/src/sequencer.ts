@@ -86,6 +86,13 @@ function popcount(m: number): number {
 	return n;
 }
 
+/** In the flusher's dirty list. */
+const LISTED = 1;
+/** Not in the LRU. */
+const EVICTED = 2;
+/** Taken by the write in flight and not committed to since. */
+const SNAPSHOT = 4;
+
 /** @internal All numbers of one workspace, indexed by slot. */
 export class WsRecord {
 	readonly wsid: WSID;
@@ -95,12 +102,8 @@ export class WsRecord {
 	known = 0;
 	/** Slots committed and not yet durable in storage. */
 	dirty = 0;
-	/** Incremented on every commit into this record. */
-	commits = 0;
-	/** In the flusher's dirty list. */
-	listed = false;
-	/** Not in the LRU. */
-	evicted = false;
+	/** {@link LISTED} | {@link EVICTED} | {@link SNAPSHOT} (one small integer keeps the record small). */
+	flags = 0;
 
 	constructor(wsid: WSID, numSlots: number) {
 		this.wsid = wsid;
@@ -262,12 +265,12 @@ export class SequencerImpl implements Sequencer {
 				this.#unflushed += popcount(added);
 				rec.dirty |= added;
 			}
-			rec.commits++;
-			if (!rec.listed) {
-				rec.listed = true;
+			rec.flags &= ~SNAPSHOT;
+			if ((rec.flags & LISTED) === 0) {
+				rec.flags |= LISTED;
 				this.#dirtyList.push(rec);
 			}
-			if (rec.evicted) this.#offCache.set(rec.wsid, rec);
+			if ((rec.flags & EVICTED) !== 0) this.#offCache.set(rec.wsid, rec);
 		}
 		this.#nextOffset++;
 		this.#toBeFlushedOffset = this.#nextOffset;
@@ -438,15 +441,15 @@ export class SequencerImpl implements Sequencer {
 		const rec = this.#offCache.get(wsid);
 		if (rec === undefined) return undefined;
 		this.#offCache.delete(wsid);
-		rec.evicted = false;
+		rec.flags &= ~EVICTED;
 		this.#lru.set(wsid, rec);
 		return rec;
 	}
 
 	#onEvict(rec: WsRecord): void {
-		rec.evicted = true;
+		rec.flags |= EVICTED;
 		// Not yet durable: keep it findable so `next` never reads a stale number from storage.
-		if (rec.dirty !== 0 || rec.listed) this.#offCache.set(rec.wsid, rec);
+		if (rec.dirty !== 0 || (rec.flags & LISTED) !== 0) this.#offCache.set(rec.wsid, rec);
 	}
 
 	// ---------------------------------------------------------------- actualizer
@@ -542,16 +545,20 @@ export class SequencerImpl implements Sequencer {
 		if (!Number.isSafeInteger(offset) || offset < 0)
 			throw new TypeError(`[@vvm/isequencer] batcher: invalid PLog offset ${offset}`);
 		const slotOf = this.#p.slotOf;
+		let rec: WsRecord | undefined;
 		for (let i = 0; i < batch.length; i++) {
 			const v = batch[i] as SeqValue;
 			const slot = slotOf[v.seqId];
 			if (slot === undefined || slot < 0) continue; // not a managed sequence
-			// Records go into the (purged) LRU, so after actualization the cache is warm with the
-			// workspaces of the PLog tail; unknown slots are read from storage on first use.
-			let rec = this.#lru.get(v.wsid, GET_OPTIONS) ?? this.#takeFromOffCache(v.wsid);
-			if (rec === undefined) {
-				rec = new WsRecord(v.wsid, this.#p.numSlots);
-				this.#lru.set(v.wsid, rec);
+			// The values of an event usually share its workspace: one lookup per event.
+			if (rec === undefined || rec.wsid !== v.wsid) {
+				// Records go into the (purged) LRU, so after actualization the cache is warm with the
+				// workspaces of the PLog tail; unknown slots are read from storage on first use.
+				rec = this.#lru.get(v.wsid, GET_OPTIONS) ?? this.#takeFromOffCache(v.wsid);
+				if (rec === undefined) {
+					rec = new WsRecord(v.wsid, this.#p.numSlots);
+					this.#lru.set(v.wsid, rec);
+				}
 			}
 			if ((rec.nums[slot] as number) >= v.value) continue;
 			const bit = 1 << slot;
@@ -561,9 +568,9 @@ export class SequencerImpl implements Sequencer {
 				rec.dirty |= bit;
 				this.#unflushed++;
 			}
-			rec.commits++;
-			if (!rec.listed) {
-				rec.listed = true;
+			rec.flags &= ~SNAPSHOT;
+			if ((rec.flags & LISTED) === 0) {
+				rec.flags |= LISTED;
 				this.#dirtyList.push(rec);
 			}
 		}
@@ -618,10 +625,8 @@ export class SequencerImpl implements Sequencer {
 		this.#dirtyList = [];
 		const seqIdOfSlot = this.#p.seqIdOfSlot;
 		const batch: SeqValue[] = [];
-		const commits: number[] = [];
 		for (const rec of list) {
-			rec.listed = false;
-			commits.push(rec.commits);
+			rec.flags = (rec.flags & ~LISTED) | SNAPSHOT;
 			for (let m = rec.dirty; m !== 0; m &= m - 1) {
 				const slot = 31 - Math.clz32(m & -m);
 				batch.push({
@@ -641,12 +646,13 @@ export class SequencerImpl implements Sequencer {
 		}
 		this.#writtenOffset = offset;
 		this.#flushes++;
-		for (let i = 0; i < list.length; i++) {
-			const rec = list[i] as WsRecord;
-			if (rec.commits !== commits[i]) continue; // changed meanwhile: stays dirty, listed again
+		for (const rec of list) {
+			if ((rec.flags & SNAPSHOT) === 0) continue; // committed to meanwhile: stays dirty, listed again
+			rec.flags &= ~SNAPSHOT;
 			this.#unflushed -= popcount(rec.dirty);
 			rec.dirty = 0;
-			if (rec.evicted && this.#offCache.get(rec.wsid) === rec) this.#offCache.delete(rec.wsid);
+			if ((rec.flags & EVICTED) !== 0 && this.#offCache.get(rec.wsid) === rec)
+				this.#offCache.delete(rec.wsid);
 		}
 		this.#notifyFlushWaiters();
 		return true;
