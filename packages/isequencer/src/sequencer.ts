@@ -409,6 +409,7 @@ export class SequencerImpl implements Sequencer {
 			"readNumbers",
 			this.#cleanupCtl.signal,
 			async () => {
+				if (gen !== this.#gen) return undefined; // stale: stop retrying
 				const r = await this.#storage.readNumbers(wsid, kind.seqIds);
 				if (!Array.isArray(r) || r.length !== kind.seqIds.length)
 					throw new TypeError(
@@ -420,7 +421,8 @@ export class SequencerImpl implements Sequencer {
 				return r as readonly number[];
 			},
 		);
-		if (gen !== this.#gen) return undefined; // actualize or cleanup purged the cache meanwhile
+		// actualize or cleanup purged the cache meanwhile
+		if (stored === undefined || gen !== this.#gen) return undefined;
 		let rec = this.#lru.get(wsid) ?? this.#takeFromOffCache(wsid);
 		if (rec === undefined) {
 			rec = new WsRecord(wsid, this.#p.numSlots);
