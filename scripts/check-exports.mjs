@@ -13,7 +13,9 @@ const problems = [];
 function targets(node, path) {
 	if (typeof node === "string") return [[path, node]];
 	if (node === null || typeof node !== "object") return [];
-	return Object.entries(node).flatMap(([k, v]) => (k === "@vvm/source" ? [] : targets(v, `${path}.${k}`)));
+	return Object.entries(node).flatMap(([k, v]) =>
+		k === "@vvm/source" ? [] : targets(v, `${path}.${k}`),
+	);
 }
 for (const dir of dirs) {
 	const pkgFile = join(dir, "package.json");
@@ -21,7 +23,8 @@ for (const dir of dirs) {
 	const pkg = JSON.parse(readFileSync(pkgFile, "utf8"));
 	const bins = typeof pkg.bin === "string" ? { bin: pkg.bin } : (pkg.bin ?? {});
 	for (const [where, file] of [...targets(pkg.exports ?? {}, "exports"), ...Object.entries(bins)]) {
-		if (!existsSync(join(dir, file))) problems.push(`${pkg.name}: ${where} -> ${file} does not exist`);
+		if (!existsSync(join(dir, file)))
+			problems.push(`${pkg.name}: ${where} -> ${file} does not exist`);
 	}
 }
 if (problems.length > 0) {
