@@ -23,14 +23,21 @@ servers_pid=$!
 
 . scripts/bootstrap.sh
 
-if ! wait "$servers_pid"; then
-	cat .test-results/servers.log
-	echo "test: the real servers did not start (log above)" >&2
-	exit 1
-fi
+servers_ok=1
+wait "$servers_pid" || servers_ok=0
 cat .test-results/servers.log
-
-export CASSANDRA_TESTS_ENABLED=1 DYNAMODB_TESTS_ENABLED=1
+if [ "$servers_ok" = 1 ]; then
+	# The servers are up: their suites must run (a skip would fail).
+	export CASSANDRA_TESTS_ENABLED=1 DYNAMODB_TESTS_ENABLED=1
+elif [ "${CI:-}" = "true" ] || [ "${CI:-}" = "1" ]; then
+	echo "test: the real servers did not start (log above); CI requires them" >&2
+	exit 1
+else
+	# A machine with only Node and npm (no Java 17 / Maven): everything else still runs, and the
+	# Cassandra and DynamoDB suites report as skipped with the reason.
+	echo "test: WARNING: the real servers did not start (log above); their suites will be skipped." >&2
+	echo "test: install openjdk-17-jre-headless and maven to run them." >&2
+fi
 status=0
 pnpm exec vitest run --reporter=default --reporter=json --outputFile.json=.test-results/vitest.json "$@" || status=$?
 node scripts/test-summary.mjs .test-results/vitest.json || status=1
