@@ -1,7 +1,8 @@
 import type { Clock } from "@vvm/clock";
 import { systemClock } from "@vvm/clock";
-import { LRUCache } from "lru-cache";
 import { SequencerError } from "./errors.ts";
+import type { LruNode } from "./intrusive-lru.ts";
+import { IntrusiveLru } from "./intrusive-lru.ts";
 import type { CompiledParams, KindInfo, SequencerParams } from "./params.ts";
 import { compileParams } from "./params.ts";
 import type { RetryContext, RetryOptions } from "./retry.ts";
@@ -77,8 +78,6 @@ export interface SequencerHandle extends AsyncDisposable {
 }
 
 const noop = (): void => {};
-// lru-cache's get() defaults its options to a fresh object; a shared one saves the allocation.
-const GET_OPTIONS = {};
 
 function popcount(m: number): number {
 	let n = 0;
@@ -94,7 +93,7 @@ const EVICTED = 2;
 const SNAPSHOT = 4;
 
 /** @internal All numbers of one workspace, indexed by slot. */
-export class WsRecord {
+export class WsRecord implements LruNode<WsRecord> {
 	readonly wsid: WSID;
 	/** Last issued and committed number per slot; NaN = not known yet. */
 	readonly nums: number[];
@@ -104,6 +103,9 @@ export class WsRecord {
 	dirty = 0;
 	/** {@link LISTED} | {@link EVICTED} | {@link SNAPSHOT} (one small integer keeps the record small). */
 	flags = 0;
+	/** Recency links, owned by the LRU. */
+	lruPrev: WsRecord | undefined = undefined;
+	lruNext: WsRecord | undefined = undefined;
 
 	constructor(wsid: WSID, numSlots: number) {
 		this.wsid = wsid;
@@ -120,7 +122,7 @@ export class SequencerImpl implements Sequencer {
 	readonly #retry: RetryContext;
 
 	// Numbers: LRU of workspaces, plus dirty records evicted from it.
-	readonly #lru: LRUCache<WSID, WsRecord>;
+	readonly #lru: IntrusiveLru<WSID, WsRecord>;
 	readonly #offCache = new Map<WSID, WsRecord>();
 	#dirtyList: WsRecord[] = [];
 	#unflushed = 0;
@@ -179,13 +181,11 @@ export class SequencerImpl implements Sequencer {
 		const txNums: number[] = [];
 		for (let i = 0; i < this.#p.numSlots; i++) txNums.push(Number.NaN);
 		this.#txNums = txNums;
-		this.#lru = new LRUCache<WSID, WsRecord>({
-			max: this.#p.lruCacheSize,
-			noDisposeOnSet: true,
-			dispose: (rec, _wsid, reason) => {
-				if (reason === "evict") this.#onEvict(rec);
-			},
-		});
+		this.#lru = new IntrusiveLru<WSID, WsRecord>(
+			this.#p.lruCacheSize,
+			(rec) => rec.wsid,
+			(rec) => this.#onEvict(rec),
+		);
 		// The constructor starts actualization: `start` is not ok until it ends.
 		this.#beginActualization();
 	}
@@ -208,7 +208,7 @@ export class SequencerImpl implements Sequencer {
 			this.#signalFlusher();
 			return undefined;
 		}
-		let rec = this.#lru.get(wsid, GET_OPTIONS);
+		let rec = this.#lru.get(wsid);
 		if (rec === undefined) rec = this.#takeFromOffCache(wsid);
 		this.#txActive = true;
 		this.#txId++;
@@ -322,7 +322,7 @@ export class SequencerImpl implements Sequencer {
 
 	/** @internal */
 	get _internals(): {
-		lru: LRUCache<WSID, WsRecord>;
+		lru: IntrusiveLru<WSID, WsRecord>;
 		offCache: Map<WSID, WsRecord>;
 		dirtyList: readonly WsRecord[];
 		toBeFlushedOffset: PLogOffset;
@@ -556,7 +556,7 @@ export class SequencerImpl implements Sequencer {
 			if (rec === undefined || rec.wsid !== v.wsid) {
 				// Records go into the (purged) LRU, so after actualization the cache is warm with the
 				// workspaces of the PLog tail; unknown slots are read from storage on first use.
-				rec = this.#lru.get(v.wsid, GET_OPTIONS) ?? this.#takeFromOffCache(v.wsid);
+				rec = this.#lru.get(v.wsid) ?? this.#takeFromOffCache(v.wsid);
 				if (rec === undefined) {
 					rec = new WsRecord(v.wsid, this.#p.numSlots);
 					this.#lru.set(v.wsid, rec);
