@@ -342,23 +342,24 @@ class LevelTTLStorageImpl implements LevelTTLStorage {
 				// page is a short tracked I/O.
 				let after: Uint8Array | undefined;
 				for (;;) {
-					const page = await self.#io("read", () =>
-						self.#data
+					// Decoded inside #io, so a corrupt record rejects with TTLSTORAGE_FAILED.
+					const page = await self.#io("read", async () => {
+						const entries = await self.#data
 							.iterator({
 								...(after === undefined ? { gte: start } : { gt: after }),
 								...(end === undefined ? {} : { lt: end }),
 								limit: READ_PAGE,
 							})
-							.all(),
-					);
+							.all();
+						return entries.map(([key, stored]) => ({ key, record: decodeValue(stored) }));
+					});
 					const now = self.#clock.now();
-					for (const [key, stored] of page) {
-						const record = decodeValue(stored);
+					for (const { key, record } of page) {
 						if (!isExpired(record.expireAt, now))
 							yield { cCols: cColsOf(key), value: record.value };
 					}
 					if (page.length < READ_PAGE) return;
-					after = page[page.length - 1]?.[0];
+					after = page[page.length - 1]?.key;
 				}
 			},
 		};

@@ -259,6 +259,36 @@ describe("lifecycle and options", () => {
 		expect((error as Error).message).toMatch(/^\[@vvm\/ttlstorage-level\] get:/);
 	});
 
+	it("rejects a corrupt stored record with TTLSTORAGE_FAILED in every operation, read included", async () => {
+		const db = new MemoryLevel();
+		const storage = make(db, new MockClock(0));
+		await storage.put(p, k, v);
+		// A data value shorter than its 8-byte expiry header, written past the driver.
+		const [key] = await rawKeys(db, "d");
+		await db
+			.sublevel("ttl", view)
+			.sublevel<Uint8Array, Uint8Array>("d", view)
+			.put(key as Uint8Array, new Uint8Array([1, 2, 3]));
+		const failures: Record<string, Promise<unknown>> = {
+			get: storage.get(p, k),
+			queryTTL: storage.queryTTL(p, k),
+			insertIfNotExists: storage.insertIfNotExists(p, k, v, 1),
+			put: storage.put(p, k, v),
+			read: (async () => {
+				for await (const _ of storage.read(p));
+			})(),
+		};
+		for (const [op, run] of Object.entries(failures)) {
+			const error = await run.then(
+				() => "resolved",
+				(e: unknown) => e,
+			);
+			expect(TTLError.is(error), `${op}: ${String(error)}`).toBe(true);
+			expect((error as TTLStorageError).code, op).toBe("TTLSTORAGE_FAILED");
+			expect((error as Error).message, op).toMatch(/corrupt record/);
+		}
+	});
+
 	it("separates keyspaces by prefix on one database", async () => {
 		const db = new MemoryLevel();
 		const clock = new MockClock(0);
