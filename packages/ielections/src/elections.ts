@@ -143,6 +143,11 @@ class ElectionsImpl<K, V> implements Elections<K, V> {
 	readonly #leaders = new Map<string, Leader<K, V>>();
 	readonly #pending = new Map<string, Promise<AbortSignal | undefined>>();
 	readonly #loops = new Set<Promise<void>>();
+	/**
+	 * Releases still deleting their record, by key: a new acquisition of the same key waits for
+	 * them, or a late compare-and-delete of the old leadership would delete the new record.
+	 */
+	readonly #endings = new Map<string, Promise<ReleaseOutcome>>();
 	/** Release failures outside any held leadership (an acquisition undone by cleanup). */
 	readonly #orphanErrors: unknown[] = [];
 	#finalized = false;
@@ -198,6 +203,8 @@ class ElectionsImpl<K, V> implements Elections<K, V> {
 	): Promise<AbortSignal | undefined> {
 		validateDuration(durationSeconds);
 		const keyString = this.#keyToString(key);
+		const ending = this.#endings.get(keyString);
+		if (ending !== undefined) await ending;
 		if (this.#finalized) {
 			this.#emit({
 				type: "acquire-failed",
@@ -250,6 +257,22 @@ class ElectionsImpl<K, V> implements Elections<K, V> {
 		}
 		if (!inserted) {
 			this.#emit({ type: "acquire-failed", key, value, at: this.#clock.now(), reason: "held" });
+			return undefined;
+		}
+		const leaseEnd = sentAt + this.#ms(durationSeconds, this.#timings.killerAfterRenewal);
+		if (this.#clock.now() >= leaseEnd) {
+			// The insert took the whole lease: leading now would arm the killer at once.
+			this.#emit({
+				type: "acquire-failed",
+				key,
+				value,
+				at: this.#clock.now(),
+				reason: "storage-error",
+				error: new Error(
+					`[@vvm/ielections] the insert of ${keyString} returned after its lease deadline`,
+				),
+			});
+			await this.#undoInsert(key, value, false);
 			return undefined;
 		}
 		if (this.#finalized) {
@@ -403,10 +426,15 @@ class ElectionsImpl<K, V> implements Elections<K, V> {
 		let lastError: unknown;
 		for (let attempt = 1; attempt <= 1 + t.maxRetries; attempt++) {
 			if (signal.aborted) return false;
+			// Seed 001: 0.75 d from this attempt. Capped at the expiry of the last record we wrote
+			// (its send time + d): on a retry, 0.75 d from now would let a stalled process outlive
+			// its record, and then another node may already lead.
+			const expiry = leader.lastRenewedAt + durationSeconds * 1000;
+			const deadline = Math.min(this.#clock.now() + beforeCAS, expiry);
 			this.#scheduleKiller(
 				leader,
-				this.#clock.now() + beforeCAS,
-				`renewal of the leadership of ${keyString} (attempt ${attempt}) did not finish within ${beforeCAS} ms`,
+				deadline,
+				`renewal of the leadership of ${keyString} (attempt ${attempt}) did not finish by ${deadline - this.#clock.now()} ms from its start`,
 			);
 			const sentAt = this.#clock.now();
 			let outcome: boolean | typeof ABORTED;
@@ -494,7 +522,12 @@ class ElectionsImpl<K, V> implements Elections<K, V> {
 			this.#emit({ type: "released", key, value, at: this.#clock.now(), reason: code });
 			return { ok: true };
 		})();
-		return leader.ending;
+		const ending = leader.ending;
+		this.#endings.set(keyString, ending);
+		void ending.then(() => {
+			if (this.#endings.get(keyString) === ending) this.#endings.delete(keyString);
+		});
+		return ending;
 	}
 
 	async releaseLeadership(key: K): Promise<void> {
@@ -502,7 +535,11 @@ class ElectionsImpl<K, V> implements Elections<K, V> {
 		const pending = this.#pending.get(keyString);
 		if (pending !== undefined) await pending;
 		const leader = this.#leaders.get(keyString);
-		if (leader === undefined) return;
+		if (leader === undefined) {
+			// Lost a moment ago: let its compare-and-delete finish (its failure was already reported).
+			await this.#endings.get(keyString);
+			return;
+		}
 		const outcome = await this.#end(leader, "ELECTIONS_RELEASED", undefined);
 		await leader.loop;
 		if (!outcome.ok) throw outcome.error;

@@ -73,6 +73,8 @@ interface Watchdog {
 	readonly logged: Uint8Array;
 	readonly logs: Map<number, (line: string) => void>;
 	nextSlot: number;
+	/** Why the watchdog thread is gone; deadlines are no longer enforced. */
+	failure: string | undefined;
 }
 
 let watchdog: Watchdog | undefined;
@@ -93,6 +95,7 @@ function startWatchdog(): Watchdog {
 		logged: new Uint8Array(shared.logged),
 		logs: new Map(),
 		nextSlot: 0,
+		failure: undefined,
 	};
 	Atomics.store(w.ctrl, 1, -1);
 	const worker = new Worker(WATCHDOG_SOURCE, { eval: true, workerData: shared });
@@ -105,9 +108,14 @@ function startWatchdog(): Watchdog {
 			Atomics.notify(w.ctrl, 2);
 		}
 	});
+	// The watchdog is gone, so no deadline can be enforced any more: say so loudly, and make every
+	// later schedule() throw, which ends the leaderships that depend on it.
 	worker.on("error", (error) => {
-		// The watchdog is gone, so no deadline can be enforced any more: say so loudly.
-		writeSync(2, `[@vvm/ielections] killer watchdog failed: ${String(error)}\n`);
+		w.failure = `killer watchdog failed: ${String(error)}`;
+		writeSync(2, `[@vvm/ielections] ${w.failure}\n`);
+	});
+	worker.on("exit", (code) => {
+		w.failure ??= `killer watchdog exited (code ${code})`;
 	});
 	// The watchdog must never keep the process alive on its own.
 	worker.unref();
@@ -142,6 +150,7 @@ export function processKiller(options: ProcessKillerOptions = {}): Killer {
 			}
 			watchdog ??= startWatchdog();
 			const w = watchdog;
+			if (w.failure !== undefined) throw new Error(`[@vvm/ielections] ${w.failure}`);
 			if (slot === undefined) {
 				if (w.nextSlot >= SLOTS)
 					throw new RangeError(`[@vvm/ielections] at most ${SLOTS} process killers per process`);

@@ -237,3 +237,48 @@ describe("lease deadline (beyond seed 001)", () => {
 		await elections.cleanup();
 	});
 });
+
+describe("review fixes", () => {
+	it("a slow compare-and-delete of a lost leadership never deletes the same key's next record", async () => {
+		const { clock, driver, elections, storage } = setup();
+		const d = 20;
+		const first = await elections.acquireLeadership(5, "A", d);
+		let releaseDelete: () => void = () => {};
+		driver.inject({
+			on: "compareAndDelete",
+			action: faults.hook(() => new Promise<void>((r) => (releaseDelete = r))),
+			times: 1,
+		});
+		// Someone else changes the record: the next renewal loses, and the delete of "A" hangs.
+		expect(await storage.compareAndSwap(5, "A", "B", d)).toBe(true);
+		clock.advance(d * 250);
+		await new Promise((r) => setImmediate(r));
+		expect(first?.aborted).toBe(true);
+		expect(await storage.compareAndDelete(5, "B")).toBe(true);
+		// A acquires the key again while its old delete is still in flight: it must wait for it.
+		const again = elections.acquireLeadership(5, "A", d);
+		await new Promise((r) => setImmediate(r));
+		expect(driver.count("insertIfNotExists")).toBe(1);
+		releaseDelete();
+		const second = await again;
+		expect(second).toBeDefined();
+		expect(await storage.get(5)).toBe("A");
+		expect(second?.aborted).toBe(false);
+		await elections.cleanup();
+	});
+
+	it("an insert that returns after its lease deadline does not lead, and is undone", async () => {
+		const { clock, driver, elections, events, killer } = setup();
+		driver.inject({
+			on: "insertIfNotExists",
+			action: faults.hook(async () => {
+				clock.advance(16_000); // d = 20: the insert took the whole 0.8 d lease
+			}),
+			times: 1,
+		});
+		expect(await elections.acquireLeadership(6, "A", 20)).toBeUndefined();
+		expect(await driver.get(u32(1), u32(6))).toBeUndefined();
+		expect(killer.scheduled).toEqual([]);
+		expect(events.at(-1)).toMatchObject({ type: "acquire-failed", reason: "storage-error" });
+	});
+});

@@ -543,7 +543,7 @@ function defineCases(time: "mock" | "real"): Array<[string, CaseBody]> {
 	];
 	if (mock) {
 		cases.push([
-			"KillerDeadlines: renewal every d/4, killer at exactly 0.8 d and 0.75 d, retries d/20 apart",
+			"KillerDeadlines: renewal every d/4, killer at exactly 0.8 d and 0.75 d (capped at the record's expiry), retries d/20 apart",
 			async (f) => {
 				const d = 20;
 				const k = f.key();
@@ -574,17 +574,23 @@ function defineCases(time: "mock" | "real"): Array<[string, CaseBody]> {
 				expect(f.driver.count("compareAndSwap"), "retried before d/20").toBe(2);
 				clock.advance(1);
 				await f.log.nth("renewed", 2);
+				// The retry's 0.75 d is capped at the expiry of the last record written (5 s + d).
 				expect(got().slice(3)).toEqual([
 					[10_000, 15_000],
-					[11_000, 15_000],
+					[11_000, 14_000],
 					[11_000, 16_000],
 				]);
-				// The next tick stays on the d/4 grid: retry time counts toward the interval.
+				// The next tick stays on the d/4 grid: retry time counts toward the interval. Its
+				// attempt is 4 s after the last renewal, so the seed's 0.75 d applies uncapped.
 				clock.advance(3_999);
 				await new Promise<void>((resolve) => setImmediate(resolve));
 				expect(f.driver.count("compareAndSwap")).toBe(3);
 				clock.advance(1);
 				await f.log.nth("renewed", 3);
+				expect(got().slice(6)).toEqual([
+					[15_000, 15_000],
+					[15_000, 16_000],
+				]);
 				expect(f.killer.firedAt()).toBeUndefined();
 				expect(signal?.aborted).toBe(false);
 			},
