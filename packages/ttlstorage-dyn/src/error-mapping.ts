@@ -65,11 +65,14 @@ export function attemptsOf(error: unknown): number {
 /**
  * The contract's code for a failed DynamoDB request.
  *
+ * - a conditional write the SDK already retried (`$metadata.attempts > 1`) that ends in a
+ *   transient error (throttling, 5xx, timeout, network) → `TTLSTORAGE_OUTCOME_UNKNOWN`: the final
+ *   error says nothing about the earlier attempts, one of which may have timed out or got a 5xx
+ *   after it was applied;
  * - throttling → `TTLSTORAGE_THROTTLED` (nothing was written);
  * - a response the server never answered (timeout, abort, reset socket, 5xx, or no HTTP status at
  *   all) → `TTLSTORAGE_OUTCOME_UNKNOWN` for a conditional write, `TTLSTORAGE_UNAVAILABLE` otherwise;
- * - a connection that could not be opened → `TTLSTORAGE_UNAVAILABLE`, unless the SDK already
- *   retried a conditional write (an earlier attempt may have been applied) → outcome unknown;
+ * - a connection that could not be opened → `TTLSTORAGE_UNAVAILABLE`;
  * - any other answer from the server (validation, missing table, access denied) →
  *   `TTLSTORAGE_FAILED`.
  *
@@ -80,22 +83,26 @@ export function errorCode(error: unknown, conditional: boolean): TTLStorageError
 	const e = fields(error);
 	const name = typeof e.name === "string" ? e.name : "";
 	const code = typeof e.code === "string" ? e.code : "";
-	if (THROTTLING.has(name) || THROTTLING.has(code)) return "TTLSTORAGE_THROTTLED";
 	// Failed before anything was sent, for a reason a retry will not fix.
 	if (name === "CredentialsProviderError") return "TTLSTORAGE_FAILED";
+	const throttled = THROTTLING.has(name) || THROTTLING.has(code);
+	const notSent = NOT_SENT.has(code);
 	const status = e.$metadata?.httpStatusCode;
 	const answered = typeof status === "number";
-	if (NOT_SENT.has(code)) {
-		return conditional && attemptsOf(error) > 1
-			? "TTLSTORAGE_OUTCOME_UNKNOWN"
-			: "TTLSTORAGE_UNAVAILABLE";
-	}
 	const maybeApplied =
-		MAYBE_SENT_CODES.has(code) ||
-		MAYBE_SENT_NAMES.has(name) ||
-		(answered && status >= 500) ||
-		e.$fault === "server" ||
-		!answered;
+		!throttled &&
+		!notSent &&
+		(MAYBE_SENT_CODES.has(code) ||
+			MAYBE_SENT_NAMES.has(name) ||
+			(answered && status >= 500) ||
+			e.$fault === "server" ||
+			!answered);
+	// Checked first: only the last attempt's error is reported, an earlier one may have applied.
+	if (conditional && attemptsOf(error) > 1 && (throttled || notSent || maybeApplied)) {
+		return "TTLSTORAGE_OUTCOME_UNKNOWN";
+	}
+	if (throttled) return "TTLSTORAGE_THROTTLED";
+	if (notSent) return "TTLSTORAGE_UNAVAILABLE";
 	if (maybeApplied) return conditional ? "TTLSTORAGE_OUTCOME_UNKNOWN" : "TTLSTORAGE_UNAVAILABLE";
 	return "TTLSTORAGE_FAILED";
 }

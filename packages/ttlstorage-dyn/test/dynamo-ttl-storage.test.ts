@@ -109,6 +109,34 @@ const errors: Array<[string, () => Error, TTLStorageErrorCode, TTLStorageErrorCo
 		"TTLSTORAGE_THROTTLED",
 	],
 	[
+		// An earlier attempt may have timed out or got a 5xx after being applied.
+		"throttled after an SDK retry",
+		() => service("ThrottlingException", 400, { $metadata: { httpStatusCode: 400, attempts: 3 } }),
+		"TTLSTORAGE_OUTCOME_UNKNOWN",
+		"TTLSTORAGE_THROTTLED",
+	],
+	[
+		"provisioned throughput exceeded after an SDK retry",
+		() =>
+			service("ProvisionedThroughputExceededException", 400, {
+				$metadata: { httpStatusCode: 400, attempts: 2 },
+			}),
+		"TTLSTORAGE_OUTCOME_UNKNOWN",
+		"TTLSTORAGE_THROTTLED",
+	],
+	[
+		"503 after an SDK retry",
+		() => service("ServiceUnavailable", 503, { $metadata: { httpStatusCode: 503, attempts: 3 } }),
+		"TTLSTORAGE_OUTCOME_UNKNOWN",
+		"TTLSTORAGE_UNAVAILABLE",
+	],
+	[
+		"validation after an SDK retry (not transient: the last answer stands)",
+		() => service("ValidationException", 400, { $metadata: { httpStatusCode: 400, attempts: 2 } }),
+		"TTLSTORAGE_FAILED",
+		"TTLSTORAGE_FAILED",
+	],
+	[
 		"connection refused",
 		() => network("ECONNREFUSED"),
 		"TTLSTORAGE_UNAVAILABLE",
