@@ -148,15 +148,16 @@ class DynamoTTLStorageImpl implements TTLStorage {
 	}
 
 	/**
-	 * One conditional write. On a failed condition: `false`, unless the SDK retried the request
-	 * (an earlier attempt may have been applied and then made the condition false), in which case
-	 * `applied(item)` decides from the item DynamoDB returned (`ALL_OLD`): `true` when it is our
-	 * own write, `false` when it is not, `undefined` when it cannot be known (outcome unknown).
+	 * One conditional write. On a failed condition: `false` on the first attempt. When the SDK
+	 * retried the request, an earlier attempt may have been applied and made the condition false
+	 * (or been applied and then replaced by someone else's write): `true` when the item DynamoDB
+	 * returned (`ALL_OLD`) is exactly `mine`, otherwise `TTLSTORAGE_OUTCOME_UNKNOWN`, never a
+	 * guessed `false`. A delete passes no `mine`: nothing left behind can show it was ours.
 	 */
 	#conditional(
 		operation: string,
 		command: PutItemCommand | DeleteItemCommand,
-		applied: (current: Item | undefined) => boolean | undefined,
+		mine?: NewRecord,
 	): Promise<boolean> {
 		return this.#io(operation, async () => {
 			try {
@@ -165,8 +166,8 @@ class DynamoTTLStorageImpl implements TTLStorage {
 			} catch (error) {
 				if (!isConditionFailed(error)) throw toStorageError(error, operation, true);
 				if (attemptsOf(error) <= 1) return false;
-				const verdict = applied((error as { Item?: Item }).Item);
-				if (verdict !== undefined) return verdict;
+				const current = (error as { Item?: Item }).Item;
+				if (mine !== undefined && DynamoTTLStorageImpl.#isOurs(current, mine)) return true;
 				throw new TTLStorageError(
 					"TTLSTORAGE_OUTCOME_UNKNOWN",
 					"the condition failed on a retried request; an earlier attempt may have been applied",
@@ -226,7 +227,7 @@ class DynamoTTLStorageImpl implements TTLStorage {
 				ExpressionAttributeValues: { ":zero": { N: "0" }, ":now": { N: String(now) } },
 				ReturnValuesOnConditionCheckFailure: "ALL_OLD",
 			}),
-			(current) => DynamoTTLStorageImpl.#isOurs(current, mine),
+			mine,
 		);
 	}
 
@@ -255,7 +256,7 @@ class DynamoTTLStorageImpl implements TTLStorage {
 				},
 				ReturnValuesOnConditionCheckFailure: "ALL_OLD",
 			}),
-			(current) => DynamoTTLStorageImpl.#isOurs(current, mine),
+			mine,
 		);
 	}
 
@@ -274,11 +275,7 @@ class DynamoTTLStorageImpl implements TTLStorage {
 					":zero": { N: "0" },
 					":now": { N: String(now) },
 				},
-				ReturnValuesOnConditionCheckFailure: "ALL_OLD",
 			}),
-			// Gone after a retry: maybe our earlier attempt deleted it. Still there: the condition
-			// was really false (a delete that applied cannot be undone by anyone but a new write).
-			(current) => (current === undefined ? undefined : false),
 		);
 	}
 

@@ -276,40 +276,49 @@ describe("conditional writes", () => {
 		expect(noTTL.ttl).toBeUndefined();
 	});
 
-	it("after an SDK retry, a failed condition over our own write is a success", async () => {
-		const ours = (value: Uint8Array, exp: number) => ({ v: { B: value }, exp: { N: String(exp) } });
+	it("after an SDK retry, a failed condition is true over our own write and unknown otherwise, never false", async () => {
+		const item = (value: Uint8Array, exp: number) => ({ v: { B: value }, exp: { N: String(exp) } });
 		const retriedCCF = (Item?: unknown) => () => {
 			throw service("ConditionalCheckFailedException", 400, {
 				$metadata: { httpStatusCode: 400, attempts: 2 },
 				...(Item === undefined ? {} : { Item }),
 			});
 		};
-		expect(await make(retriedCCF(ours(v, NOW + 5_000))).storage.insertIfNotExists(p, k, v, 5)).toBe(
+		const unknown = "TTLSTORAGE_OUTCOME_UNKNOWN";
+		const w = utf8("w");
+		// Our own write is there: the earlier attempt was applied.
+		expect(await make(retriedCCF(item(v, NOW + 5_000))).storage.insertIfNotExists(p, k, v, 5)).toBe(
 			true,
 		);
-		expect(await make(retriedCCF(ours(v, NOW + 9_000))).storage.insertIfNotExists(p, k, v, 5)).toBe(
-			false,
-		);
-		expect(
-			await make(retriedCCF(ours(utf8("x"), NOW + 5_000))).storage.insertIfNotExists(p, k, v, 5),
-		).toBe(false);
-		expect(
-			await make(retriedCCF(ours(utf8("w"), 0))).storage.compareAndSwap(p, k, v, utf8("w"), 0),
-		).toBe(true);
-		expect(await make(retriedCCF()).storage.compareAndSwap(p, k, v, utf8("w"), 0)).toBe(false);
-		// A delete whose item is gone after a retry may have been ours: unknown, never a guess.
-		expect(await codeOf(make(retriedCCF()).storage.compareAndDelete(p, k, v))).toBe(
-			"TTLSTORAGE_OUTCOME_UNKNOWN",
-		);
-		expect(await make(retriedCCF(ours(utf8("x"), 0))).storage.compareAndDelete(p, k, v)).toBe(
-			false,
-		);
+		expect(await make(retriedCCF(item(w, 0))).storage.compareAndSwap(p, k, v, w, 0)).toBe(true);
+		// Anything else: our earlier attempt may have been applied and then replaced or deleted.
+		const insert = (Item?: unknown) =>
+			codeOf(make(retriedCCF(Item)).storage.insertIfNotExists(p, k, v, 5));
+		expect(await insert(item(v, NOW + 9_000))).toBe(unknown);
+		expect(await insert(item(utf8("x"), NOW + 5_000))).toBe(unknown);
+		const swap = (Item?: unknown) =>
+			codeOf(make(retriedCCF(Item)).storage.compareAndSwap(p, k, v, w, 0));
+		expect(await swap()).toBe(unknown);
+		expect(await swap(item(v, 0))).toBe(unknown);
+		expect(await swap(item(utf8("x"), 0))).toBe(unknown);
+		// A delete leaves nothing to recognise: gone, or replaced by a later insert, is unknown.
+		const del = (Item?: unknown) =>
+			codeOf(make(retriedCCF(Item)).storage.compareAndDelete(p, k, v));
+		expect(await del()).toBe(unknown);
+		expect(await del(item(utf8("x"), 0))).toBe(unknown);
+		expect(await del(item(v, NOW - 1))).toBe(unknown);
 	});
 
-	it("asks DynamoDB for the current item on a failed condition", async () => {
+	it("asks DynamoDB for the current item on a failed insert or swap (a delete has no use for it)", async () => {
 		const { storage, sent } = make(() => ({}));
 		await storage.insertIfNotExists(p, k, v, 5);
-		expect(sent[0]?.input.ReturnValuesOnConditionCheckFailure).toBe("ALL_OLD");
+		await storage.compareAndSwap(p, k, v, v, 5);
+		await storage.compareAndDelete(p, k, v);
+		expect(sent.map((s) => s.input.ReturnValuesOnConditionCheckFailure)).toEqual([
+			"ALL_OLD",
+			"ALL_OLD",
+			undefined,
+		]);
 	});
 });
 
