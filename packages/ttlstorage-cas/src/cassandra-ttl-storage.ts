@@ -333,8 +333,17 @@ class CassandraTTLStorageImpl implements TTLStorage {
 /**
  * Creates the Apache Cassandra (and ScyllaDB) TTL storage over a caller-owned `cassandra-driver`
  * `Client`. Conditional writes are lightweight transactions (Paxos), the TTL is enforced by the
- * server (`USING TTL ?`, one grace second so nothing expires early), every statement is prepared,
- * and a timeout on a conditional write rejects with `TTLSTORAGE_OUTCOME_UNKNOWN`, never `false`.
+ * server (`USING TTL ?`), every statement is prepared, and a timeout on a conditional write
+ * rejects with `TTLSTORAGE_OUTCOME_UNKNOWN`, never `false`.
+ *
+ * **Departure from the contract:** a record expires up to one second *late*. The contract says a
+ * record is expired when `now >= expireAt`; Cassandra drops an expiring cell on a whole second of
+ * its own clock, so `USING TTL T` could end up to a second early. The driver writes `T + 1`: the
+ * record lives between `T` and `T + 1` seconds by the server's clock, never less than `T`, and
+ * until it is gone every read and condition still sees it (`queryTTL` reports at least 1). This
+ * is deliberate: for elections a lease must never end early. The injected clock of the contract
+ * is not used. Filtering with a client-side expiry is not possible atomically: CQL conditions
+ * have no `OR` for `IF value = null OR expire_at <= now`.
  *
  * The table must exist: call {@link ensureCassandraSchema} once at start-up.
  *

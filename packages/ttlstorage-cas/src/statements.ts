@@ -65,7 +65,8 @@ export function cassandraStatements(keyspace: string, table: string): CassandraS
 /**
  * Cassandra removes an expiring cell on a whole second of the server clock, so `USING TTL T` lives
  * between `T - 1` and `T` seconds. The driver writes `T + 1`, so a record never expires before its
- * TTL: it lives between `T` and `T + 1` seconds. 0 stays 0 (no TTL).
+ * TTL: it lives between `T` and `T + 1` seconds. 0 stays 0 (no TTL). This departs from the
+ * contract's `now >= expireAt` on purpose (late, never early); see the README.
  */
 export const TTL_GRACE_SECONDS = 1;
 
