@@ -12,14 +12,19 @@ export interface LruNode<V> {
 	lruPrev: V | undefined;
 	/** More recently used neighbour; `undefined` at the tail. Owned by the cache. */
 	lruNext: V | undefined;
+	/** Hit since it was last queued: gets a second chance before eviction. Owned by the cache. */
+	lruUsed: boolean;
 }
 
 /**
- * @internal A least-recently-used cache of at most `max` values whose recency list is threaded
- * through the values ({@link LruNode}). A hit is one `Map` probe plus a few pointer writes, where
- * `lru-cache` also walks its index arrays (measured 3× faster per random hit over 100 000 entries).
- * `onEvict` runs only when `set` pushes the least recently used value out (not on `delete`/`clear`).
- * A value must be in at most one cache at a time.
+ * @internal A cache of at most `max` values that evicts approximately the least recently used: a
+ * queue threaded through the values ({@link LruNode}) with second chance (the CLOCK algorithm). A
+ * hit is one `Map` probe and sets a flag on the value; only an eviction moves values: the oldest
+ * value that was hit since it was queued is re-queued with its flag cleared, the first one that
+ * was not is evicted. Random hits over 100 000 entries measured about 4x faster than `lru-cache`
+ * (which relinks index arrays on every hit); relinking on every hit alone cost about 10 % of a
+ * PLog replay. `onEvict` runs only when `set` pushes a value out (not on `delete`/`clear`). A
+ * value must be in at most one cache at a time.
  *
  * @example
  * ```ts
@@ -33,9 +38,9 @@ export class IntrusiveLru<K, V extends LruNode<V>> {
 	readonly #onEvict: (value: V, key: K) => void;
 	readonly #keyOf: (value: V) => K;
 	readonly #map = new Map<K, V>();
-	/** Least recently used. */
+	/** Queued first: the next eviction candidate. */
 	#head: V | undefined;
-	/** Most recently used. */
+	/** Queued last. */
 	#tail: V | undefined;
 
 	constructor(max: number, keyOf: (value: V) => K, onEvict: (value: V, key: K) => void) {
@@ -50,17 +55,14 @@ export class IntrusiveLru<K, V extends LruNode<V>> {
 		return this.#map.size;
 	}
 
-	/** The value, made the most recently used; `undefined` on a miss. */
+	/** The value, marked as used (it survives the next eviction round); `undefined` on a miss. */
 	get(key: K): V | undefined {
 		const v = this.#map.get(key);
-		if (v !== undefined && v !== this.#tail) {
-			this.#unlink(v);
-			this.#append(v);
-		}
+		if (v !== undefined && !v.lruUsed) v.lruUsed = true;
 		return v;
 	}
 
-	/** The value without touching its recency. */
+	/** The value without marking it as used. */
 	peek(key: K): V | undefined {
 		return this.#map.get(key);
 	}
@@ -69,20 +71,30 @@ export class IntrusiveLru<K, V extends LruNode<V>> {
 		return this.#map.has(key);
 	}
 
-	/** Inserts (or replaces) as the most recently used; evicts the least recently used when full. */
+	/** Inserts (or replaces) at the end of the queue; evicts one value first when full. */
 	set(key: K, value: V): void {
 		const old = this.#map.get(key);
 		if (old !== undefined) {
 			this.#unlink(old);
 			this.#map.delete(key);
 		} else if (this.#map.size >= this.#max) {
-			const victim = this.#head as V;
+			let victim = this.#head as V;
+			// Terminates: every pass clears one flag.
+			while (victim.lruUsed) {
+				victim.lruUsed = false;
+				if (victim !== this.#tail) {
+					this.#unlink(victim);
+					this.#append(victim);
+				}
+				victim = this.#head as V;
+			}
 			const victimKey = this.#keyOf(victim);
 			this.#unlink(victim);
 			this.#map.delete(victimKey);
 			this.#onEvict(victim, victimKey);
 		}
 		this.#map.set(key, value);
+		value.lruUsed = false;
 		this.#append(value);
 	}
 
@@ -100,6 +112,7 @@ export class IntrusiveLru<K, V extends LruNode<V>> {
 			const next: V | undefined = v.lruNext;
 			v.lruPrev = undefined;
 			v.lruNext = undefined;
+			v.lruUsed = false;
 			v = next;
 		}
 		this.#head = undefined;

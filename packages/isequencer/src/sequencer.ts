@@ -106,6 +106,7 @@ export class WsRecord implements LruNode<WsRecord> {
 	/** Recency links, owned by the LRU. */
 	lruPrev: WsRecord | undefined = undefined;
 	lruNext: WsRecord | undefined = undefined;
+	lruUsed = false;
 
 	constructor(wsid: WSID, numSlots: number) {
 		this.wsid = wsid;
