@@ -32,7 +32,11 @@ export type ElectionsFactory = (
 export interface VVMConfig {
 	/** Leadership storage, e.g. `vvmLeadershipStorage(driver)` from `@vvm/ielections`. */
 	readonly storage: ITTLStorage<number, string>;
-	/** This VVM's address: the value of the leader record. Must differ between VVMs. */
+	/**
+	 * The value of the leader record. Ownership is checked by value only, so it must be unique
+	 * per process incarnation, not just per VVM: append a random nonce (`10.0.0.5:8080#3f9a1c2e`),
+	 * or a restarted or misconfigured VVM with the same value could delete or renew another's record.
+	 */
 	readonly address: string;
 	/** Number of leader slots `1..numVVM` (VVMs that may lead at once). Default 1. */
 	readonly numVVM?: number;
@@ -88,10 +92,13 @@ export interface VVM {
 	 */
 	launch(leadershipDurationSeconds?: number, acquisitionDurationMs?: number): Promise<AbortSignal>;
 	/**
-	 * Stops everything (services in reverse order, the leadership monitor, then the elections,
-	 * which delete the leader record) and resolves to the problem or `undefined`. May be called
-	 * while `launch` is still acquiring (acquisition stops). Repeated calls return the same
-	 * promise. Throws synchronously before `launch`.
+	 * Stops everything (the leadership monitor, the services in reverse order, then the elections,
+	 * which delete the leader record, then waits for the acquisition to end) and resolves to the
+	 * problem or `undefined`. A problem written before this call is returned; a leadership loss
+	 * after it is part of the shutdown, not a problem. Does not wait for a service `start()` that
+	 * has not settled (it is stopped when it does). May be called while `launch` is still
+	 * acquiring (acquisition stops). Repeated calls return the same promise. Throws synchronously
+	 * before `launch`.
 	 */
 	shutdown(): Promise<Error | undefined>;
 	/** The leadership held, or `undefined`. */
@@ -122,7 +129,10 @@ class VVMImpl implements VVM {
 	readonly #createElections: ElectionsFactory;
 
 	#state: State = "idle";
-	#launching: Promise<AbortSignal> | undefined;
+	/** The acquisition step of `launch`; settles once leader, failed, or stopped by shutdown. */
+	#acquiring: Promise<boolean> | undefined;
+	/** Set by shutdown once it stopped the started services: a later `start()` is stopped at once. */
+	#servicesStopped = false;
 	#shuttingDown: Promise<Error | undefined> | undefined;
 	#problem: Error | undefined;
 	readonly #problemCtl = new AbortController();
@@ -171,8 +181,7 @@ class VVMImpl implements VVM {
 			);
 		}
 		this.#state = "launched";
-		this.#launching = this.#launch(leadershipDurationSeconds, acquisitionDurationMs);
-		return this.#launching;
+		return this.#launch(leadershipDurationSeconds, acquisitionDurationMs);
 	}
 
 	shutdown(): Promise<Error | undefined> {
@@ -220,6 +229,14 @@ class VVMImpl implements VVM {
 			durationSeconds,
 			acquisitionDurationMs,
 		});
+		// Set synchronously (before launch() returns), so shutdown can always await it.
+		this.#acquiring = this.#acquireStep(durationSeconds, acquisitionDurationMs);
+		if (await this.#acquiring) await this.#startServices();
+		return this.#problemCtl.signal;
+	}
+
+	/** Acquires a slot and starts the monitor; `true` when the services should start. Never rejects. */
+	async #acquireStep(durationSeconds: number, acquisitionDurationMs: number): Promise<boolean> {
 		try {
 			const held = await this.#acquire(durationSeconds, acquisitionDurationMs);
 			if (held === undefined) {
@@ -231,10 +248,10 @@ class VVMImpl implements VVM {
 						),
 					);
 				}
-				return this.#problemCtl.signal;
+				return false;
 			}
 			this.#held = held;
-			if (this.#shutCtl.signal.aborted) return this.#problemCtl.signal; // shutdown releases it
+			if (this.#shutCtl.signal.aborted) return false; // shutdown releases it
 			this.#startMonitor(held);
 			this.#emit({
 				type: "leader",
@@ -243,16 +260,15 @@ class VVMImpl implements VVM {
 				address: this.#address,
 				leaseDeadline: this.leadership()?.leaseDeadline ?? Number.NaN,
 			});
+			return true;
 		} catch (error) {
 			this.#updateProblem(
 				new VVMError("VVM_LEADERSHIP_ACQUISITION", "failed to acquire leadership", {
 					cause: error,
 				}),
 			);
-			return this.#problemCtl.signal;
+			return false;
 		}
-		await this.#startServices();
-		return this.#problemCtl.signal;
 	}
 
 	async #acquire(
@@ -312,11 +328,20 @@ class VVMImpl implements VVM {
 			try {
 				await service.start(context);
 			} catch (error) {
+				// Once shutdown is requested a start that fails (most likely because its signal
+				// aborted) is part of the shutdown, not a problem: it cannot turn a graceful stop
+				// into a failure, nor change a result shutdown() may already have returned.
+				if (this.#state === "shutting-down") return;
 				this.#updateProblem(
 					new VVMError("VVM_SERVICES_LAUNCH", `service "${service.name}" failed to start`, {
 						cause: error,
 					}),
 				);
+				return;
+			}
+			if (this.#servicesStopped) {
+				// shutdown() already stopped the started services and did not wait for this start
+				await service.stop().catch(() => {});
 				return;
 			}
 			this.#started.push(service);
@@ -333,11 +358,17 @@ class VVMImpl implements VVM {
 	async #shutdown(): Promise<Error | undefined> {
 		this.#state = "shutting-down";
 		this.#emit({ type: "shutdown-started", at: this.#clock.now() });
+		// 1. the leadership monitor first: a loss from here on is the shutdown itself, not a
+		//    problem (a problem written before this call stays and is returned)
+		this.#stopMonitor?.();
+		this.#stopMonitor = undefined;
+		// 2. signal: the acquisition loop stops, the services stop acting
 		const reason = new Error("[@vvm/orch] VVM shutdown");
 		this.#shutCtl.abort(reason);
 		this.#servicesCtl.abort(reason);
-		await this.#launching; // never rejects; stops early once the shutdown signal is aborted
-		// 1. services, in reverse order of start
+		// 3. the started services, in reverse order of start; a start() still running is not
+		//    awaited (it may hang): #startServices stops it when it settles
+		this.#servicesStopped = true;
 		for (const service of this.#started.splice(0).reverse()) {
 			try {
 				await service.stop();
@@ -349,10 +380,8 @@ class VVMImpl implements VVM {
 				);
 			}
 		}
-		// 2. the leadership monitor: a loss from here on is the shutdown itself
-		this.#stopMonitor?.();
-		this.#stopMonitor = undefined;
-		// 3. elections: no more acquisitions, the leader record deleted, renewal loops ended
+		// 4. elections: no more acquisitions (a pending one is undone), the leader record deleted
+		//    by compare-and-delete, renewal loops ended. Not after the launcher: it may hang.
 		try {
 			await this.#elections?.cleanup();
 		} catch (error) {
@@ -360,9 +389,25 @@ class VVMImpl implements VVM {
 				new VVMError("VVM_SHUTDOWN", "failed to release the leadership", { cause: error }),
 			);
 		}
+		// 5. the launcher's acquisition step, which the shutdown signal and cleanup have ended
+		await this.#acquiring;
+		await this.#releaseLate();
 		this.#held = undefined;
 		this.#emit({ type: "shutdown-done", at: this.#clock.now(), problem: this.#problem });
 		return this.#problem;
+	}
+
+	/** Releases a leadership acquired after cleanup began, by elections that did not refuse it. */
+	async #releaseLate(): Promise<void> {
+		const held = this.#held;
+		if (held === undefined || held.signal.aborted) return;
+		try {
+			await this.#elections?.releaseLeadership(held.slot);
+		} catch (error) {
+			this.#updateProblem(
+				new VVMError("VVM_SHUTDOWN", "failed to release the leadership", { cause: error }),
+			);
+		}
 	}
 
 	/** The only way a problem is reported: the first one wins; later ones are dropped. */

@@ -101,6 +101,12 @@ export function createFakeElections(
 				emit({ type: "acquire-failed", key, value, at, reason: "held" });
 				return undefined;
 			}
+			if (finalized) {
+				// cleanup() began while the insert was in flight: undo it, as the real elections do
+				await storage.compareAndDelete(key, value);
+				emit({ type: "acquire-failed", key, value, at, reason: "finalized" });
+				return undefined;
+			}
 			const d = durationSeconds * 1000;
 			killer.schedule(0.8 * d, "acquired");
 			let done: () => void = () => {};

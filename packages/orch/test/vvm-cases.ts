@@ -293,6 +293,110 @@ export function vvmCases(label: string, makeEnv: () => CaseEnv): void {
 			expect(await vvm.shutdown()).toBeUndefined();
 		});
 
+		it("a service whose start() never settles does not block shutdown: the record is released", async () => {
+			const env = makeEnv();
+			const log: string[] = [];
+			let entered: () => void = () => {};
+			const inStart = new Promise<void>((resolve) => {
+				entered = resolve;
+			});
+			let finishStart: () => void = () => {};
+			const hung: VVMService = {
+				name: "hung",
+				start() {
+					log.push("start hung");
+					entered();
+					return new Promise<void>((resolve) => {
+						finishStart = resolve;
+					});
+				},
+				async stop() {
+					log.push("stop hung");
+				},
+			};
+			const vvm = provideVVM(
+				config(env, {
+					address: "a",
+					services: [recordingService("first", log), hung, recordingService("never", log)],
+				}),
+			);
+			const launching = vvm.launch(20, 0);
+			await inStart;
+			expect(await env.storage.get(1)).toBe("a");
+			expect(await vvm.shutdown()).toBeUndefined(); // before the fix: waited for start() forever
+			expect(await env.storage.get(1)).toBeUndefined(); // the slot is free for another VVM
+			expect(vvm.leaseValid()).toBe(false);
+			expect(vvm.leadership()).toBeUndefined();
+			expect(env.clock.pendingTimers).toBe(0); // no renewal loop left
+			expect(log).toEqual(["start first", "start hung", "signal first", "stop first"]);
+			finishStart(); // the late start settles: the launcher stops that service itself
+			expect((await launching).aborted).toBe(false);
+			expect(log).toEqual(["start first", "start hung", "signal first", "stop first", "stop hung"]);
+			expect(vvm.problem()).toBeUndefined();
+		});
+
+		it("a leadership loss after shutdown() was called does not change the result", async () => {
+			const env = makeEnv();
+			const events: VVMEvent[] = [];
+			let lost: () => void = () => {};
+			const lostEvent = new Promise<void>((resolve) => {
+				lost = resolve;
+			});
+			const slowStop: VVMService = {
+				name: "slow-stop",
+				async start() {},
+				async stop() {
+					// while this service stops, another VVM takes the record and the renewal fails
+					expect(await env.storage.compareAndSwap(1, "a", "b", 50)).toBe(true);
+					await env.clock.advanceAsync(5_000);
+					await lostEvent;
+				},
+			};
+			const vvm = provideVVM(
+				config(env, {
+					address: "a",
+					services: [slowStop],
+					onEvent: (e) => {
+						events.push(e);
+						if (e.type === "lost") lost();
+					},
+				}),
+			);
+			expect((await vvm.launch(20, 0)).aborted).toBe(false);
+			expect(await vvm.shutdown()).toBeUndefined(); // graceful: exit 0, not "leadership lost"
+			expect(vvm.problem()).toBeUndefined();
+			const types = events.map((e) => e.type);
+			expect(types).toContain("lost");
+			expect(types).not.toContain("problem");
+			expect(types[types.length - 1]).toBe("shutdown-done");
+			expect(await env.storage.get(1)).toBe("b"); // never deletes another's record
+		});
+
+		it("a start() that rejects because shutdown aborted its signal is not a problem", async () => {
+			const env = makeEnv();
+			let entered: () => void = () => {};
+			const inStart = new Promise<void>((resolve) => {
+				entered = resolve;
+			});
+			const listener: VVMService = {
+				name: "listener",
+				start({ signal }) {
+					entered();
+					return new Promise<void>((_, reject) =>
+						signal.addEventListener("abort", () => reject(new Error("aborted")), { once: true }),
+					);
+				},
+				async stop() {},
+			};
+			const vvm = provideVVM(config(env, { address: "a", services: [listener] }));
+			const launching = vvm.launch(20, 0);
+			await inStart;
+			expect(await vvm.shutdown()).toBeUndefined(); // SIGTERM stays a graceful exit
+			expect((await launching).aborted).toBe(false);
+			expect(vvm.problem()).toBeUndefined();
+			expect(await env.storage.get(1)).toBeUndefined();
+		});
+
 		it("a throwing onEvent listener does not break the VVM", async () => {
 			const env = makeEnv();
 			const vvm = provideVVM(

@@ -47,4 +47,22 @@ describe("VVM lease (real elections)", () => {
 		await clock.advanceAsync(60_000);
 		expect(await shutdown).toBe(problem.reason);
 	});
+
+	it("shutdown while the insert is still in flight: cleanup undoes it, no leadership, no problem", async () => {
+		const clock = newClock();
+		const driver = withFaults(createMemTTLStorage({ clock }), { clock });
+		driver.inject({ on: "insertIfNotExists", action: faults.delay(10_000), times: 1 });
+		const storage = vvmLeadershipStorage(driver);
+		const vvm = provideVVM({ storage, address: "a", clock, killer: new FakeKiller() });
+		const armed = clock.nextTimerArmed(); // the delayed insert
+		const launching = vvm.launch(20, 0);
+		await armed;
+		const shutdown = vvm.shutdown();
+		await clock.advanceAsync(10_000); // the insert lands after cleanup began
+		expect(await shutdown).toBeUndefined();
+		expect((await launching).aborted).toBe(false);
+		expect(vvm.leadership()).toBeUndefined();
+		expect(await storage.get(1)).toBeUndefined();
+		expect(clock.pendingTimers).toBe(0);
+	});
 });
