@@ -12,7 +12,10 @@ export interface HostConfig {
 	readonly acquireTimeoutMs: number;
 	readonly acquireRetryMs: number;
 	readonly numVVM: number;
-	/** `undefined`: `<httpHost>:<bound HTTP port>`. */
+	/**
+	 * `undefined`: `<httpHost>:<bound HTTP port>`. The leader record stores
+	 * `<address>#<nonce>`, a new nonce per run (see `createLeaderValue`).
+	 */
 	readonly address: string | undefined;
 	readonly httpHost: string;
 	readonly httpPort: number;
@@ -141,7 +144,7 @@ const SPECS: readonly OptionSpec[] = [
 		env: ["VVM_ADDRESS"],
 		def: undefined,
 		parse: nonEmpty,
-		help: "this VVM's address, stored in the leader record (default <http-host>:<bound http port>); must be unique per VVM",
+		help: "this VVM's address (default <http-host>:<bound http port>); the leader record stores <address>#<random nonce>, the nonce new on every start",
 	},
 	{
 		key: "httpHost",

@@ -7,6 +7,7 @@ import type { DestinationStream } from "pino";
 import type { HostConfig } from "./config.ts";
 import type { HttpApi, HttpApiState } from "./http.ts";
 import { startHttpApi } from "./http.ts";
+import { createLeaderValue } from "./leader-value.ts";
 import { createLeaseWorker } from "./lease-worker.ts";
 import { createHostLogger, describeError, logVVMEvent } from "./logger.ts";
 import { createHostMetrics } from "./metrics.ts";
@@ -114,6 +115,8 @@ export async function runHost(config: HostConfig, options: RunHostOptions = {}):
 			);
 		}
 		if (address === "") address = `${config.httpHost}:${http.port}`;
+		// The leader record's value: the address plus a nonce unique to this run (see leader-value.ts).
+		const leaderValue = createLeaderValue(address);
 		logger.info(
 			{
 				event: "listening",
@@ -121,13 +124,14 @@ export async function runHost(config: HostConfig, options: RunHostOptions = {}):
 				port: http.port,
 				url: `http://${config.httpHost}:${http.port}`,
 				address,
+				holder: leaderValue,
 			},
 			`HTTP on http://${config.httpHost}:${http.port}`,
 		);
 
 		const vvm = provideVVM({
 			storage: leadershipStorage,
-			address,
+			address: leaderValue,
 			numVVM: config.numVVM,
 			clock: systemClock,
 			killer:

@@ -1,6 +1,7 @@
 import type { VVMEvent } from "@vvm/orch";
 import type { DestinationStream, Logger } from "pino";
 import { pino } from "pino";
+import { parseLeaderValue } from "./leader-value.ts";
 
 /**
  * The host's structured logger: JSON lines on stdout (synchronous, so nothing is lost on exit),
@@ -27,7 +28,8 @@ const describeError = (error: unknown): string | undefined => {
 
 /**
  * Logs one VVM or leadership event with an `event` field (the event type) and the slot; every
- * leadership change is logged at `info` or above, renewals at `debug`.
+ * leadership change is logged at `info` or above, renewals at `debug`. Events that carry the
+ * leader record's value log it as `holder` and its address part as `address`.
  */
 export function logVVMEvent(logger: Logger, event: VVMEvent): void {
 	switch (event.type) {
@@ -35,7 +37,8 @@ export function logVVMEvent(logger: Logger, event: VVMEvent): void {
 			logger.info(
 				{
 					event: event.type,
-					address: event.address,
+					address: parseLeaderValue(event.address).address,
+					holder: event.address,
 					numVVM: event.numVVM,
 					durationSeconds: event.durationSeconds,
 					acquisitionDurationMs: event.acquisitionDurationMs,
@@ -48,7 +51,8 @@ export function logVVMEvent(logger: Logger, event: VVMEvent): void {
 				{
 					event: event.type,
 					slot: event.key,
-					address: event.value,
+					address: parseLeaderValue(event.value).address,
+					holder: event.value,
 					at: event.at,
 					leaseDeadline: event.leaseDeadline,
 				},
@@ -117,7 +121,8 @@ export function logVVMEvent(logger: Logger, event: VVMEvent): void {
 				{
 					event: event.type,
 					slot: event.slot,
-					address: event.address,
+					address: parseLeaderValue(event.address).address,
+					holder: event.address,
 					leaseDeadline: event.leaseDeadline,
 				},
 				`became leader of slot ${event.slot}`,

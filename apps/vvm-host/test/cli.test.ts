@@ -60,7 +60,8 @@ describe("vvm-host CLI", () => {
 		expect(leadership).toMatchObject({
 			leader: true,
 			slot: 1,
-			holder: `127.0.0.1:${port}`,
+			address: `127.0.0.1:${port}`,
+			holder: expect.stringMatching(new RegExp(`^127\\.0\\.0\\.1:${port}#[0-9a-f]{12}$`)),
 			durationSeconds: 4,
 			leaseValid: true,
 		});

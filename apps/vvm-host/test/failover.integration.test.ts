@@ -7,6 +7,7 @@ import { vvmLeadershipStorage } from "@vvm/ielections";
 import { createDynamoTTLStorage } from "@vvm/ttlstorage-dyn";
 import { hostPort, requireServer } from "@vvm/vitest-config/servers";
 import { afterAll, describe, expect, it } from "vitest";
+import { parseLeaderValue } from "../src/leader-value.ts";
 import type { HostProcess, LogLine } from "./support/host-process.ts";
 import { killHard, spawnHost } from "./support/host-process.ts";
 import type { PausableProxy } from "./support/pausable-proxy.ts";
@@ -169,6 +170,15 @@ describe.skipIf(skip)("failover between host processes on DynamoDB Local", () =>
 
 		// 5. Safety from the logs: lease intervals of slot 1 never overlap; no work after a deadline.
 		const hosts = [a, b, c, e, d];
+		// Every leader value is <address>#<nonce>, and no two processes wrote the same one.
+		const holders = hosts.map((h) => {
+			const acquired = h.lines.find(ev("acquired")) as LogLine;
+			const holder = acquired.holder as string;
+			expect(parseLeaderValue(holder).address).toBe(acquired.address);
+			expect(parseLeaderValue(holder).nonce).toMatch(/^[0-9a-f]{12}$/);
+			return holder;
+		});
+		expect(new Set(holders).size).toBe(hosts.length);
 		const leases = hosts.map(leaseOf).filter((l): l is Lease => l !== undefined);
 		expect(leases.map((l) => l.name).sort()).toEqual(["A", "B", "C", "D", "E"]);
 		leases.sort((x, y) => x.start - y.start);
@@ -204,7 +214,10 @@ describe.skipIf(skip)("failover between host processes on DynamoDB Local", () =>
 		const storage = vvmLeadershipStorage(
 			createDynamoTTLStorage({ client, tableName: `${TABLE}_b` }),
 		);
-		expect(await storage.compareAndSwap(1, leader.address as string, "intruder", 60)).toBe(true);
+		// the record holds address#nonce (the holder), not the bare address
+		expect(await storage.get(1)).toBe(leader.holder);
+		expect(await storage.compareAndSwap(1, leader.address as string, "intruder", 60)).toBe(false);
+		expect(await storage.compareAndSwap(1, leader.holder as string, "intruder", 60)).toBe(true);
 		const exit = await host.exited;
 		expect(exit.code).toBe(1);
 		expect(host.stderr.join("\n")).toContain("leadership lost");
