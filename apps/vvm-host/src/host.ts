@@ -94,6 +94,7 @@ export async function runHost(config: HostConfig, options: RunHostOptions = {}):
 		});
 		const metrics = createHostMetrics({
 			leadership: () => current?.leadership(),
+			leaseValid: () => current?.leaseValid() ?? false,
 			now: () => systemClock.now(),
 		});
 		const state: HttpApiState = {

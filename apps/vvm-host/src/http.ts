@@ -4,6 +4,7 @@ import type { AddressInfo } from "node:net";
 import type { VVM } from "@vvm/orch";
 import type { Registry } from "prom-client";
 import type { LeaseWorker } from "./lease-worker.ts";
+import { describeError } from "./logger.ts";
 
 /** What the HTTP API reads. The VVM is set once created (the server starts before it). */
 export interface HttpApiState {
@@ -35,13 +36,25 @@ const json = (res: ServerResponse, status: number, body: unknown): void => {
 	res.end(text);
 };
 
+/** One slot of `/leadership` while not holding one: the holder's value, `null` when free, or the storage error. */
+export type SlotView =
+	| { readonly slot: number; readonly holder: string | null }
+	| { readonly slot: number; readonly holderError: string };
+
+/**
+ * The `/leadership` body. `leader` is `leaseValid()`: a VVM whose leadership is still held but
+ * whose lease deadline has passed (a renewal hangs) is not reported as leader; `held` is the raw
+ * state. A storage error while reading a slot is `holderError`, never `holder: null` (free).
+ */
 async function leadershipBody(state: HttpApiState): Promise<unknown> {
 	const leadership = state.vvm?.leadership();
+	const leaseValid = state.vvm?.leaseValid() ?? false;
 	const now = state.now();
 	if (leadership !== undefined) {
 		return {
 			phase: state.phase,
-			leader: true,
+			leader: leaseValid,
+			held: true,
 			address: state.address(),
 			slot: leadership.slot,
 			holder: leadership.address,
@@ -51,22 +64,21 @@ async function leadershipBody(state: HttpApiState): Promise<unknown> {
 			lastRenewedAt: leadership.lastRenewedAt,
 			leaseDeadline: leadership.leaseDeadline,
 			timeLeftMs: Math.max(0, leadership.leaseDeadline - now),
-			leaseValid: state.vvm?.leaseValid() ?? false,
+			leaseValid,
 		};
 	}
-	const slots: Array<{ slot: number; holder: string | null }> = [];
+	const slots: SlotView[] = [];
 	for (let slot = 1; slot <= Math.min(state.numVVM, 16); slot++) {
-		let holder: string | null;
 		try {
-			holder = (await state.holderOf(slot)) ?? null;
-		} catch {
-			holder = null;
+			slots.push({ slot, holder: (await state.holderOf(slot)) ?? null });
+		} catch (error) {
+			slots.push({ slot, holderError: describeError(error) ?? "unknown storage error" });
 		}
-		slots.push({ slot, holder });
 	}
 	return {
 		phase: state.phase,
 		leader: false,
+		held: false,
 		address: state.address(),
 		slots,
 		problem: state.vvm?.problem()?.message ?? null,

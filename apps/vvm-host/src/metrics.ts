@@ -11,27 +11,47 @@ export interface HostMetrics {
 /**
  * Creates the metrics: leader status and slot, renewals, renewal failures and latency,
  * acquisition attempts, transitions, time since the last renewal and lease time left.
+ * `vvm_leader` follows `leaseValid()` (held and before the local lease deadline);
+ * `vvm_leadership_held` is the raw state (held, possibly past the deadline while a renewal hangs).
+ *
+ * @example
+ * ```ts
+ * const metrics = createHostMetrics({
+ *   leadership: () => vvm.leadership(),
+ *   leaseValid: () => vvm.leaseValid(),
+ *   now: () => Date.now(),
+ * });
+ * ```
  */
 export function createHostMetrics(options: {
 	readonly leadership: () => VVMLeadership | undefined;
+	readonly leaseValid: () => boolean;
 	readonly now: () => number;
 }): HostMetrics {
 	const registry = new Registry();
 	const registers = [registry];
 	new Gauge({
 		name: "vvm_leader",
-		help: "1 while this VVM holds a leader slot, else 0",
+		help: "1 while this VVM holds a leader slot with a valid lease (before its local lease deadline), else 0",
 		registers,
 		collect() {
-			this.set(options.leadership() === undefined ? 0 : 1);
+			this.set(options.leaseValid() ? 1 : 0);
 		},
 	});
 	new Gauge({
 		name: "vvm_leader_slot",
-		help: "The slot held (1..numVVM), 0 when not leader",
+		help: "The slot led (1..numVVM) while the lease is valid, else 0",
 		registers,
 		collect() {
-			this.set(options.leadership()?.slot ?? 0);
+			this.set(options.leaseValid() ? (options.leadership()?.slot ?? 0) : 0);
+		},
+	});
+	new Gauge({
+		name: "vvm_leadership_held",
+		help: "1 while a leader slot is held locally, even past the lease deadline (a renewal hangs), else 0",
+		registers,
+		collect() {
+			this.set(options.leadership() === undefined ? 0 : 1);
 		},
 	});
 	new Gauge({

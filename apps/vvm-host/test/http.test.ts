@@ -1,0 +1,120 @@
+import type { VVM, VVMLeadership } from "@vvm/orch";
+import { pino } from "pino";
+import { afterEach, describe, expect, it } from "vitest";
+import type { HttpApi, HttpApiState } from "../src/http.ts";
+import { startHttpApi } from "../src/http.ts";
+import { createLeaseWorker } from "../src/lease-worker.ts";
+import { createHostMetrics } from "../src/metrics.ts";
+
+const NOW = 1_700_000_000_000;
+
+/** A VVM stand-in whose leadership and lease the test sets directly. */
+function fakeVVM(view: { held: VVMLeadership | undefined; leaseValid: boolean }): VVM {
+	return {
+		launch: () => Promise.reject(new Error("not used")),
+		shutdown: () => Promise.resolve(undefined),
+		leadership: () => view.held,
+		leaseValid: () => view.leaseValid,
+		problem: () => undefined,
+	};
+}
+
+const held: VVMLeadership = {
+	slot: 2,
+	address: "10.0.0.5:8080#3f9a1c2e7b4d",
+	durationSeconds: 20,
+	acquiredAt: NOW - 30_000,
+	renewals: 5,
+	lastRenewedAt: NOW - 17_000,
+	leaseDeadline: NOW - 1_000, // passed: the renewal in flight hangs
+};
+
+const servers: HttpApi[] = [];
+afterEach(async () => {
+	for (const s of servers.splice(0)) await s.close();
+});
+
+async function serve(
+	vvm: VVM,
+	holderOf: HttpApiState["holderOf"] = async () => undefined,
+	numVVM = 3,
+): Promise<string> {
+	const metrics = createHostMetrics({
+		leadership: () => vvm.leadership(),
+		leaseValid: () => vvm.leaseValid(),
+		now: () => NOW,
+	});
+	const state: HttpApiState = {
+		vvm,
+		phase: "leader",
+		address: () => "10.0.0.5:8080",
+		numVVM,
+		now: () => NOW,
+		holderOf,
+		registry: metrics.registry,
+		worker: createLeaseWorker({
+			intervalMs: 0,
+			logger: pino({ level: "silent" }),
+			leaseDeadline: () => vvm.leadership()?.leaseDeadline,
+		}),
+	};
+	const api = await startHttpApi(state, "127.0.0.1", 0);
+	servers.push(api);
+	return `http://127.0.0.1:${api.port}`;
+}
+
+const get = async (url: string): Promise<{ status: number; body: Record<string, unknown> }> => {
+	const res = await fetch(url);
+	return { status: res.status, body: (await res.json()) as Record<string, unknown> };
+};
+
+describe("/leadership and /metrics report leader only with a valid lease", () => {
+	it("held past the lease deadline: leader false, held true; vvm_leader 0, vvm_leadership_held 1", async () => {
+		const base = await serve(fakeVVM({ held, leaseValid: false }));
+		const { status, body } = await get(`${base}/leadership`);
+		expect(status).toBe(200);
+		expect(body).toMatchObject({
+			leader: false,
+			held: true,
+			leaseValid: false,
+			slot: 2,
+			address: "10.0.0.5:8080",
+			holder: "10.0.0.5:8080#3f9a1c2e7b4d",
+			timeLeftMs: 0,
+		});
+		const text = await (await fetch(`${base}/metrics`)).text();
+		expect(text).toMatch(/^vvm_leader 0$/m);
+		expect(text).toMatch(/^vvm_leader_slot 0$/m);
+		expect(text).toMatch(/^vvm_leadership_held 1$/m);
+	});
+
+	it("held with a valid lease: leader true; vvm_leader 1 with its slot", async () => {
+		const base = await serve(
+			fakeVVM({ held: { ...held, leaseDeadline: NOW + 5_000 }, leaseValid: true }),
+		);
+		const { body } = await get(`${base}/leadership`);
+		expect(body).toMatchObject({ leader: true, held: true, leaseValid: true, timeLeftMs: 5_000 });
+		const text = await (await fetch(`${base}/metrics`)).text();
+		expect(text).toMatch(/^vvm_leader 1$/m);
+		expect(text).toMatch(/^vvm_leader_slot 2$/m);
+		expect(text).toMatch(/^vvm_leadership_held 1$/m);
+	});
+
+	it("not held: a storage error reading a slot is holderError (200), not holder null (free)", async () => {
+		const base = await serve(fakeVVM({ held: undefined, leaseValid: false }), async (slot) => {
+			if (slot === 1) throw new Error("connect ECONNREFUSED 127.0.0.1:8000");
+			return slot === 2 ? "10.0.0.6:8080#0123456789ab" : undefined;
+		});
+		const { status, body } = await get(`${base}/leadership`);
+		expect(status).toBe(200);
+		expect(body).toMatchObject({ leader: false, held: false, address: "10.0.0.5:8080" });
+		expect(body.slots).toEqual([
+			{ slot: 1, holderError: "connect ECONNREFUSED 127.0.0.1:8000" },
+			{ slot: 2, holder: "10.0.0.6:8080#0123456789ab" },
+			{ slot: 3, holder: null },
+		]);
+		const text = await (await fetch(`${base}/metrics`)).text();
+		expect(text).toMatch(/^vvm_leader 0$/m);
+		expect(text).toMatch(/^vvm_leadership_held 0$/m);
+	});
+});
