@@ -4,7 +4,6 @@
 // Run: pnpm --filter @vvm/ttlstorage-dyn bench   (DYNAMODB_ENDPOINT, BENCH_OPS to change defaults)
 import { availableParallelism } from "node:os";
 import { DeleteTableCommand, DynamoDBClient } from "@aws-sdk/client-dynamodb";
-import { utf8 } from "@vvm/ttlstorage";
 import { benchTTLStorage, formatBenchTable } from "@vvm/ttlstorage/testing";
 import { createDynamoTTLStorage, ensureDynamoTTLTable } from "../src/index.ts";
 
@@ -19,19 +18,10 @@ const tableName = `vvm-bench-${process.pid}-${Date.now().toString(36)}`;
 await ensureDynamoTTLTable(client, tableName);
 const storage = createDynamoTTLStorage({ client, tableName });
 try {
-	const results = [];
-	for (const concurrency of [1, 16]) {
-		results.push(
-			...(await benchTTLStorage(storage, {
-				operations,
-				concurrency,
-				extra: {
-					put: (i) => storage.put(utf8(`bench-put/${concurrency}`), utf8(`k${i}`), utf8("v"), 60),
-				},
-				log: (line) => console.error(line),
-			})),
-		);
-	}
+	const results = await benchTTLStorage(storage, {
+		operations,
+		log: (line) => console.error(line),
+	});
 	console.log(
 		`\n@vvm/ttlstorage-dyn on DynamoDB Local (${endpoint}), ${availableParallelism()} cores, Node ${process.version}\n`,
 	);

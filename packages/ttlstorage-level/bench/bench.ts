@@ -4,7 +4,6 @@
 import { mkdtemp, rm } from "node:fs/promises";
 import { availableParallelism, tmpdir } from "node:os";
 import { join } from "node:path";
-import { utf8 } from "@vvm/ttlstorage";
 import { benchTTLStorage, formatBenchTable } from "@vvm/ttlstorage/testing";
 import { ClassicLevel } from "classic-level";
 import { createLevelTTLStorage } from "../src/index.ts";
@@ -13,19 +12,10 @@ const operations = Number(process.env.BENCH_OPS ?? 5000);
 const dir = await mkdtemp(join(tmpdir(), "vvm-ttl-level-bench-"));
 const storage = createLevelTTLStorage({ db: new ClassicLevel(dir), ownsDb: true });
 try {
-	const results = [];
-	for (const concurrency of [1, 16]) {
-		results.push(
-			...(await benchTTLStorage(storage, {
-				operations,
-				concurrency,
-				extra: {
-					put: (i) => storage.put(utf8(`bench-put/${concurrency}`), utf8(`k${i}`), utf8("v"), 60),
-				},
-				log: (line) => console.error(line),
-			})),
-		);
-	}
+	const results = await benchTTLStorage(storage, {
+		operations,
+		log: (line) => console.error(line),
+	});
 	console.log(
 		`\n@vvm/ttlstorage-level on classic-level (disk), ${availableParallelism()} cores, Node ${process.version}\n`,
 	);

@@ -86,14 +86,13 @@ describe("benchTTLStorage", () => {
 	it("measures every operation and formats a table", async () => {
 		const results = await benchTTLStorage(createMemTTLStorage(), {
 			operations: 50,
-			concurrency: 4,
-			extra: { put: (i) => createMemTTLStorage().put(utf8(`x${i}`), k, v) },
+			concurrency: [1, 4],
+			extra: { "other store": (i) => createMemTTLStorage().put(utf8(`x${i}`), k, v) },
 		});
-		expect(results.map((r) => r.operation)).toEqual([
-			"insertIfNotExists",
-			"compareAndSwap",
-			"get",
-			"put",
+		const ops = ["insertIfNotExists", "compareAndSwap", "get", "put", "other store"];
+		expect(results.map((r) => `${r.operation}@${r.concurrency}`)).toEqual([
+			...ops.map((o) => `${o}@1`),
+			...ops.map((o) => `${o}@4`),
 		]);
 		for (const r of results) {
 			expect(r.operations).toBe(50);
@@ -101,7 +100,7 @@ describe("benchTTLStorage", () => {
 			expect(r.p99Ms).toBeGreaterThanOrEqual(r.p50Ms);
 		}
 		const table = formatBenchTable(results);
-		expect(table.split("\n")).toHaveLength(6);
+		expect(table.split("\n")).toHaveLength(12);
 		expect(table).toContain("| compareAndSwap | 4 | 50 |");
 	});
 });

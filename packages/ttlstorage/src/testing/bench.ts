@@ -15,8 +15,8 @@ export interface BenchResult {
 export interface BenchOptions {
 	/** Operations per measured operation type; default 2000. */
 	readonly operations?: number;
-	/** Operations in flight at once; default 1. */
-	readonly concurrency?: number;
+	/** Operations in flight at once; several values measure each in turn. Default `[1, 16]`. */
+	readonly concurrency?: number | readonly number[];
 	/** Un-measured operations first, to warm up JIT and connections; default 10% of `operations`. */
 	readonly warmup?: number;
 	/** TTL used for writes; default 60 s. */
@@ -65,8 +65,9 @@ async function measure(
 
 /**
  * Measures `insertIfNotExists` (fresh keys), `compareAndSwap` (renewing a value with itself, as
- * elections do) and `get` on a storage, plus any `extra` operations: operations per second and
- * p50/p99 latency. Keys are unique per call, so a shared server is fine.
+ * elections do), `get`, and a plain `put` as the baseline, plus any `extra` operations, at each
+ * concurrency: operations per second and p50/p99 latency. Keys are unique per call, so a shared
+ * server is fine.
  *
  * @example
  * ```ts
@@ -78,8 +79,20 @@ export async function benchTTLStorage(
 	storage: TTLStorage,
 	options: BenchOptions = {},
 ): Promise<BenchResult[]> {
+	const levels = options.concurrency ?? [1, 16];
+	const results: BenchResult[] = [];
+	for (const concurrency of typeof levels === "number" ? [levels] : levels) {
+		results.push(...(await benchAt(storage, concurrency, options)));
+	}
+	return results;
+}
+
+async function benchAt(
+	storage: TTLStorage,
+	concurrency: number,
+	options: BenchOptions,
+): Promise<BenchResult[]> {
 	const total = options.operations ?? 2000;
-	const concurrency = options.concurrency ?? 1;
 	const warmup = options.warmup ?? Math.ceil(total / 10);
 	const ttl = options.ttlSeconds ?? 60;
 	const run = `bench/${process.pid}/${Date.now().toString(36)}/${concurrency}`;
@@ -90,6 +103,7 @@ export async function benchTTLStorage(
 		["insertIfNotExists", (i) => storage.insertIfNotExists(pKey(i), cCols(i), value, ttl)],
 		["compareAndSwap", (i) => storage.compareAndSwap(pKey(i), cCols(i), value, value, ttl)],
 		["get", (i) => storage.get(pKey(i), cCols(i))],
+		["put", (i) => storage.put(pKey(i), utf8(`put${i}`), value, ttl)],
 		...Object.entries(options.extra ?? {}),
 	];
 	// Warm-up inserts use their own keys; the measured CAS and get then hit the measured inserts.
