@@ -143,6 +143,12 @@ export class SequencerImpl implements Sequencer {
 	#txLoad: Promise<WsRecord | undefined> | undefined;
 	#txPending = 0;
 
+	/**
+	 * Workspaces with storage reads in flight: how many, and how often a record of the workspace
+	 * left memory since (see {@link SequencerImpl.#load}).
+	 */
+	readonly #reading = new Map<WSID, { readers: number; drops: number }>();
+
 	/** Incremented by actualize and cleanup: storage reads started before are stale. */
 	#gen = 0;
 
@@ -402,42 +408,76 @@ export class SequencerImpl implements Sequencer {
 				);
 	}
 
-	/** Reads all numbers of the workspace's kind and merges them into its record. */
+	/**
+	 * Reads all numbers of the workspace's kind and merges them into its record.
+	 *
+	 * A storage reply may be older than a write that completes while the read is in flight. That is
+	 * harmless while the workspace's record stays in memory (its numbers are at least the stored
+	 * ones, and the merge takes maxima), but if the record leaves memory meanwhile (flushed, then
+	 * evicted) the reply is all there is, and it may lack numbers already handed out. So the read
+	 * notes how often records of the workspace left memory, and reads again when that changed and no
+	 * record with all the kind's numbers is in memory.
+	 */
 	async #load(wsid: WSID, kind: KindInfo): Promise<WsRecord | undefined> {
 		const gen = this.#gen;
-		const stored = await retryUntilAborted(
-			this.#retry,
-			"readNumbers",
-			this.#cleanupCtl.signal,
-			async () => {
-				if (gen !== this.#gen) return undefined; // stale: stop retrying
-				const r = await this.#storage.readNumbers(wsid, kind.seqIds);
-				if (!Array.isArray(r) || r.length !== kind.seqIds.length)
-					throw new TypeError(
-						`[@vvm/isequencer] readNumbers returned ${String(r)} for ${kind.seqIds.length} seqIds`,
-					);
-				for (const n of r)
-					if (!Number.isSafeInteger(n) || n < 0)
-						throw new TypeError(`[@vvm/isequencer] readNumbers returned an invalid number ${n}`);
-				return r as readonly number[];
-			},
-		);
-		// actualize or cleanup purged the cache meanwhile
-		if (stored === undefined || gen !== this.#gen) return undefined;
-		let rec = this.#lru.get(wsid) ?? this.#takeFromOffCache(wsid);
-		if (rec === undefined) {
-			rec = new WsRecord(wsid, this.#p.numSlots);
-			this.#lru.set(wsid, rec);
+		for (;;) {
+			let watch = this.#reading.get(wsid);
+			if (watch === undefined) {
+				watch = { readers: 0, drops: 0 };
+				this.#reading.set(wsid, watch);
+			}
+			watch.readers++;
+			const drops = watch.drops;
+			let stored: readonly number[] | undefined;
+			try {
+				stored = await retryUntilAborted(
+					this.#retry,
+					"readNumbers",
+					this.#cleanupCtl.signal,
+					async () => {
+						if (gen !== this.#gen) return undefined; // stale: stop retrying
+						const r = await this.#storage.readNumbers(wsid, kind.seqIds);
+						if (!Array.isArray(r) || r.length !== kind.seqIds.length)
+							throw new TypeError(
+								`[@vvm/isequencer] readNumbers returned ${String(r)} for ${kind.seqIds.length} seqIds`,
+							);
+						for (const n of r)
+							if (!Number.isSafeInteger(n) || n < 0)
+								throw new TypeError(
+									`[@vvm/isequencer] readNumbers returned an invalid number ${n}`,
+								);
+						return r as readonly number[];
+					},
+				);
+			} finally {
+				if (--watch.readers === 0) this.#reading.delete(wsid);
+			}
+			// actualize or cleanup purged the cache meanwhile
+			if (stored === undefined || gen !== this.#gen) return undefined;
+			let rec = this.#lru.get(wsid) ?? this.#takeFromOffCache(wsid);
+			if (watch.drops !== drops && (rec === undefined || (rec.known & kind.mask) !== kind.mask))
+				continue; // the reply may predate numbers that were in memory: read again
+			if (rec === undefined) {
+				rec = new WsRecord(wsid, this.#p.numSlots);
+				this.#lru.set(wsid, rec);
+			}
+			for (let i = 0; i < kind.slots.length; i++) {
+				const slot = kind.slots[i] as number;
+				const s = stored[i] as number;
+				const last = s === 0 ? (kind.initial[slot] as number) - 1 : s;
+				if (!((rec.nums[slot] as number) >= last)) rec.nums[slot] = last;
+			}
+			rec.known |= kind.mask;
+			if (this.#txActive && this.#txWsid === wsid) this.#txRec = rec;
+			return rec;
 		}
-		for (let i = 0; i < kind.slots.length; i++) {
-			const slot = kind.slots[i] as number;
-			const s = stored[i] as number;
-			const last = s === 0 ? (kind.initial[slot] as number) - 1 : s;
-			if (!((rec.nums[slot] as number) >= last)) rec.nums[slot] = last;
-		}
-		rec.known |= kind.mask;
-		if (this.#txActive && this.#txWsid === wsid) this.#txRec = rec;
-		return rec;
+	}
+
+	/** A record of `wsid` left memory: storage reads of it in flight may be older than its numbers. */
+	#dropped(wsid: WSID): void {
+		if (this.#reading.size === 0) return;
+		const watch = this.#reading.get(wsid);
+		if (watch !== undefined) watch.drops++;
 	}
 
 	#takeFromOffCache(wsid: WSID): WsRecord | undefined {
@@ -453,6 +493,7 @@ export class SequencerImpl implements Sequencer {
 		rec.flags |= EVICTED;
 		// Not yet durable: keep it findable so `next` never reads a stale number from storage.
 		if (rec.dirty !== 0 || (rec.flags & LISTED) !== 0) this.#offCache.set(rec.wsid, rec);
+		else this.#dropped(rec.wsid);
 	}
 
 	// ---------------------------------------------------------------- actualizer
@@ -654,8 +695,10 @@ export class SequencerImpl implements Sequencer {
 			rec.flags &= ~SNAPSHOT;
 			this.#unflushed -= popcount(rec.dirty);
 			rec.dirty = 0;
-			if ((rec.flags & EVICTED) !== 0 && this.#offCache.get(rec.wsid) === rec)
+			if ((rec.flags & EVICTED) !== 0 && this.#offCache.get(rec.wsid) === rec) {
 				this.#offCache.delete(rec.wsid);
+				this.#dropped(rec.wsid);
+			}
 		}
 		this.#notifyFlushWaiters();
 		return true;

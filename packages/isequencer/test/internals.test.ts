@@ -268,3 +268,32 @@ describe("Actualize internals", () => {
 		for (let ws = 1; ws <= 10; ws++) expect(storage.getNumber(ws, 1)).toBe(1);
 	});
 });
+
+describe("Stale storage reads", () => {
+	it("a read that replies after a flush and an eviction is read again (lruCacheSize 1)", async () => {
+		const W = 7;
+		const storage = new MockSeqStorage();
+		storage.addPLogEntry(1, W, 1, 10); // seq 1 of W is in the PLog, seq 2 is unknown
+		const { seq } = setup({ seqTypes: { 1: { 1: 1, 2: 1 } }, lruCacheSize: 1 }, storage);
+		// The prefetch of W takes the stored values (none yet) at once but replies late.
+		const late = gate();
+		storage.onReadNumbersReply = late.enter;
+		expect(await waitForStart(seq, 1, W)).toBe(2);
+		await late.entered;
+		seq.flush();
+		for (let i = 0; i < 100 && storage.nextOffset !== 3; i++) await settle(1);
+		expect(storage.getNumber(W, 1)).toBe(10);
+		expect(unflushedOf(seq)).toBe(0);
+		// A transaction on another workspace evicts W, which is clean, so it leaves memory.
+		expect(await waitForStart(seq, 1, 8)).toBe(3);
+		expect(await seq.next(1)).toBe(1);
+		seq.flush();
+		expect(seq._internals.lru.has(W)).toBe(false);
+		expect(seq._internals.offCache.has(W)).toBe(false);
+		late.open();
+		await settle();
+		expect(await waitForStart(seq, 1, W)).toBe(4);
+		expect(await seq.next(1)).toBe(11);
+		expect(await seq.next(2)).toBe(1);
+	});
+});

@@ -16,10 +16,22 @@ const SEQ_TYPES = { 1: { 1: 1, 2: 100 }, 2: { 1: 1, 3: 5 } } as const;
 const KIND_OF_WS = (ws: number): 1 | 2 => (ws % 3 === 0 ? 2 : 1);
 const SEQS_OF_KIND = { 1: [1, 2], 2: [1, 3] } as const;
 
+/**
+ * How `readNumbers` replies: `fresh` sleeps first and reads last (a reply is never older than the
+ * latest write); `stale` takes its values first and replies after a delay of up to 4x the storage
+ * delay; `held` takes its values first and replies only when the scenario releases it (a `reply`
+ * action releases the oldest held read, waiting on a `next` releases the newest). In the last two
+ * a reply can be older than writes that completed meanwhile, as a real storage's can.
+ */
+type Replies = "fresh" | "stale" | "held";
+
 /** A mock storage that fails and delays at random (seeded), on the MockClock. */
 class FlakyStorage extends MockSeqStorage {
 	failRate = 0;
 	maxDelayMs = 0;
+	replies: Replies = "fresh";
+	/** Resolvers of held reads, oldest first. */
+	readonly held: Array<() => void> = [];
 	#rng: () => number;
 	#clock: MockClock;
 	constructor(rng: () => number, clock: MockClock) {
@@ -27,13 +39,22 @@ class FlakyStorage extends MockSeqStorage {
 		this.#rng = rng;
 		this.#clock = clock;
 	}
-	async #maybe(): Promise<void> {
-		if (this.maxDelayMs > 0) await this.#clock.sleep(Math.floor(this.#rng() * this.maxDelayMs));
+	async #maybe(delayFactor = 1): Promise<void> {
+		if (this.maxDelayMs > 0)
+			await this.#clock.sleep(Math.floor(this.#rng() * this.maxDelayMs * delayFactor));
 		if (this.#rng() < this.failRate) throw new Error("injected storage failure");
 	}
 	override async readNumbers(wsid: WSID, seqIds: readonly SeqID[]): Promise<readonly number[]> {
-		await this.#maybe();
-		return super.readNumbers(wsid, seqIds);
+		if (this.replies === "fresh") {
+			await this.#maybe();
+			return super.readNumbers(wsid, seqIds);
+		}
+		const values = seqIds.map((s) => this.getNumber(wsid, s));
+		if (this.replies === "held") {
+			await new Promise<void>((resolve) => this.held.push(resolve));
+			await this.#maybe(0);
+		} else await this.#maybe(4);
+		return values;
 	}
 	override async readNextPLogOffset(): Promise<PLogOffset> {
 		await this.#maybe();
@@ -63,21 +84,53 @@ class FlakyStorage extends MockSeqStorage {
 }
 
 type Action =
-	| { kind: "tx"; ws: number; nexts: number[]; end: "flush" | "actualize" }
+	| {
+			kind: "tx";
+			ws: number;
+			nexts: readonly number[];
+			end: "flush" | "actualize";
+			pauseMs: number;
+	  }
 	| { kind: "restart"; lru: number; maxUnflushed: number }
 	| { kind: "storage"; failRate: number; maxDelayMs: number }
-	| { kind: "advance"; ms: number };
+	| { kind: "advance"; ms: number }
+	| { kind: "reply" };
 
+type StorageAction = Extract<Action, { kind: "storage" }>;
+
+const storageArb: fc.Arbitrary<StorageAction> = fc.record({
+	kind: fc.constant("storage" as const),
+	failRate: fc.constantFrom(0, 0, 0.2, 0.5),
+	maxDelayMs: fc.constantFrom(0, 0, 10, 300),
+});
+
+const txArb = (flushWeight: number, actualizeWeight: number): fc.Arbitrary<Action> =>
+	fc.record({
+		kind: fc.constant("tx" as const),
+		ws: fc.integer({ min: 1, max: 6 }),
+		// Often none: the prefetch of `start` then outlives the transaction.
+		nexts: fc.oneof(
+			fc.constant<number[]>([]),
+			fc.array(fc.integer({ min: 0, max: 1 }), { minLength: 1, maxLength: 4 }),
+		),
+		end: fc.oneof(
+			{ weight: flushWeight, arbitrary: fc.constant("flush" as const) },
+			{ weight: actualizeWeight, arbitrary: fc.constant("actualize" as const) },
+		),
+		// Time the command processor spends before its next command.
+		pauseMs: fc.constantFrom(0, 0, 100, 500),
+	});
+
+const advanceArb: fc.Arbitrary<Action> = fc.record({
+	kind: fc.constant("advance" as const),
+	ms: fc.integer({ min: 0, max: 1000 }),
+});
+
+const replyArb: fc.Arbitrary<Action> = fc.constant({ kind: "reply" as const });
+
+/** Everything: failures, delays, restarts, actualizations. */
 const actionArb: fc.Arbitrary<Action> = fc.oneof(
-	{
-		weight: 8,
-		arbitrary: fc.record({
-			kind: fc.constant("tx" as const),
-			ws: fc.integer({ min: 1, max: 6 }),
-			nexts: fc.array(fc.integer({ min: 0, max: 1 }), { maxLength: 4 }),
-			end: fc.constantFrom("flush" as const, "flush" as const, "actualize" as const),
-		}),
-	},
+	{ weight: 8, arbitrary: txArb(2, 1) },
 	{
 		weight: 1,
 		arbitrary: fc.record({
@@ -86,24 +139,60 @@ const actionArb: fc.Arbitrary<Action> = fc.oneof(
 			maxUnflushed: fc.integer({ min: 1, max: 6 }),
 		}),
 	},
-	{
-		weight: 2,
-		arbitrary: fc.record({
-			kind: fc.constant("storage" as const),
-			failRate: fc.constantFrom(0, 0, 0.2, 0.5),
-			maxDelayMs: fc.constantFrom(0, 0, 10, 300),
-		}),
-	},
-	{
-		weight: 1,
-		arbitrary: fc.record({
-			kind: fc.constant("advance" as const),
-			ms: fc.integer({ min: 0, max: 1000 }),
-		}),
-	},
+	{ weight: 2, arbitrary: storageArb },
+	{ weight: 2, arbitrary: advanceArb },
+	{ weight: 2, arbitrary: replyArb },
 );
 
-async function runScenario(seed: number, actions: Action[], initialLru: number): Promise<void> {
+/**
+ * Read races: few workspaces, a tiny cache, replies older than the latest write, and rarely an
+ * actualize or a restart (either discards every read in flight, hiding the race).
+ */
+const raceActionArb: fc.Arbitrary<Action> = fc.oneof(
+	{ weight: 8, arbitrary: txArb(20, 1) },
+	{ weight: 3, arbitrary: replyArb },
+	{ weight: 1, arbitrary: advanceArb },
+);
+
+interface Scenario {
+	readonly seed: number;
+	readonly actions: Action[];
+	readonly initialLru: number;
+	/** The storage's failures and delays from the start (the actions may change them). */
+	readonly initialStorage: StorageAction;
+	/** How `readNumbers` replies, for the whole run. */
+	readonly replies: Replies;
+	/** Workspaces in use, 2..6 (fewer make evictions and reuse of a workspace more likely). */
+	readonly workspaces: number;
+}
+
+const scenarioArb = (minActions: number, maxActions: number): fc.Arbitrary<Scenario> =>
+	fc.oneof(
+		fc.record({
+			seed: fc.integer({ min: 1, max: 2 ** 31 - 1 }),
+			actions: fc.array(actionArb, { minLength: minActions, maxLength: maxActions, size: "max" }),
+			initialLru: fc.integer({ min: 1, max: 8 }),
+			initialStorage: storageArb,
+			replies: fc.constantFrom<Replies>("fresh", "stale", "held"),
+			workspaces: fc.constantFrom(2, 3, 4, 6),
+		}),
+		fc.record({
+			seed: fc.integer({ min: 1, max: 2 ** 31 - 1 }),
+			actions: fc.array(raceActionArb, {
+				minLength: minActions,
+				maxLength: maxActions,
+				size: "max",
+			}),
+			initialLru: fc.constantFrom(1, 1, 2),
+			initialStorage: fc.constant<StorageAction>({ kind: "storage", failRate: 0, maxDelayMs: 0 }),
+			replies: fc.constantFrom<Replies>("held", "held", "stale"),
+			workspaces: fc.constantFrom(2, 3),
+		}),
+	);
+
+async function runScenario(scenario: Scenario): Promise<void> {
+	const { seed, actions, initialLru, initialStorage, replies, workspaces } = scenario;
+	const wsOf = (ws: number): number => 1 + ((ws - 1) % workspaces);
 	let s = seed >>> 0 || 1;
 	const rng = (): number => {
 		s ^= s << 13;
@@ -113,6 +202,9 @@ async function runScenario(seed: number, actions: Action[], initialLru: number):
 	};
 	const clock = new MockClock(0);
 	const storage = new FlakyStorage(rng, clock);
+	storage.failRate = initialStorage.failRate;
+	storage.maxDelayMs = initialStorage.maxDelayMs;
+	storage.replies = replies;
 	/** Highest number per "ws/seq" in the PLog: the model. */
 	const plogMax = new Map<string, number>();
 	let plogLast = 0;
@@ -139,6 +231,7 @@ async function runScenario(seed: number, actions: Action[], initialLru: number):
 				storage.maxDelayMs = 0;
 			}
 			await clock.advanceAsync(50);
+			if (!done) storage.held.pop()?.(); // what we wait for is most likely the newest read
 		}
 		if (!done) throw new Error("operation did not complete");
 		return watched;
@@ -164,19 +257,23 @@ async function runScenario(seed: number, actions: Action[], initialLru: number):
 				storage.maxDelayMs = a.maxDelayMs;
 			} else if (a.kind === "advance") {
 				await clock.advanceAsync(a.ms);
+			} else if (a.kind === "reply") {
+				storage.held.shift()?.();
+				await clock.advanceAsync(0);
 			} else if (a.kind === "restart") {
 				await drive(handle.cleanup()); // an in-flight storage call may be sleeping on the clock
 				handle = make(a.lru, a.maxUnflushed);
 			} else {
-				const offset = await start(a.ws);
+				const ws = wsOf(a.ws);
+				const offset = await start(ws);
 				expect(offset).toBe(plogLast + 1);
-				const kind = KIND_OF_WS(a.ws);
+				const kind = KIND_OF_WS(ws);
 				const issued = new Map<number, number>();
 				for (const idx of a.nexts) {
 					const seqId = SEQS_OF_KIND[kind][idx] as number;
 					const r = handle.sequencer.next(seqId);
 					const n = typeof r === "number" ? r : await drive(r);
-					const key = `${a.ws}/${seqId}`;
+					const key = `${ws}/${seqId}`;
 					const initial = (SEQ_TYPES[kind] as Record<number, number>)[seqId] as number;
 					const expected = (issued.get(seqId) ?? plogMax.get(key) ?? initial - 1) + 1;
 					expect(n, `next(${key}) at offset ${offset}`).toBe(expected);
@@ -186,12 +283,13 @@ async function runScenario(seed: number, actions: Action[], initialLru: number):
 					// The command processor wrote the event to the PLog, then flushes.
 					storage.addPLogEvent(
 						offset,
-						[...issued].map(([seqId, value]) => ({ wsid: a.ws, seqId, value })),
+						[...issued].map(([seqId, value]) => ({ wsid: ws, seqId, value })),
 					);
-					for (const [seqId, value] of issued) plogMax.set(`${a.ws}/${seqId}`, value);
+					for (const [seqId, value] of issued) plogMax.set(`${ws}/${seqId}`, value);
 					plogLast = offset;
 					handle.sequencer.flush();
 				} else handle.sequencer.actualize();
+				if (a.pauseMs > 0) await clock.advanceAsync(a.pauseMs);
 			}
 		}
 		// Finally: a restart on a healthy storage recovers exactly the PLog's state.
@@ -199,7 +297,7 @@ async function runScenario(seed: number, actions: Action[], initialLru: number):
 		storage.maxDelayMs = 0;
 		await drive(handle.cleanup());
 		handle = make(1, 1);
-		for (let ws = 1; ws <= 6; ws++) {
+		for (let ws = 1; ws <= workspaces; ws++) {
 			expect(await start(ws)).toBe(plogLast + 1);
 			const kind = KIND_OF_WS(ws);
 			for (const seqId of SEQS_OF_KIND[kind]) {
@@ -218,15 +316,9 @@ async function runScenario(seed: number, actions: Action[], initialLru: number):
 
 describe("property: numbers of flushed transactions are never handed out again", () => {
 	it("holds under random interleavings, failures, delays, LRU sizes and restarts", async () => {
-		await fc.assert(
-			fc.asyncProperty(
-				fc.integer({ min: 1, max: 2 ** 31 - 1 }),
-				fc.array(actionArb, { minLength: 1, maxLength: 60 }),
-				fc.integer({ min: 1, max: 8 }),
-				runScenario,
-			),
-			{ numRuns: Number(process.env.VVM_PROPERTY_RUNS ?? 300) },
-		);
+		await fc.assert(fc.asyncProperty(scenarioArb(1, 60), runScenario), {
+			numRuns: Number(process.env.VVM_PROPERTY_RUNS ?? 300),
+		});
 	});
 });
 
@@ -238,15 +330,7 @@ describe.skipIf(process.env.VVM_SOAK !== "1")("soak (VVM_SOAK=1, VVM_SOAK_SECOND
 			const until = Date.now() + soakSeconds * 1000;
 			let runs = 0;
 			while (Date.now() < until) {
-				await fc.assert(
-					fc.asyncProperty(
-						fc.integer({ min: 1, max: 2 ** 31 - 1 }),
-						fc.array(actionArb, { minLength: 50, maxLength: 300 }),
-						fc.integer({ min: 1, max: 8 }),
-						runScenario,
-					),
-					{ numRuns: 20 },
-				);
+				await fc.assert(fc.asyncProperty(scenarioArb(50, 300), runScenario), { numRuns: 20 });
 				runs += 20;
 			}
 			expect(runs).toBeGreaterThan(0);

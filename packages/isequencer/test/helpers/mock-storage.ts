@@ -18,6 +18,11 @@ export class MockSeqStorage implements SeqStorage {
 	onReadNextOffset: Hook | undefined;
 	onWrite: Hook | undefined;
 	onActualize: Hook | undefined;
+	/**
+	 * One-shot: `readNumbers` takes its values at once, then awaits this hook before it replies (a
+	 * reply older than writes that complete meanwhile).
+	 */
+	onReadNumbersReply: Hook | undefined;
 	readonly calls: Record<"readNumbers" | "readNextPLogOffset" | "write" | "actualize", number> = {
 		readNumbers: 0,
 		readNextPLogOffset: 0,
@@ -49,7 +54,7 @@ export class MockSeqStorage implements SeqStorage {
 	}
 
 	async #hook(
-		name: "onReadNumbers" | "onReadNextOffset" | "onWrite" | "onActualize",
+		name: "onReadNumbers" | "onReadNextOffset" | "onWrite" | "onActualize" | "onReadNumbersReply",
 	): Promise<void> {
 		const h = this[name];
 		if (h === undefined) return;
@@ -61,7 +66,9 @@ export class MockSeqStorage implements SeqStorage {
 		this.calls.readNumbers++;
 		await this.#hook("onReadNumbers");
 		if (this.readNumbersError) throw this.readNumbersError;
-		return seqIds.map((s) => this.getNumber(wsid, s));
+		const values = seqIds.map((s) => this.getNumber(wsid, s));
+		if (this.onReadNumbersReply !== undefined) await this.#hook("onReadNumbersReply");
+		return values;
 	}
 
 	async readNextPLogOffset(): Promise<PLogOffset> {
