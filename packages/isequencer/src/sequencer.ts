@@ -159,7 +159,8 @@ export class SequencerImpl implements Sequencer {
 	#flusherStop = false;
 	#flushSignalled = false;
 	#flushWake: (() => void) | undefined;
-	#flushWaiters: Array<() => void> = [];
+	/** Wakers of the actualizer's back-pressure waits; each removes itself when it settles. */
+	readonly #flushWaiters = new Set<() => void>();
 	#flushes = 0;
 
 	#closed = false;
@@ -335,6 +336,7 @@ export class SequencerImpl implements Sequencer {
 		toBeFlushedOffset: PLogOffset;
 		txNums: number[];
 		slotOf: Int8Array;
+		flushWaiters: number;
 	} {
 		return {
 			lru: this.#lru,
@@ -343,6 +345,7 @@ export class SequencerImpl implements Sequencer {
 			toBeFlushedOffset: this.#toBeFlushedOffset,
 			txNums: this.#txNums,
 			slotOf: this.#p.slotOf,
+			flushWaiters: this.#flushWaiters.size,
 		};
 	}
 
@@ -570,6 +573,7 @@ export class SequencerImpl implements Sequencer {
 				if (done) return;
 				done = true;
 				timer.cancel();
+				this.#flushWaiters.delete(finish);
 				signal.removeEventListener("abort", onAbort);
 				resolve();
 			};
@@ -577,10 +581,11 @@ export class SequencerImpl implements Sequencer {
 				if (done) return;
 				done = true;
 				timer.cancel();
+				this.#flushWaiters.delete(finish);
 				reject(signal.reason);
 			};
 			const timer = this.#clock.setTimer(this.#p.batcherDelayMs, finish);
-			this.#flushWaiters.push(finish);
+			this.#flushWaiters.add(finish);
 			signal.addEventListener("abort", onAbort, { once: true });
 		});
 	}
@@ -705,10 +710,9 @@ export class SequencerImpl implements Sequencer {
 	}
 
 	#notifyFlushWaiters(): void {
-		if (this.#flushWaiters.length === 0) return;
-		const waiters = this.#flushWaiters;
-		this.#flushWaiters = [];
-		for (const w of waiters) w();
+		if (this.#flushWaiters.size === 0) return;
+		// Each waker deletes itself; iterate over a copy.
+		for (const w of [...this.#flushWaiters]) w();
 	}
 }
 

@@ -297,3 +297,20 @@ describe("Stale storage reads", () => {
 		expect(await seq.next(2)).toBe(1);
 	});
 });
+
+describe("Back-pressure during a storage outage", () => {
+	it("the actualizer's waits for a flush do not pile up while writes fail", async () => {
+		const storage = new MockSeqStorage();
+		for (let o = 1; o <= 10; o++) storage.addPLogEntry(o, o, 1, 5);
+		storage.writeError = new Error("storage down");
+		const { seq, clock } = setup({ maxNumUnflushedValues: 2 }, storage);
+		for (let i = 0; i < 200; i++) await clock.advanceAsync(5);
+		expect(seq.stats().actualizing).toBe(true);
+		expect(storage.calls.write).toBeGreaterThan(1);
+		expect(seq._internals.flushWaiters).toBeLessThanOrEqual(1);
+		storage.writeError = undefined;
+		for (let i = 0; i < 200 && seq.stats().actualizing; i++) await clock.advanceAsync(5);
+		expect(seq.stats().actualizing).toBe(false);
+		expect(seq._internals.flushWaiters).toBe(0);
+	});
+});
