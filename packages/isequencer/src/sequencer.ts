@@ -363,6 +363,7 @@ export class SequencerImpl implements Sequencer {
 		this.#txKind = undefined;
 		this.#txTouched = 0;
 		this.#txLoad = undefined;
+		this.#txPending = 0;
 	}
 
 	#noTx(op: string): SequencerError {
@@ -389,14 +390,15 @@ export class SequencerImpl implements Sequencer {
 		}
 		const txId = this.#txId;
 		this.#txPending++;
+		// #endTx zeroes the count: a read of an ended transaction must not hold up the next one.
 		return load.then(
 			() => {
-				this.#txPending--;
 				if (this.#txId !== txId) throw this.#ended();
+				this.#txPending--;
 				return this.next(seqId);
 			},
 			(error: unknown) => {
-				this.#txPending--;
+				if (this.#txId === txId) this.#txPending--;
 				throw error;
 			},
 		);

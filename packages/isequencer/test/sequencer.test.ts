@@ -438,6 +438,29 @@ describe("Actualize", () => {
 	});
 });
 
+describe("Actualize with a next() still reading storage", () => {
+	it("the next transaction's flush does not wait for that read", async () => {
+		const storage = new MockSeqStorage();
+		const { seq } = setup({}, storage);
+		await waitForStart(seq, 1, 1);
+		seq.flush();
+		const g = gate();
+		storage.onReadNumbers = g.enter;
+		await waitForStart(seq, 1, 2);
+		const n = seq.next(1);
+		expect(n).toBeInstanceOf(Promise);
+		const rejected = expect(n).rejects.toMatchObject({ code: "SEQUENCER_MISUSE" });
+		seq.actualize();
+		expect(await waitForStart(seq, 1, 3)).toBe(2);
+		expect(code(() => seq.flush())).toBeUndefined();
+		g.open();
+		await rejected;
+		expect(await waitForStart(seq, 1, 2)).toBe(3);
+		expect(await seq.next(1)).toBe(1);
+		seq.flush();
+	});
+});
+
 describe("LongRecovery", () => {
 	// For numOfEvents in [0, 10 * maxNumUnflushedValues]: a new sequencer recovers from the PLog.
 	const max = 5;
