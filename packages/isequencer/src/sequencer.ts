@@ -148,6 +148,8 @@ export class SequencerImpl implements Sequencer {
 	 * left memory since (see {@link SequencerImpl.#load}).
 	 */
 	readonly #reading = new Map<WSID, { readers: number; drops: number }>();
+	/** Storage reads of numbers in flight (their retry loops), awaited by cleanup. */
+	readonly #loads = new Set<Promise<WsRecord | undefined>>();
 
 	/** Incremented by actualize and cleanup: storage reads started before are stale. */
 	#gen = 0;
@@ -320,6 +322,8 @@ export class SequencerImpl implements Sequencer {
 		this.#cleanupRun = (async () => {
 			await actualizer;
 			await flusher;
+			// Their retries stop at once; a call already inside the storage is waited for.
+			await Promise.allSettled([...this.#loads]);
 			this.#actualizing = false;
 			this.#notifyFlushWaiters();
 		})();
@@ -423,7 +427,18 @@ export class SequencerImpl implements Sequencer {
 	 * notes how often records of the workspace left memory, and reads again when that changed and no
 	 * record with all the kind's numbers is in memory.
 	 */
-	async #load(wsid: WSID, kind: KindInfo): Promise<WsRecord | undefined> {
+	#load(wsid: WSID, kind: KindInfo): Promise<WsRecord | undefined> {
+		const load = this.#loadRecord(wsid, kind);
+		// Tracked so cleanup can wait for it: no storage call outlives cleanup.
+		this.#loads.add(load);
+		const untrack = (): void => {
+			this.#loads.delete(load);
+		};
+		load.then(untrack, untrack);
+		return load;
+	}
+
+	async #loadRecord(wsid: WSID, kind: KindInfo): Promise<WsRecord | undefined> {
 		const gen = this.#gen;
 		for (;;) {
 			let watch = this.#reading.get(wsid);

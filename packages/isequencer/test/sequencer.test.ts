@@ -190,6 +190,26 @@ describe("Start", () => {
 		expect(s.storage.nextOffset).toBe(4);
 	});
 
+	it("cleanup resolves only after storage reads in flight have ended", async () => {
+		const storage = new MockSeqStorage();
+		const { seq, cleanup } = setup({}, storage);
+		await waitForStart(seq, 1, 1);
+		seq.flush();
+		const g = gate();
+		storage.onReadNumbers = g.enter;
+		await waitForStart(seq, 1, 2); // its prefetch is now inside readNumbers
+		await g.entered;
+		let cleaned = false;
+		const done = cleanup().then(() => {
+			cleaned = true;
+		});
+		await settle(5);
+		expect(cleaned).toBe(false);
+		g.open();
+		await done;
+		expect(cleaned).toBe(true);
+	});
+
 	it("cleanup can be called many times", async () => {
 		const { seq, cleanup } = setup();
 		await waitForStart(seq, 1, 1);
