@@ -22,7 +22,7 @@ export interface RetryContext {
 	readonly random: () => number;
 	readonly baseDelayMs: number;
 	readonly maxDelayMs: number;
-	readonly onError: ((error: unknown, operation: string, attempt: number) => void) | undefined;
+	readonly onError: (error: unknown, operation: string, attempt: number) => void;
 }
 
 /**
@@ -42,7 +42,7 @@ export async function retryUntilAborted<T>(
 			return await op();
 		} catch (error) {
 			signal.throwIfAborted();
-			ctx.onError?.(error, operation, failures);
+			ctx.onError(error, operation, failures);
 			const cap = Math.min(ctx.maxDelayMs, ctx.baseDelayMs * 2 ** attempt);
 			attempt = cap >= ctx.maxDelayMs ? 0 : attempt + 1;
 			await ctx.clock.sleep(Math.floor(ctx.random() * cap), signal);

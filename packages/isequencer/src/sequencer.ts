@@ -7,6 +7,7 @@ import type { CompiledParams, KindInfo, SequencerParams } from "./params.ts";
 import { compileParams } from "./params.ts";
 import type { RetryContext, RetryOptions } from "./retry.ts";
 import { retryUntilAborted } from "./retry.ts";
+import { consoleStorageErrorLogger } from "./storage-error-log.ts";
 import type {
 	PLogOffset,
 	SeqBatcher,
@@ -34,7 +35,11 @@ export interface SequencerOptions {
 	readonly retry?: RetryOptions;
 	/** Random source in `[0, 1)` for the jitter; default `Math.random`. */
 	readonly random?: () => number;
-	/** Called on every failed storage call before it is retried (for logs and metrics). */
+	/**
+	 * Called on every failed storage call before it is retried (for logs and metrics). Default:
+	 * `console.error` with the `[@vvm/isequencer]` prefix, an error identical to the previous one of
+	 * the same operation at most once per second. Pass `() => {}` to silence it.
+	 */
 	readonly onStorageError?: (error: unknown, operation: string, attempt: number) => void;
 }
 
@@ -186,7 +191,7 @@ export class SequencerImpl implements Sequencer {
 			random: options.random ?? Math.random,
 			baseDelayMs: base,
 			maxDelayMs: max,
-			onError: options.onStorageError,
+			onError: options.onStorageError ?? consoleStorageErrorLogger(this.#clock),
 		};
 		const txNums: number[] = [];
 		for (let i = 0; i < this.#p.numSlots; i++) txNums.push(Number.NaN);

@@ -216,6 +216,7 @@ async function runScenario(scenario: Scenario): Promise<void> {
 				clock,
 				random: rng,
 				retry: { baseDelayMs: 5, maxDelayMs: 100 },
+				onStorageError: () => {},
 			},
 		);
 	let handle = make(initialLru, 3);

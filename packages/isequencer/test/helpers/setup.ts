@@ -28,6 +28,7 @@ export function setup(
 	const handle = createSequencer({ seqTypes: { 1: { 1: 1 } }, ...params }, storage, {
 		clock,
 		random: () => 0.5,
+		onStorageError: () => {}, // the default (console.error) is tested on its own
 	});
 	handles.push(handle);
 	return {
