@@ -6,6 +6,7 @@ export {
 	type SeqTypes,
 	type SequencerParams,
 } from "./params.ts";
+export { type CacheKind, DEFAULT_CACHE } from "./record-cache.ts";
 export type { RetryOptions } from "./retry.ts";
 export {
 	createSequencer,

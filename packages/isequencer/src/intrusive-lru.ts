@@ -1,3 +1,5 @@
+import type { RecordCache } from "./record-cache.ts";
+
 /**
  * @internal A node of an {@link IntrusiveLru}: the value itself carries the recency links, so the
  * cache allocates nothing per entry beyond its `Map` slot.
@@ -33,7 +35,7 @@ export interface LruNode<V> {
  * lru.get(1); // rec, now the most recently used
  * ```
  */
-export class IntrusiveLru<K, V extends LruNode<V>> {
+export class IntrusiveLru<K, V extends LruNode<V>> implements RecordCache<K, V> {
 	readonly #max: number;
 	readonly #onEvict: (value: V, key: K) => void;
 	readonly #keyOf: (value: V) => K;

@@ -1,3 +1,5 @@
+import type { CacheKind } from "./record-cache.ts";
+import { CACHE_KINDS, DEFAULT_CACHE } from "./record-cache.ts";
 import type { SeqID, SeqNumber, WSKind } from "./types.ts";
 
 /** Default of {@link SequencerParams.maxNumUnflushedValues}. */
@@ -31,6 +33,11 @@ export interface SequencerParams {
 	readonly maxNumUnflushedValues?: number;
 	/** Workspaces (each with all its numbers) kept in the LRU cache. Default 100 000. */
 	readonly lruCacheSize?: number;
+	/**
+	 * The cache implementation: `"lru-cache"` (default; strict LRU by the `lru-cache` package) or
+	 * `"clock"` (second-chance eviction in the package's own queue; cheaper per hit, see the README).
+	 */
+	readonly cache?: CacheKind;
 	/** How long the actualizer waits between checks while too many values are unflushed. Default 5 ms. */
 	readonly batcherDelayMs?: number;
 }
@@ -56,6 +63,7 @@ export interface CompiledParams {
 	readonly numSlots: number;
 	readonly maxNumUnflushedValues: number;
 	readonly lruCacheSize: number;
+	readonly cache: CacheKind;
 	readonly batcherDelayMs: number;
 }
 
@@ -78,6 +86,15 @@ function positiveInt(value: number | undefined, dflt: number, name: string, min:
 	if (!Number.isSafeInteger(v) || v < min)
 		throw new RangeError(`[@vvm/isequencer] ${name} must be an integer >= ${min}, got ${v}`);
 	return v;
+}
+
+function cacheKind(value: CacheKind | undefined): CacheKind {
+	if (value === undefined) return DEFAULT_CACHE;
+	if (!CACHE_KINDS.includes(value))
+		throw new RangeError(
+			`[@vvm/isequencer] cache must be one of ${CACHE_KINDS.map((k) => `"${k}"`).join(", ")}, got ${String(value)}`,
+		);
+	return value;
 }
 
 /** @internal Validates params (RangeError/TypeError on mistakes) and compiles the lookup tables. */
@@ -140,6 +157,7 @@ export function compileParams(params: SequencerParams): CompiledParams {
 			1,
 		),
 		lruCacheSize: positiveInt(params.lruCacheSize, DEFAULT_LRU_CACHE_SIZE, "lruCacheSize", 1),
+		cache: cacheKind(params.cache),
 		batcherDelayMs: positiveInt(
 			params.batcherDelayMs,
 			DEFAULT_BATCHER_DELAY_MS,

@@ -2,9 +2,10 @@ import type { Clock } from "@vvm/clock";
 import { systemClock } from "@vvm/clock";
 import { SequencerError } from "./errors.ts";
 import type { LruNode } from "./intrusive-lru.ts";
-import { IntrusiveLru } from "./intrusive-lru.ts";
 import type { CompiledParams, KindInfo, SequencerParams } from "./params.ts";
 import { compileParams } from "./params.ts";
+import type { RecordCache } from "./record-cache.ts";
+import { createRecordCache } from "./record-cache.ts";
 import type { RetryContext, RetryOptions } from "./retry.ts";
 import { retryUntilAborted } from "./retry.ts";
 import { consoleStorageErrorLogger } from "./storage-error-log.ts";
@@ -108,7 +109,7 @@ export class WsRecord implements LruNode<WsRecord> {
 	dirty = 0;
 	/** {@link LISTED} | {@link EVICTED} | {@link SNAPSHOT} (one small integer keeps the record small). */
 	flags = 0;
-	/** Recency links, owned by the LRU. */
+	/** Recency links, owned by the `"clock"` cache (unused by `"lru-cache"`). */
 	lruPrev: WsRecord | undefined = undefined;
 	lruNext: WsRecord | undefined = undefined;
 	lruUsed = false;
@@ -128,7 +129,7 @@ export class SequencerImpl implements Sequencer {
 	readonly #retry: RetryContext;
 
 	// Numbers: LRU of workspaces, plus dirty records evicted from it.
-	readonly #lru: IntrusiveLru<WSID, WsRecord>;
+	readonly #lru: RecordCache<WSID, WsRecord>;
 	readonly #offCache = new Map<WSID, WsRecord>();
 	#dirtyList: WsRecord[] = [];
 	#unflushed = 0;
@@ -196,7 +197,8 @@ export class SequencerImpl implements Sequencer {
 		const txNums: number[] = [];
 		for (let i = 0; i < this.#p.numSlots; i++) txNums.push(Number.NaN);
 		this.#txNums = txNums;
-		this.#lru = new IntrusiveLru<WSID, WsRecord>(
+		this.#lru = createRecordCache<WsRecord>(
+			this.#p.cache,
 			this.#p.lruCacheSize,
 			(rec) => rec.wsid,
 			(rec) => this.#onEvict(rec),
@@ -339,7 +341,7 @@ export class SequencerImpl implements Sequencer {
 
 	/** @internal */
 	get _internals(): {
-		lru: IntrusiveLru<WSID, WsRecord>;
+		lru: RecordCache<WSID, WsRecord>;
 		offCache: Map<WSID, WsRecord>;
 		dirtyList: readonly WsRecord[];
 		toBeFlushedOffset: PLogOffset;

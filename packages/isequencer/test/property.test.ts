@@ -1,5 +1,7 @@
-// Property-based test: random interleavings of start/next/flush/actualize, storage failures and
-// delays, LRU sizes down to 1, and restarts on the same storage and PLog.
+// Property-based test, once per cache implementation: random interleavings of
+// start/next/flush/actualize, storage failures and delays, storage reads whose replies are older
+// than writes completed meanwhile (stale and held replies), LRU sizes down to 1, and restarts on
+// the same storage and PLog.
 // Invariant (checked on EVERY number handed out): the first `next` of a (workspace, sequence) in a
 // transaction is exactly one past the highest number of that sequence in the PLog (or its initial
 // value), and later ones in the transaction count up from there. Since flushed transactions are the
@@ -8,8 +10,9 @@
 import { MockClock } from "@vvm/clock";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import type { PLogOffset, SeqBatcher, SeqID, SeqValue, WSID } from "../src/index.ts";
+import type { CacheKind, PLogOffset, SeqBatcher, SeqID, SeqValue, WSID } from "../src/index.ts";
 import { createSequencer } from "../src/index.ts";
+import { CACHE_KINDS } from "../src/record-cache.ts";
 import { MockSeqStorage } from "./helpers/mock-storage.ts";
 
 const SEQ_TYPES = { 1: { 1: 1, 2: 100 }, 2: { 1: 1, 3: 5 } } as const;
@@ -190,7 +193,7 @@ const scenarioArb = (minActions: number, maxActions: number): fc.Arbitrary<Scena
 		}),
 	);
 
-async function runScenario(scenario: Scenario): Promise<void> {
+async function runScenario(cache: CacheKind, scenario: Scenario): Promise<void> {
 	const { seed, actions, initialLru, initialStorage, replies, workspaces } = scenario;
 	const wsOf = (ws: number): number => 1 + ((ws - 1) % workspaces);
 	let s = seed >>> 0 || 1;
@@ -210,7 +213,7 @@ async function runScenario(scenario: Scenario): Promise<void> {
 	let plogLast = 0;
 	const make = (lru: number, maxUnflushed: number) =>
 		createSequencer(
-			{ seqTypes: SEQ_TYPES, lruCacheSize: lru, maxNumUnflushedValues: maxUnflushed },
+			{ seqTypes: SEQ_TYPES, cache, lruCacheSize: lru, maxNumUnflushedValues: maxUnflushed },
 			storage,
 			{
 				clock,
@@ -315,23 +318,28 @@ async function runScenario(scenario: Scenario): Promise<void> {
 	}
 }
 
-describe("property: numbers of flushed transactions are never handed out again", () => {
-	it("holds under random interleavings, failures, delays, LRU sizes and restarts", async () => {
-		await fc.assert(fc.asyncProperty(scenarioArb(1, 60), runScenario), {
-			numRuns: Number(process.env.VVM_PROPERTY_RUNS ?? 300),
-		});
+describe.each(CACHE_KINDS)("property (cache: %s)", (cache) => {
+	it("numbers of flushed transactions are never handed out again, under random interleavings, failures, delays, read races, LRU sizes and restarts", async () => {
+		await fc.assert(
+			fc.asyncProperty(scenarioArb(1, 60), (scenario) => runScenario(cache, scenario)),
+			{ numRuns: Number(process.env.VVM_PROPERTY_RUNS ?? 300) },
+		);
 	});
 });
 
 const soakSeconds = Number(process.env.VVM_SOAK_SECONDS ?? 60);
 describe.skipIf(process.env.VVM_SOAK !== "1")("soak (VVM_SOAK=1, VVM_SOAK_SECONDS)", () => {
 	it(
-		"holds for long random runs",
+		"holds for long random runs, alternating the caches",
 		async () => {
 			const until = Date.now() + soakSeconds * 1000;
 			let runs = 0;
 			while (Date.now() < until) {
-				await fc.assert(fc.asyncProperty(scenarioArb(50, 300), runScenario), { numRuns: 20 });
+				const cache = CACHE_KINDS[(runs / 20) % CACHE_KINDS.length] as CacheKind;
+				await fc.assert(
+					fc.asyncProperty(scenarioArb(50, 300), (scenario) => runScenario(cache, scenario)),
+					{ numRuns: 20 },
+				);
 				runs += 20;
 			}
 			expect(runs).toBeGreaterThan(0);

@@ -1,11 +1,25 @@
 import { MockClock } from "@vvm/clock";
-import { afterEach } from "vitest";
-import type { SequencerHandle, SequencerParams } from "../../src/index.ts";
+import { afterEach, beforeEach, describe } from "vitest";
+import type { CacheKind, SequencerHandle, SequencerParams } from "../../src/index.ts";
 import { createSequencer } from "../../src/index.ts";
+import { CACHE_KINDS } from "../../src/record-cache.ts";
 import { SequencerImpl } from "../../src/sequencer.ts";
 import { MockSeqStorage } from "./mock-storage.ts";
 
 const handles: SequencerHandle[] = [];
+/** The cache `setup` uses unless its params name one; set by {@link describeEachCache}. */
+let currentCache: CacheKind | undefined;
+
+/** Runs the suites in `body` once per cache implementation, `setup` using that cache. */
+export function describeEachCache(body: (cache: CacheKind) => void): void {
+	for (const cache of CACHE_KINDS)
+		describe(`cache: ${cache}`, () => {
+			beforeEach(() => {
+				currentCache = cache;
+			});
+			body(cache);
+		});
+}
 
 afterEach(async () => {
 	const list = handles.splice(0);
@@ -25,11 +39,16 @@ export function setup(
 	storage: MockSeqStorage = new MockSeqStorage(),
 	clock: MockClock = new MockClock(0),
 ): Setup {
-	const handle = createSequencer({ seqTypes: { 1: { 1: 1 } }, ...params }, storage, {
-		clock,
-		random: () => 0.5,
-		onStorageError: () => {}, // the default (console.error) is tested on its own
-	});
+	const cache = params.cache ?? currentCache;
+	const handle = createSequencer(
+		{ seqTypes: { 1: { 1: 1 } }, ...(cache === undefined ? {} : { cache }), ...params },
+		storage,
+		{
+			clock,
+			random: () => 0.5,
+			onStorageError: () => {}, // the default (console.error) is tested on its own
+		},
+	);
 	handles.push(handle);
 	return {
 		storage,

@@ -1,0 +1,64 @@
+import type { LruNode } from "./intrusive-lru.ts";
+import { IntrusiveLru } from "./intrusive-lru.ts";
+import { LruCacheAdapter } from "./lru-cache-adapter.ts";
+
+/**
+ * Which cache keeps the workspaces' records: `"lru-cache"` (the `lru-cache` package, strict LRU;
+ * the default) or `"clock"` (the package's own second-chance queue threaded through the records,
+ * cheaper per hit). Correctness never depends on which records stay cached.
+ *
+ * @example
+ * ```ts
+ * const params: SequencerParams = { seqTypes, cache: "clock" };
+ * ```
+ */
+export type CacheKind = "lru-cache" | "clock";
+
+/** All cache kinds, for validation and tests. */
+export const CACHE_KINDS: readonly CacheKind[] = ["lru-cache", "clock"];
+
+/** Default of {@link SequencerParams.cache}. */
+export const DEFAULT_CACHE: CacheKind = "lru-cache";
+
+/**
+ * @internal What the sequencer needs of its cache. `onEvict` (given to the factory) runs only when
+ * `set` pushes a value out to make room, never on `delete`/`clear`.
+ *
+ * @example
+ * ```ts
+ * const cache: RecordCache<number, Rec> = createRecordCache("lru-cache", 100, (r) => r.id, evicted);
+ * cache.set(1, rec);
+ * ```
+ */
+export interface RecordCache<K, V> {
+	/** The value, counted as a use (it is kept longer); `undefined` on a miss. */
+	get(key: K): V | undefined;
+	/** The value without counting a use. */
+	peek(key: K): V | undefined;
+	has(key: K): boolean;
+	/** Inserts or replaces; when full, evicts one value first (calling `onEvict`). */
+	set(key: K, value: V): void;
+	delete(key: K): boolean;
+	/** Empties the cache without calling `onEvict`. */
+	clear(): void;
+	readonly size: number;
+}
+
+/**
+ * @internal Creates the cache of the given kind, holding at most `max` values.
+ *
+ * @example
+ * ```ts
+ * const cache = createRecordCache("clock", 100_000, (rec) => rec.wsid, (rec) => keep(rec));
+ * ```
+ */
+export function createRecordCache<V extends LruNode<V>>(
+	kind: CacheKind,
+	max: number,
+	keyOf: (value: V) => number,
+	onEvict: (value: V, key: number) => void,
+): RecordCache<number, V> {
+	return kind === "clock"
+		? new IntrusiveLru<number, V>(max, keyOf, onEvict)
+		: new LruCacheAdapter<number, V>(max, onEvict);
+}
