@@ -1,16 +1,30 @@
 // Benchmark of @vvm/isequencer. Run: pnpm --filter @vvm/isequencer bench
-// (node --expose-gc --import tsx --conditions=@vvm/source bench/bench.ts).
+// (node --expose-gc --import tsx --conditions=@vvm/source bench/bench.ts [section [uniform]]).
+// Every section runs once per cache ("lru-cache", then "clock"), each in a process of its own so
+// one cache's call sites do not make the other's polymorphic; BENCH_CACHE=<kind> runs one only.
 // The storage is in memory and resolves at once, so storage I/O is not measured; the sequencer's own
 // flushing work (building batches, writing them to the in-memory map) is.
+import { spawnSync } from "node:child_process";
 import { performance } from "node:perf_hooks";
 import { setImmediate as yieldToLoop } from "node:timers/promises";
-import type { PLogOffset, SeqBatcher, SeqID, SeqStorage, SeqValue, WSID } from "../src/index.ts";
+import type {
+	CacheKind,
+	PLogOffset,
+	SeqBatcher,
+	SeqID,
+	SeqStorage,
+	SeqValue,
+	WSID,
+} from "../src/index.ts";
 import { createSequencer } from "../src/index.ts";
+import { CACHE_KINDS } from "../src/record-cache.ts";
 
 const WLOG: SeqID = 1;
 const REC: SeqID = 2;
 const KIND = 1;
 const seqTypes = { [KIND]: { [WLOG]: 1, [REC]: 200_001 } };
+const cacheEnv = process.env.BENCH_CACHE as CacheKind | undefined;
+const cache: CacheKind = cacheEnv ?? "lru-cache";
 
 interface PLogEvent {
 	readonly offset: PLogOffset;
@@ -103,7 +117,7 @@ function zipfSequence(n: number, s = 1): Int32Array {
 
 async function cycles(label: string, wsids: Int32Array): Promise<number> {
 	const storage = new MemStorage();
-	const { sequencer: seq, cleanup } = createSequencer({ seqTypes }, storage);
+	const { sequencer: seq, cleanup } = createSequencer({ seqTypes, cache }, storage);
 	await untilActualized(seq);
 	// Warm-up: every workspace read once from storage, so the measured cycles hit the cache.
 	for (let ws = 1; ws <= WORKSPACES; ws++) {
@@ -143,7 +157,7 @@ async function cycles(label: string, wsids: Int32Array): Promise<number> {
 
 async function nextInOneTx(): Promise<number> {
 	const storage = new MemStorage();
-	const { sequencer: seq, cleanup } = createSequencer({ seqTypes }, storage);
+	const { sequencer: seq, cleanup } = createSequencer({ seqTypes, cache }, storage);
 	await untilActualized(seq);
 	seq.start(KIND, 1);
 	await seq.next(WLOG);
@@ -187,7 +201,7 @@ async function actualization(label: string, pick: () => number): Promise<number>
 		}
 		const t0 = performance.now();
 		const { sequencer: seq, cleanup } = createSequencer(
-			{ seqTypes, maxNumUnflushedValues: Number(process.env.BENCH_MAX_UNFLUSHED ?? 500) },
+			{ seqTypes, cache, maxNumUnflushedValues: Number(process.env.BENCH_MAX_UNFLUSHED ?? 500) },
 			storage,
 		);
 		await untilActualized(seq);
@@ -214,7 +228,7 @@ async function heapPerKey(): Promise<void> {
 	gc();
 	const before = process.memoryUsage().heapUsed;
 	const { sequencer: seq, cleanup } = createSequencer(
-		{ seqTypes, lruCacheSize: WORKSPACES },
+		{ seqTypes, cache, lruCacheSize: WORKSPACES },
 		storage,
 	);
 	await untilActualized(seq);
@@ -238,16 +252,31 @@ async function heapPerKey(): Promise<void> {
 }
 
 const only = process.argv[2];
-if (only === undefined || only === "next") await nextInOneTx();
-if (only === undefined || only === "cycles") {
-	await cycles("start + 3 x next + flush, uniform over 100k workspaces", uniformSequence(CYCLES));
-	if (process.argv[3] !== "uniform")
-		await cycles("start + 3 x next + flush, Zipf(s=1) over 100k workspaces", zipfSequence(CYCLES));
+if (cacheEnv === undefined) {
+	for (const kind of CACHE_KINDS) {
+		console.log(`\n=== cache: ${kind} ===`);
+		const r = spawnSync(process.execPath, [...process.execArgv, ...process.argv.slice(1)], {
+			stdio: "inherit",
+			env: { ...process.env, BENCH_CACHE: kind },
+		});
+		if (r.status !== 0) process.exit(r.status ?? 1);
+	}
+} else {
+	if (!CACHE_KINDS.includes(cache)) throw new Error(`BENCH_CACHE must be one of ${CACHE_KINDS}`);
+	if (only === undefined || only === "next") await nextInOneTx();
+	if (only === undefined || only === "cycles") {
+		await cycles("start + 3 x next + flush, uniform over 100k workspaces", uniformSequence(CYCLES));
+		if (process.argv[3] !== "uniform")
+			await cycles(
+				"start + 3 x next + flush, Zipf(s=1) over 100k workspaces",
+				zipfSequence(CYCLES),
+			);
+	}
+	if (only === undefined || only === "actualize") {
+		await actualization("uniform", () => 1 + Math.floor(Math.random() * WORKSPACES));
+		const zipf = zipfSequence(1_000_000);
+		let z = 0;
+		await actualization("Zipf(s=1)", () => zipf[z++ % zipf.length] as number);
+	}
+	if (only === undefined || only === "heap") await heapPerKey();
 }
-if (only === undefined || only === "actualize") {
-	await actualization("uniform", () => 1 + Math.floor(Math.random() * WORKSPACES));
-	const zipf = zipfSequence(1_000_000);
-	let z = 0;
-	await actualization("Zipf(s=1)", () => zipf[z++ % zipf.length] as number);
-}
-if (only === undefined || only === "heap") await heapPerKey();

@@ -1,10 +1,6 @@
 import { LRUCache } from "lru-cache";
 import type { RecordCache } from "./record-cache.ts";
 
-// lru-cache's get() defaults its options to a fresh object per call (and stores a status field in
-// it); one shared object saves the allocation on the hot path.
-const GET_OPTIONS = {};
-
 /**
  * @internal {@link RecordCache} over `LRUCache` from `lru-cache`: strict LRU, every `get` hit moves
  * the entry to the most recently used end. Options chosen for a cheap hot path: no TTL (so no age
@@ -38,7 +34,7 @@ export class LruCacheAdapter<K extends {}, V extends {}> implements RecordCache<
 	}
 
 	get(key: K): V | undefined {
-		return this.#cache.get(key, GET_OPTIONS as LRUCache.GetOptions<K, V, unknown>);
+		return this.#cache.get(key);
 	}
 
 	peek(key: K): V | undefined {

@@ -99,7 +99,7 @@ const EVICTED = 2;
 const SNAPSHOT = 4;
 
 /** @internal All numbers of one workspace, indexed by slot. */
-export class WsRecord implements LruNode<WsRecord> {
+export class WsRecord {
 	readonly wsid: WSID;
 	/** Last issued and committed number per slot; NaN = not known yet. */
 	readonly nums: number[];
@@ -109,16 +109,22 @@ export class WsRecord implements LruNode<WsRecord> {
 	dirty = 0;
 	/** {@link LISTED} | {@link EVICTED} | {@link SNAPSHOT} (one small integer keeps the record small). */
 	flags = 0;
-	/** Recency links, owned by the `"clock"` cache (unused by `"lru-cache"`). */
-	lruPrev: WsRecord | undefined = undefined;
-	lruNext: WsRecord | undefined = undefined;
-	lruUsed = false;
 
 	constructor(wsid: WSID, numSlots: number) {
 		this.wsid = wsid;
 		// Exact capacity, double elements (push() would over-allocate).
 		this.nums = new Array<number>(numSlots).fill(Number.NaN);
 	}
+}
+
+/**
+ * @internal A record with the queue links of the `"clock"` cache (which threads its queue through
+ * the records); the `"lru-cache"` cache keeps its own, so its records go without them (12 bytes).
+ */
+export class ClockWsRecord extends WsRecord implements LruNode<ClockWsRecord> {
+	lruPrev: ClockWsRecord | undefined = undefined;
+	lruNext: ClockWsRecord | undefined = undefined;
+	lruUsed = false;
 }
 
 /** @internal Exported for white-box tests only; not part of the public API. */
@@ -130,6 +136,11 @@ export class SequencerImpl implements Sequencer {
 
 	// Numbers: LRU of workspaces, plus dirty records evicted from it.
 	readonly #lru: RecordCache<WSID, WsRecord>;
+	/** The record class the cache needs; every record is made by it (see the constructor). */
+	readonly #Record: new (
+		wsid: WSID,
+		numSlots: number,
+	) => WsRecord;
 	readonly #offCache = new Map<WSID, WsRecord>();
 	#dirtyList: WsRecord[] = [];
 	#unflushed = 0;
@@ -197,7 +208,9 @@ export class SequencerImpl implements Sequencer {
 		const txNums: number[] = [];
 		for (let i = 0; i < this.#p.numSlots; i++) txNums.push(Number.NaN);
 		this.#txNums = txNums;
-		this.#lru = createRecordCache<WsRecord>(
+		// With "clock" every record must be a ClockWsRecord: #Record makes them all.
+		this.#Record = this.#p.cache === "clock" ? ClockWsRecord : WsRecord;
+		this.#lru = createRecordCache<ClockWsRecord>(
 			this.#p.cache,
 			this.#p.lruCacheSize,
 			(rec) => rec.wsid,
@@ -485,7 +498,7 @@ export class SequencerImpl implements Sequencer {
 			if (watch.drops !== drops && (rec === undefined || (rec.known & kind.mask) !== kind.mask))
 				continue; // the reply may predate numbers that were in memory: read again
 			if (rec === undefined) {
-				rec = new WsRecord(wsid, this.#p.numSlots);
+				rec = new this.#Record(wsid, this.#p.numSlots);
 				this.#lru.set(wsid, rec);
 			}
 			for (let i = 0; i < kind.slots.length; i++) {
@@ -629,7 +642,7 @@ export class SequencerImpl implements Sequencer {
 				// workspaces of the PLog tail; unknown slots are read from storage on first use.
 				rec = this.#lru.get(v.wsid) ?? this.#takeFromOffCache(v.wsid);
 				if (rec === undefined) {
-					rec = new WsRecord(v.wsid, this.#p.numSlots);
+					rec = new this.#Record(v.wsid, this.#p.numSlots);
 					this.#lru.set(v.wsid, rec);
 				}
 			}
