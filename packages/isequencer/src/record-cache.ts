@@ -14,10 +14,17 @@ import { LruCacheAdapter } from "./lru-cache-adapter.ts";
  */
 export type CacheKind = "lru-cache" | "clock";
 
-/** All cache kinds, for validation and tests. */
+/** @internal All cache kinds, for validation, tests and the benchmark. */
 export const CACHE_KINDS: readonly CacheKind[] = ["lru-cache", "clock"];
 
-/** Default of {@link SequencerParams.cache}. */
+/**
+ * Default of {@link SequencerParams.cache}.
+ *
+ * @example
+ * ```ts
+ * const usesDefault = (params.cache ?? DEFAULT_CACHE) === "lru-cache";
+ * ```
+ */
 export const DEFAULT_CACHE: CacheKind = "lru-cache";
 
 /**
