@@ -540,6 +540,8 @@ export function ttlStorageTestSuite(name: string, options: TTLStorageSuiteOption
 			(real ? it.concurrent : it)(testCase.name, () => testCase.run(), timeout);
 		}
 	};
+	// The caller's reason (e.g. "Cassandra is not reachable at …") is shown in the skipped title;
+	// real-server gates throw instead of skipping in CI (see @vvm/vitest-config/servers).
 	if (options.skip) describe.skip(`${name} [skipped: ${options.skip}]`, body);
 	else describe(`${name}: ttlStorageTestSuite`, body);
 }
