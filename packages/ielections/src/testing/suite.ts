@@ -119,6 +119,26 @@ function gate(): { open: () => void; wait: Promise<void> } {
 	return { open, wait };
 }
 
+/**
+ * Makes the next compare-and-swap hang, moves time to the next renewal tick and waits until that
+ * renewal is in flight; `open()` lets the call through.
+ */
+async function hangNextRenewal(f: Fixture): Promise<{ open: () => void }> {
+	const cas = gate();
+	const started = gate();
+	f.driver.inject({
+		on: "compareAndSwap",
+		times: 1,
+		action: faults.hook(async () => {
+			started.open();
+			await cas.wait;
+		}),
+	});
+	f.advance(f.interval(f.d));
+	await within(started.wait, f.guardMs, "the renewal");
+	return cas;
+}
+
 interface Elector {
 	readonly elections: Elections<string, string>;
 	readonly killer: RecordingKiller;
@@ -375,18 +395,7 @@ function defineCases(time: "mock" | "real"): Array<[string, CaseBody]> {
 			async (f) => {
 				const k = f.key();
 				const signalA = await f.elections.acquireLeadership(k, "A", f.d);
-				const cas = gate();
-				const started = gate();
-				f.driver.inject({
-					on: "compareAndSwap",
-					times: 1,
-					action: faults.hook(async () => {
-						started.open();
-						await cas.wait;
-					}),
-				});
-				f.advance(f.interval(f.d));
-				await within(started.wait, f.guardMs, "first renewal");
+				const cas = await hangNextRenewal(f);
 				// A's renewal hangs while its record expires; B takes the key.
 				const b = f.elector();
 				let signalB: AbortSignal | undefined;
@@ -453,18 +462,7 @@ function defineCases(time: "mock" | "real"): Array<[string, CaseBody]> {
 			async (f) => {
 				const k = f.key();
 				const signal = await f.elections.acquireLeadership(k, "v", f.d);
-				const cas = gate();
-				const started = gate();
-				f.driver.inject({
-					on: "compareAndSwap",
-					times: 1,
-					action: faults.hook(async () => {
-						started.open();
-						await cas.wait;
-					}),
-				});
-				f.advance(f.interval(f.d));
-				await within(started.wait, f.guardMs, "renewal");
+				const cas = await hangNextRenewal(f);
 				const first = f.elections.cleanup();
 				expect(f.elections.cleanup()).toBe(first);
 				await within(first, f.guardMs, "cleanup with a hanging compare-and-swap");
