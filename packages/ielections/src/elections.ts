@@ -192,6 +192,24 @@ class ElectionsImpl<K, V> implements Elections<K, V> {
 		}
 	}
 
+	/** Reports an acquisition that did not happen; returns `undefined` for the caller to return. */
+	#notAcquired(
+		key: K,
+		value: V,
+		reason: "held" | "finalized" | "storage-error",
+		error?: unknown,
+	): undefined {
+		this.#emit({
+			type: "acquire-failed",
+			key,
+			value,
+			at: this.#clock.now(),
+			reason,
+			...(error === undefined ? {} : { error }),
+		});
+		return undefined;
+	}
+
 	#ms(durationSeconds: number, fraction: number): number {
 		return Math.round(durationSeconds * 1000 * fraction);
 	}
@@ -205,19 +223,9 @@ class ElectionsImpl<K, V> implements Elections<K, V> {
 		const keyString = this.#keyToString(key);
 		const ending = this.#endings.get(keyString);
 		if (ending !== undefined) await ending;
-		if (this.#finalized) {
-			this.#emit({
-				type: "acquire-failed",
-				key,
-				value,
-				at: this.#clock.now(),
-				reason: "finalized",
-			});
-			return undefined;
-		}
+		if (this.#finalized) return this.#notAcquired(key, value, "finalized");
 		if (this.#leaders.has(keyString) || this.#pending.has(keyString)) {
-			this.#emit({ type: "acquire-failed", key, value, at: this.#clock.now(), reason: "held" });
-			return undefined;
+			return this.#notAcquired(key, value, "held");
 		}
 		const attempt = this.#acquire(key, keyString, value, durationSeconds);
 		this.#pending.set(keyString, attempt);
@@ -242,52 +250,31 @@ class ElectionsImpl<K, V> implements Elections<K, V> {
 			// Argument mistakes (a key the codec cannot encode, a value too large for the driver) are
 			// programming errors: they reject instead of reading as "not acquired".
 			if (error instanceof TypeError || error instanceof RangeError) throw error;
-			this.#emit({
-				type: "acquire-failed",
-				key,
-				value,
-				at: this.#clock.now(),
-				reason: "storage-error",
-				error,
-			});
+			this.#notAcquired(key, value, "storage-error", error);
 			// The insert may have been applied: remove it (only if it is ours) so the key does not
 			// stay blocked for a whole duration with nobody renewing it.
 			if (isOutcomeUnknown(error)) await this.#undoInsert(key, value, false);
 			return undefined;
 		}
-		if (!inserted) {
-			this.#emit({ type: "acquire-failed", key, value, at: this.#clock.now(), reason: "held" });
-			return undefined;
-		}
-		const leaseEnd = sentAt + this.#ms(durationSeconds, this.#timings.killerAfterRenewal);
-		if (this.#clock.now() >= leaseEnd) {
+		if (!inserted) return this.#notAcquired(key, value, "held");
+		const leaseDeadline = sentAt + this.#ms(durationSeconds, this.#timings.killerAfterRenewal);
+		if (this.#clock.now() >= leaseDeadline) {
 			// The insert took the whole lease: leading now would arm the killer at once.
-			this.#emit({
-				type: "acquire-failed",
+			this.#notAcquired(
 				key,
 				value,
-				at: this.#clock.now(),
-				reason: "storage-error",
-				error: new Error(
-					`[@vvm/ielections] the insert of ${keyString} returned after its lease deadline`,
-				),
-			});
+				"storage-error",
+				new Error(`[@vvm/ielections] the insert of ${keyString} returned after its lease deadline`),
+			);
 			await this.#undoInsert(key, value, false);
 			return undefined;
 		}
 		if (this.#finalized) {
-			this.#emit({
-				type: "acquire-failed",
-				key,
-				value,
-				at: this.#clock.now(),
-				reason: "finalized",
-			});
+			this.#notAcquired(key, value, "finalized");
 			await this.#undoInsert(key, value, true);
 			return undefined;
 		}
 		const controller = new AbortController();
-		const leaseDeadline = sentAt + this.#ms(durationSeconds, this.#timings.killerAfterRenewal);
 		const leader: Leader<K, V> = {
 			key,
 			keyString,
