@@ -97,6 +97,7 @@ describe.each(CACHE_KINDS)("RecordCache contract (%s)", (kind) => {
 		cache.set(2, new Node(2));
 		expect(evicted).toEqual([1]);
 		expect(cache.peek(2)?.id).toBe(2);
+		expect(cache.get(1)).toBeUndefined();
 	});
 
 	it("rejects a size below 1", () => {
@@ -117,5 +118,30 @@ describe("lru-cache adapter", () => {
 		cache.get(1);
 		cache.set(6, new Node(6));
 		expect(evicted).toEqual([3, 2, 4]); // 1 was hit again; the second chance of CLOCK is not this
+	});
+});
+
+describe("clock cache (second chance)", () => {
+	it("evicts the oldest value that was not hit since it was queued", () => {
+		const { cache, evicted } = make("clock", 3);
+		for (const id of [1, 2, 3]) cache.set(id, new Node(id));
+		cache.get(1);
+		cache.set(4, new Node(4)); // 1 gets a second chance, 2 goes
+		expect(evicted).toEqual([2]);
+		cache.set(5, new Node(5)); // 3 goes (1 was re-queued behind it)
+		expect(evicted).toEqual([2, 3]);
+		cache.set(6, new Node(6)); // 1's second chance is used up
+		expect(evicted).toEqual([2, 3, 1]);
+		expect([4, 5, 6].every((id) => cache.has(id))).toBe(true);
+		expect(cache.size).toBe(3);
+	});
+
+	it("evicts even when every value was hit", () => {
+		const { cache, evicted } = make("clock", 3);
+		for (const id of [1, 2, 3]) cache.set(id, new Node(id));
+		for (const id of [3, 2, 1]) cache.get(id);
+		cache.set(4, new Node(4));
+		expect(evicted).toEqual([1]);
+		expect(cache.size).toBe(3);
 	});
 });
