@@ -1,3 +1,3 @@
-export { type Clock, checkDelay, type TimerHandle } from "./clock.ts";
+export { type Clock, checkDelay, type TimerHandle, type TimerOptions } from "./clock.ts";
 export { MockClock, type MockTimerInfo } from "./mock-clock.ts";
 export { systemClock } from "./system-clock.ts";

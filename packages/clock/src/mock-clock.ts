@@ -1,11 +1,11 @@
-import type { Clock, TimerHandle } from "./clock.ts";
+import type { Clock, TimerHandle, TimerOptions } from "./clock.ts";
 import { checkDelay, sleepWith } from "./clock.ts";
 
 /** What a test learns about a timer when it is armed. */
 export interface MockTimerInfo {
 	/** Delay the timer was created with, in ms. */
 	readonly delayMs: number;
-	/** Mock time at which it fires. */
+	/** Mock monotonic time at which it fires. */
 	readonly deadline: number;
 }
 
@@ -22,6 +22,10 @@ interface MockTimer extends MockTimerInfo {
  * even when already due. One-shot hooks let a test wait for a background loop to arm its next
  * timer instead of sleeping. Instances are independent.
  *
+ * Both readings start at `startMs` and move together on `advance`; {@link MockClock.stepWall}
+ * steps the wall clock alone (as NTP or an operator would), leaving monotonic time and every timer
+ * where they are.
+ *
  * @see voedger pkg/goutils/testingu MockTime
  * @example
  * ```ts
@@ -33,7 +37,10 @@ interface MockTimer extends MockTimerInfo {
  * ```
  */
 export class MockClock implements Clock {
+	/** Monotonic time; timers run on it. */
 	#now: number;
+	/** Wall time minus monotonic time: changed only by {@link MockClock.stepWall}. */
+	#wallOffset = 0;
 	#seq = 0;
 	#timers: MockTimer[] = [];
 	#fireNextImmediately = false;
@@ -47,10 +54,24 @@ export class MockClock implements Clock {
 	}
 
 	now(): number {
+		return this.#now + this.#wallOffset;
+	}
+
+	monotonic(): number {
 		return this.#now;
 	}
 
-	setTimer(delayMs: number, callback: () => void): TimerHandle {
+	/**
+	 * Steps the wall clock by `deltaMs` (negative = backwards) without moving monotonic time or
+	 * firing any timer: what an NTP step or `date -s` does to a real host.
+	 */
+	stepWall(deltaMs: number): void {
+		if (!Number.isFinite(deltaMs))
+			throw new RangeError(`[@vvm/clock] stepWall needs a finite number of ms, got ${deltaMs}`);
+		this.#wallOffset += deltaMs;
+	}
+
+	setTimer(delayMs: number, callback: () => void, _options?: TimerOptions): TimerHandle {
 		checkDelay(delayMs);
 		const timer: MockTimer = {
 			delayMs,
@@ -171,7 +192,7 @@ export class MockClock implements Clock {
 	}
 
 	toString(): string {
-		return `MockClock{now=${new Date(this.#now).toISOString()}, timers=${this.#timers.length}, fireNextTimerImmediately=${this.#fireNextImmediately}}`;
+		return `MockClock{now=${new Date(this.now()).toISOString()}, monotonic=${this.#now}, timers=${this.#timers.length}, fireNextTimerImmediately=${this.#fireNextImmediately}}`;
 	}
 }
 

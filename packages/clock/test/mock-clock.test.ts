@@ -10,6 +10,27 @@ describe("MockClock", () => {
 		expect(clock.now()).toBe(61_000);
 	});
 
+	it("steps the wall clock without moving monotonic time or firing timers", () => {
+		const clock = new MockClock(1_000);
+		expect(clock.monotonic()).toBe(1_000);
+		const fired: number[] = [];
+		clock.setTimer(500, () => fired.push(clock.monotonic()));
+		clock.stepWall(20_000);
+		expect({ now: clock.now(), mono: clock.monotonic(), fired }).toEqual({
+			now: 21_000,
+			mono: 1_000,
+			fired: [],
+		});
+		clock.stepWall(-30_000);
+		clock.advance(500);
+		expect({ now: clock.now(), mono: clock.monotonic(), fired }).toEqual({
+			now: -8_500,
+			mono: 1_500,
+			fired: [1_500],
+		});
+		expect(() => clock.stepWall(Number.NaN)).toThrow(RangeError);
+	});
+
 	it("fires only timers whose deadline is <= now, in deadline order", () => {
 		const clock = new MockClock(0);
 		const fired: string[] = [];
@@ -184,7 +205,7 @@ describe("MockClock", () => {
 		const clock = new MockClock(0);
 		clock.setTimer(1, () => {});
 		expect(String(clock)).toBe(
-			"MockClock{now=1970-01-01T00:00:00.000Z, timers=1, fireNextTimerImmediately=false}",
+			"MockClock{now=1970-01-01T00:00:00.000Z, monotonic=0, timers=1, fireNextTimerImmediately=false}",
 		);
 	});
 });

@@ -59,6 +59,7 @@ describe("ttlStorageTestSuite catches broken drivers", () => {
 			const laggy = createMemTTLStorage({
 				clock: {
 					now: () => clock.now() - lag,
+					monotonic: () => clock.monotonic(),
 					setTimer: (d, f) => clock.setTimer(d, f),
 					sleep: (d, s) => clock.sleep(d, s),
 				},
