@@ -51,25 +51,31 @@ export interface Elections<K, V> {
 }
 
 /**
- * A snapshot of one held leadership.
+ * A snapshot of one held leadership. Its times are readings of `clock.monotonic()` (they never
+ * step with the wall clock): compare them only with that clock.
  *
  * @example
  * ```ts
  * const s = elections.leadership(1);
- * if (s && clock.now() < s.leaseDeadline) doLeaderWork();
+ * if (s && clock.monotonic() < s.leaseDeadline) doLeaderWork();
  * ```
  */
 export interface LeadershipState<V> {
 	readonly value: V;
 	readonly durationSeconds: number;
-	/** Clock ms when leadership was acquired. */
+	/** `clock.monotonic()` when the insert that acquired the leadership was sent. */
 	readonly acquiredAt: number;
 	/** Successful renewals so far. */
 	readonly renewals: number;
-	/** Clock ms when the last successful compare-and-swap (or the insert) was SENT. */
+	/** `clock.monotonic()` when the last successful compare-and-swap (or the insert) was SENT. */
 	readonly lastRenewedAt: number;
-	/** `lastRenewedAt + 0.8 d`: the process may act as leader only before this. */
+	/**
+	 * `lastRenewedAt + 0.8 d` (minus `maxClockSkewMs`), on `clock.monotonic()`: the process may act
+	 * as leader only before this.
+	 */
 	readonly leaseDeadline: number;
+	/** `leaseDeadline - clock.monotonic()` when the snapshot was taken (negative once passed). */
+	readonly leaseTimeLeftMs: number;
 	readonly signal: AbortSignal;
 }
 
@@ -82,7 +88,10 @@ export interface LeadershipState<V> {
  * ```
  */
 export interface ElectionsOptions<K, V> {
-	/** Time for renewals and retries; default `systemClock`. */
+	/**
+	 * Time for renewals, retries and every deadline (all on `clock.monotonic()`; `clock.now()` only
+	 * stamps events for logs); default `systemClock`.
+	 */
 	readonly clock?: Clock;
 	/** Ends the process when a deadline passes; default {@link processKiller}`()`. */
 	readonly killer?: Killer;
@@ -110,8 +119,6 @@ interface Leader<K, V> {
 	readonly value: V;
 	readonly durationSeconds: number;
 	readonly controller: AbortController;
-	/** Resolves when the signal aborts, for racing an in-flight storage call. */
-	readonly aborted: Promise<typeof ABORTED>;
 	readonly acquiredAt: number;
 	renewals: number;
 	lastRenewedAt: number;
@@ -128,6 +135,32 @@ const ABORTED: unique symbol = Symbol("aborted");
 
 function isOutcomeUnknown(error: unknown): boolean {
 	return TTLStorageError.is(error) && error.code === "TTLSTORAGE_OUTCOME_UNKNOWN";
+}
+
+/**
+ * `promise`, or {@link ABORTED} as soon as `signal` aborts. The abort listener removes itself when
+ * the promise settles: a renewal must leave nothing behind on a signal that lives as long as the
+ * leadership (racing a long-lived promise instead keeps one reaction per renewal).
+ */
+function raceAbort<T>(promise: Promise<T>, signal: AbortSignal): Promise<T | typeof ABORTED> {
+	if (signal.aborted) {
+		promise.catch(() => {}); // settles later; its outcome no longer matters
+		return Promise.resolve(ABORTED);
+	}
+	return new Promise((resolve, reject) => {
+		const onAbort = (): void => resolve(ABORTED);
+		signal.addEventListener("abort", onAbort, { once: true });
+		promise.then(
+			(value) => {
+				signal.removeEventListener("abort", onAbort);
+				resolve(value);
+			},
+			(error: unknown) => {
+				signal.removeEventListener("abort", onAbort);
+				reject(error);
+			},
+		);
+	});
 }
 
 class ElectionsImpl<K, V> implements Elections<K, V> {
@@ -153,11 +186,14 @@ class ElectionsImpl<K, V> implements Elections<K, V> {
 	#finalized = false;
 	#cleanup: Promise<void> | undefined;
 	/**
-	 * The earliest killer deadline of a leadership that was lost (not released): it stays in force,
-	 * so renewals of another key held here can never push the killer past it (seed 001: the killer
-	 * is never cancelled).
+	 * The earliest killer deadline (monotonic) of a leadership that was lost (not released): it
+	 * stays in force, so renewals of another key held here can never push the killer past it, and a
+	 * voluntary release of another key never disarms it (seed 001: a lost leadership's killer is
+	 * never cancelled).
 	 */
 	#lostFloor: { deadline: number; reason: string } | undefined;
+	/** Whether a deadline was handed to the killer and not disarmed since. */
+	#killerArmed = false;
 
 	constructor(
 		storage: ITTLStorage<K, V>,
@@ -214,6 +250,11 @@ class ElectionsImpl<K, V> implements Elections<K, V> {
 		return Math.round(durationSeconds * 1000 * fraction);
 	}
 
+	/** Monotonic now: every deadline of this class is on it (never `clock.now()`). */
+	#mono(): number {
+		return this.#clock.monotonic();
+	}
+
 	async acquireLeadership(
 		key: K,
 		value: V,
@@ -242,7 +283,7 @@ class ElectionsImpl<K, V> implements Elections<K, V> {
 		value: V,
 		durationSeconds: number,
 	): Promise<AbortSignal | undefined> {
-		const sentAt = this.#clock.now();
+		const sentAt = this.#mono();
 		let inserted: boolean;
 		try {
 			inserted = await this.#storage.insertIfNotExist(key, value, durationSeconds);
@@ -258,7 +299,7 @@ class ElectionsImpl<K, V> implements Elections<K, V> {
 		}
 		if (!inserted) return this.#notAcquired(key, value, "held");
 		const leaseDeadline = sentAt + this.#ms(durationSeconds, this.#timings.killerAfterRenewal);
-		if (this.#clock.now() >= leaseDeadline) {
+		if (this.#mono() >= leaseDeadline) {
 			// The insert took the whole lease: leading now would arm the killer at once.
 			this.#notAcquired(
 				key,
@@ -281,9 +322,6 @@ class ElectionsImpl<K, V> implements Elections<K, V> {
 			value,
 			durationSeconds,
 			controller,
-			aborted: new Promise((resolve) =>
-				controller.signal.addEventListener("abort", () => resolve(ABORTED), { once: true }),
-			),
 			acquiredAt: sentAt,
 			renewals: 0,
 			lastRenewedAt: sentAt,
@@ -298,7 +336,7 @@ class ElectionsImpl<K, V> implements Elections<K, V> {
 			this.#scheduleKiller(
 				leader,
 				leaseDeadline,
-				`leadership of ${keyString} was not renewed within ${this.#ms(durationSeconds, this.#timings.killerAfterRenewal)} ms of its acquisition`,
+				`leadership of ${keyString}: no renewal succeeded within ${leaseDeadline - sentAt} ms of the insert that acquired it (its lease deadline passed)`,
 			);
 		} catch (error) {
 			await this.#undoInsert(key, value, true);
@@ -311,7 +349,14 @@ class ElectionsImpl<K, V> implements Elections<K, V> {
 		leader.loop = loop;
 		this.#loops.add(loop);
 		void loop.finally(() => this.#loops.delete(loop));
-		this.#emit({ type: "acquired", key, value, at: this.#clock.now(), leaseDeadline });
+		this.#emit({
+			type: "acquired",
+			key,
+			value,
+			at: this.#clock.now(),
+			leaseDeadline,
+			leaseLeftMs: leaseDeadline - this.#mono(),
+		});
 		return controller.signal;
 	}
 
@@ -332,18 +377,32 @@ class ElectionsImpl<K, V> implements Elections<K, V> {
 	#scheduleKiller(leader: Leader<K, V>, deadline: number, reason: string): void {
 		leader.killerDeadline = deadline;
 		leader.killerReason = `[@vvm/ielections] ${reason}`;
-		let target = { deadline: leader.killerDeadline, reason: leader.killerReason };
-		for (const other of this.#leaders.values()) {
-			if (other !== leader && !other.controller.signal.aborted) {
-				if (other.killerDeadline < target.deadline) {
-					target = { deadline: other.killerDeadline, reason: other.killerReason };
-				}
+		this.#applyKiller(leader);
+	}
+
+	/**
+	 * Hands the killer the earliest deadline among the live leaderships (and `acquiring`, not yet in
+	 * the map) and the lost floor; with
+	 * none (every key released voluntarily, nothing lost) it disarms the killer.
+	 */
+	#applyKiller(acquiring?: Leader<K, V>): void {
+		let target: { deadline: number; reason: string } | undefined = this.#lostFloor;
+		const live = [...this.#leaders.values()];
+		// An acquisition arms the killer before the leader joins the map.
+		if (acquiring !== undefined && !live.includes(acquiring)) live.push(acquiring);
+		for (const leader of live) {
+			if (leader.controller.signal.aborted) continue;
+			if (target === undefined || leader.killerDeadline < target.deadline) {
+				target = { deadline: leader.killerDeadline, reason: leader.killerReason };
 			}
 		}
-		if (this.#lostFloor !== undefined && this.#lostFloor.deadline < target.deadline) {
-			target = this.#lostFloor;
+		if (target === undefined) {
+			if (this.#killerArmed) this.#killer.disarm?.();
+			this.#killerArmed = false;
+			return;
 		}
-		this.#killer.schedule(Math.max(0, target.deadline - this.#clock.now()), target.reason);
+		this.#killer.schedule(Math.max(0, target.deadline - this.#mono()), target.reason);
+		this.#killerArmed = true;
 	}
 
 	/**
@@ -354,7 +413,7 @@ class ElectionsImpl<K, V> implements Elections<K, V> {
 	#armLease(leader: Leader<K, V>): void {
 		leader.leaseTimer?.cancel();
 		leader.leaseTimer = this.#clock.setTimer(
-			Math.max(0, leader.leaseDeadline - this.#clock.now()),
+			Math.max(0, leader.leaseDeadline - this.#mono()),
 			() => {
 				void this.#end(
 					leader,
@@ -410,26 +469,27 @@ class ElectionsImpl<K, V> implements Elections<K, V> {
 		const beforeCAS = this.#ms(durationSeconds, t.killerBeforeCAS);
 		const afterRenewal = this.#ms(durationSeconds, t.killerAfterRenewal);
 		const retryMs = this.#ms(durationSeconds, t.retryFraction);
+		const margin = this.#ms(durationSeconds, t.killerMargin);
 		let lastError: unknown;
 		for (let attempt = 1; attempt <= 1 + t.maxRetries; attempt++) {
 			if (signal.aborted) return false;
-			// Seed 001: 0.75 d from this attempt. Capped at the expiry of the last record we wrote
-			// (its send time + d): on a retry, 0.75 d from now would let a stalled process outlive
-			// its record, and then another node may already lead.
+			// Seed 001: 0.75 d from this attempt. Capped at `margin` before the expiry of the last
+			// record we wrote (its send time + d): an on-time tick's 0.75 d lands exactly on that
+			// expiry, a retry's after it, when another node may already lead.
 			const expiry = leader.lastRenewedAt + durationSeconds * 1000;
-			const deadline = Math.min(this.#clock.now() + beforeCAS, expiry);
+			const sentAt = this.#mono();
+			const deadline = Math.min(sentAt + beforeCAS, expiry - margin);
 			this.#scheduleKiller(
 				leader,
 				deadline,
-				`renewal of the leadership of ${keyString} (attempt ${attempt}) did not finish by ${deadline - this.#clock.now()} ms from its start`,
+				`leadership of ${keyString}: renewal attempt ${attempt} did not finish within ${deadline - sentAt} ms (${margin} ms before the last renewed record expires)`,
 			);
-			const sentAt = this.#clock.now();
 			let outcome: boolean | typeof ABORTED;
 			try {
-				outcome = await Promise.race([
+				outcome = await raceAbort(
 					this.#storage.compareAndSwap(key, value, value, durationSeconds),
-					leader.aborted,
-				]);
+					signal,
+				);
 			} catch (error) {
 				if (signal.aborted) return false;
 				lastError = error;
@@ -451,16 +511,17 @@ class ElectionsImpl<K, V> implements Elections<K, V> {
 			this.#scheduleKiller(
 				leader,
 				leader.leaseDeadline,
-				`leadership of ${keyString} was not renewed within ${afterRenewal} ms of the last successful renewal`,
+				`leadership of ${keyString}: no renewal succeeded within ${afterRenewal} ms of the last successful one (its lease deadline passed)`,
 			);
-			const at = this.#clock.now();
+			const returnedAt = this.#mono();
 			this.#emit({
 				type: "renewed",
 				key,
 				value,
-				at,
+				at: this.#clock.now(),
 				leaseDeadline: leader.leaseDeadline,
-				latencyMs: at - sentAt,
+				leaseLeftMs: leader.leaseDeadline - returnedAt,
+				latencyMs: returnedAt - sentAt,
 			});
 			return true;
 		}
@@ -486,10 +547,18 @@ class ElectionsImpl<K, V> implements Elections<K, V> {
 		leader.controller.abort(
 			new ElectionsError(code, messages[code], cause === undefined ? {} : { cause }),
 		);
+		// A voluntary release: the caller stopped acting as leader, so this key's deadline goes
+		// (the killer is disarmed once no key and no lost floor is left). A passed deadline stays
+		// final in the killer itself.
+		if (code === "ELECTIONS_RELEASED" || code === "ELECTIONS_CLEANUP") this.#applyKiller();
 		if (code === "ELECTIONS_LOST" || code === "ELECTIONS_STORAGE_ERROR") {
 			if (this.#lostFloor === undefined || leader.killerDeadline < this.#lostFloor.deadline) {
-				this.#lostFloor = { deadline: leader.killerDeadline, reason: leader.killerReason };
+				this.#lostFloor = {
+					deadline: leader.killerDeadline,
+					reason: `[@vvm/ielections] leadership of ${keyString} was lost (${code}) and this process was still running at its deadline`,
+				};
 			}
+			this.#applyKiller();
 			this.#emit({
 				type: "lost",
 				key,
@@ -568,6 +637,7 @@ class ElectionsImpl<K, V> implements Elections<K, V> {
 			renewals: leader.renewals,
 			lastRenewedAt: leader.lastRenewedAt,
 			leaseDeadline: leader.leaseDeadline,
+			leaseTimeLeftMs: leader.leaseDeadline - this.#mono(),
 			signal: leader.controller.signal,
 		});
 	}

@@ -11,7 +11,7 @@ interface ChildResult {
 	readonly signal: NodeJS.Signals | null;
 	readonly stdout: string;
 	readonly stderr: string;
-	/** Parent's `Date.now()` when the child exited. */
+	/** Parent's `process.hrtime` ms (CLOCK_MONOTONIC, as the child's stamps) when the child exited. */
 	readonly exitedAt: number;
 }
 
@@ -31,9 +31,11 @@ function runChild(args: readonly string[]): Promise<ChildResult> {
 			stderr += chunk.toString();
 		});
 		child.on("error", reject);
-		child.on("close", (code, signal) =>
-			resolve({ code, signal, stdout, stderr, exitedAt: Date.now() }),
-		);
+		let exitedAt = 0;
+		child.on("exit", () => {
+			exitedAt = Number(process.hrtime.bigint() / 1_000_000n);
+		});
+		child.on("close", (code, signal) => resolve({ code, signal, stdout, stderr, exitedAt }));
 	});
 }
 
@@ -56,16 +58,54 @@ describe("processKiller", () => {
 		expect(lived).toBeGreaterThanOrEqual(deadlineMs - 100);
 		expect(lived).toBeLessThan(deadlineMs + 2_000);
 		expect(result.stderr).toContain("[@vvm/ielections] killer:");
-		expect(result.stderr).toContain("leadership of 1 was not renewed within 1600 ms");
+		expect(result.stderr).toContain(
+			"leadership of 1: no renewal succeeded within 1600 ms of the insert that acquired it",
+		);
 		expect(result.stderr).toContain("SIGKILL");
+	}, 30_000);
+
+	it("kills a leader whose renewal hangs and whose event loop is blocked before its record expires", async () => {
+		// d = 4: the first renewal (sent at S) succeeds, so the record expires at S + 4 s; the second
+		// hangs, its killer deadline is min(now + 0.75 d, S + d - 0.025 d) = S + 3.9 s, and the log
+		// grace (100 ms, the main thread never answers) comes out of that, not after it.
+		const d = 4;
+		const result = await runChild(["hang-block", String(d)]);
+		const renewalSentAt = stamp(result.stdout, "RENEWAL_SENT");
+		stamp(result.stdout, "HANGING");
+		const recordExpiresAt = renewalSentAt + d * 1000;
+		const marginMs = recordExpiresAt - result.exitedAt;
+		console.info(
+			`hung, blocked leader killed ${marginMs} ms before its record expired (deadline margin ${d * 25} ms)`,
+		);
+		expect(result.signal).toBe("SIGKILL");
+		expect(result.stdout).not.toContain("LOG ");
+		expect(result.stderr).toContain("renewal attempt 1 did not finish within");
+		// Dead before the record expired (the parent sees the exit after the fact, so this is
+		// conservative), and not before the deadline's log grace began.
+		expect(marginMs).toBeGreaterThan(0);
+		expect(result.exitedAt).toBeGreaterThanOrEqual(recordExpiresAt - d * 25 - 100);
+	}, 30_000);
+
+	it("is disarmed by cleanup(): a library that let go of its leadership is not killed", async () => {
+		const d = 1;
+		const result = await runChild(["release", String(d)]);
+		stamp(result.stdout, "RELEASED");
+		// Lived 3 d after the release: well past every deadline the leadership ever had.
+		stamp(result.stdout, "ALIVE");
+		expect({ code: result.code, signal: result.signal, stderr: result.stderr }).toEqual({
+			code: 0,
+			signal: null,
+			stderr: "",
+		});
 	}, 30_000);
 
 	it("hands the line to `log` on the main thread when it answers, then kills", async () => {
 		const result = await runChild(["log", "300"]);
 		stamp(result.stdout, "SCHEDULED");
 		expect(result.signal).toBe("SIGKILL");
+		// The line is handed over during the log grace, before the deadline.
 		expect(result.stdout).toMatch(
-			/^LOG \[@vvm\/ielections\] killer: test deadline; deadline passed/m,
+			/^LOG \[@vvm\/ielections\] killer: test deadline; deadline in \d+ ms; killing process/m,
 		);
 		expect(result.stderr).not.toContain("killer:");
 	}, 30_000);
@@ -75,6 +115,8 @@ describe("processKiller", () => {
 		stamp(result.stdout, "SCHEDULED");
 		expect(result.signal).toBe("SIGKILL");
 		expect(result.stdout).not.toContain("LOG ");
-		expect(result.stderr).toContain("[@vvm/ielections] killer: test deadline; deadline passed");
+		expect(result.stderr).toMatch(
+			/\[@vvm\/ielections\] killer: test deadline; deadline (in|passed) /,
+		);
 	}, 30_000);
 });

@@ -54,21 +54,29 @@ export interface VVMConfig {
 	readonly createElections?: ElectionsFactory;
 }
 
-/** The local view of this VVM's leadership. */
+/**
+ * The local view of this VVM's leadership. Its times are readings of the VVM clock's
+ * `monotonic()`: compare them only with that clock.
+ */
 export interface VVMLeadership {
 	/** The slot held, in `1..numVVM`. */
 	readonly slot: number;
 	/** The value of the leader record (this VVM's address). */
 	readonly address: string;
 	readonly durationSeconds: number;
-	/** Clock ms when the leadership was acquired. */
+	/** `clock.monotonic()` when the insert that acquired the leadership was sent. */
 	readonly acquiredAt: number;
 	/** Successful renewals so far. */
 	readonly renewals: number;
-	/** Clock ms when the last successful renewal (or the insert) was sent. */
+	/** `clock.monotonic()` when the last successful renewal (or the insert) was sent. */
 	readonly lastRenewedAt: number;
-	/** `lastRenewedAt + 0.8 * duration`: the VVM may act as leader only before this moment. */
+	/**
+	 * `lastRenewedAt + 0.8 * duration` on `clock.monotonic()`: the VVM may act as leader only
+	 * before this moment.
+	 */
 	readonly leaseDeadline: number;
+	/** `leaseDeadline - clock.monotonic()` when read (negative once passed). */
+	readonly leaseTimeLeftMs: number;
 }
 
 /**
@@ -103,7 +111,10 @@ export interface VVM {
 	shutdown(): Promise<Error | undefined>;
 	/** The leadership held, or `undefined`. */
 	leadership(): VVMLeadership | undefined;
-	/** `true` while the leadership is held and the clock is before its lease deadline. */
+	/**
+	 * `true` while the leadership is held and the monotonic clock is before its lease deadline (a
+	 * wall-clock step cannot extend or cut the lease).
+	 */
 	leaseValid(): boolean;
 	/** The first problem, or `undefined`. */
 	problem(): Error | undefined;
@@ -202,6 +213,7 @@ class VVMImpl implements VVM {
 			renewals: state.renewals,
 			lastRenewedAt: state.lastRenewedAt,
 			leaseDeadline: state.leaseDeadline,
+			leaseTimeLeftMs: state.leaseTimeLeftMs,
 		};
 	}
 
@@ -210,7 +222,9 @@ class VVMImpl implements VVM {
 		if (held === undefined || held.signal.aborted) return false;
 		const state = this.#elections?.leadership(held.slot);
 		return (
-			state !== undefined && state.signal === held.signal && this.#clock.now() < state.leaseDeadline
+			state !== undefined &&
+			state.signal === held.signal &&
+			this.#clock.monotonic() < state.leaseDeadline
 		);
 	}
 
@@ -259,6 +273,7 @@ class VVMImpl implements VVM {
 				slot: held.slot,
 				address: this.#address,
 				leaseDeadline: this.leadership()?.leaseDeadline ?? Number.NaN,
+				leaseLeftMs: this.leadership()?.leaseTimeLeftMs ?? Number.NaN,
 			});
 			return true;
 		} catch (error) {
@@ -283,14 +298,15 @@ class VVMImpl implements VVM {
 		const elections = this.#createElections(this.#storage, options);
 		this.#elections = elections;
 		const shut = this.#shutCtl.signal;
-		const deadline = this.#clock.now() + acquisitionDurationMs;
+		// A deadline this process keeps for itself: monotonic, so a clock step cannot shorten it.
+		const deadline = this.#clock.monotonic() + acquisitionDurationMs;
 		let slot = 1;
 		for (;;) {
 			if (shut.aborted) return undefined;
 			const signal = await elections.acquireLeadership(slot, this.#address, durationSeconds);
 			if (signal !== undefined) return { slot, signal, durationSeconds };
 			slot = (slot % this.#numVVM) + 1;
-			const left = deadline - this.#clock.now();
+			const left = deadline - this.#clock.monotonic();
 			if (left <= 0 || shut.aborted) return undefined;
 			try {
 				await this.#clock.sleep(Math.min(this.#retryMs, left), shut);

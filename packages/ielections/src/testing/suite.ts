@@ -75,11 +75,11 @@ class EventLog {
 
 	/** Resolves with the `n`-th event of `type` (1-based), failing after a real-time guard. */
 	async nth<T extends Event["type"]>(type: T, n = 1): Promise<Extract<Event, { type: T }>> {
-		const started = Date.now();
+		const started = performance.now();
 		for (;;) {
 			const found = this.of(type)[n - 1];
 			if (found !== undefined) return found;
-			const left = this.#guardMs - (Date.now() - started);
+			const left = this.#guardMs - (performance.now() - started);
 			if (left <= 0) {
 				throw new Error(
 					`expected ${n} "${type}" event(s) within ${this.#guardMs} ms; got: ${this.events.map((e) => e.type).join(", ") || "none"}`,
@@ -192,7 +192,7 @@ function defineCases(time: "mock" | "real"): Array<[string, CaseBody]> {
 			"BasicUsage",
 			async (f) => {
 				const k = f.key();
-				const t0 = f.clock.now();
+				const t0 = f.clock.monotonic();
 				const signal = await f.elections.acquireLeadership(k, "v", f.d);
 				expect(signal).toBeDefined();
 				expect(signal?.aborted).toBe(false);
@@ -403,14 +403,14 @@ function defineCases(time: "mock" | "real"): Array<[string, CaseBody]> {
 					(f.clock as MockClock).advance(f.d * 1000 - f.interval(f.d));
 					signalB = await b.elections.acquireLeadership(k, "B", f.d);
 				} else {
-					const until = Date.now() + f.guardMs;
-					while (signalB === undefined && Date.now() < until) {
+					const until = performance.now() + f.guardMs;
+					while (signalB === undefined && performance.now() < until) {
 						signalB = await b.elections.acquireLeadership(k, "B", f.d);
 						if (signalB === undefined) await systemClock.sleep(100);
 					}
 				}
 				expect(signalB, "B could not take the expired key").toBeDefined();
-				const takeover = f.clock.now();
+				const takeover = f.clock.monotonic();
 				if (mock) {
 					// B took over exactly at expiry: A's killer (armed before its hanging attempt) is due.
 					const firedA = f.killer.firedAt(takeover);
@@ -541,12 +541,13 @@ function defineCases(time: "mock" | "real"): Array<[string, CaseBody]> {
 	];
 	if (mock) {
 		cases.push([
-			"KillerDeadlines: renewal every d/4, killer at exactly 0.8 d and 0.75 d (capped at the record's expiry), retries d/20 apart",
+			"KillerDeadlines: renewal every d/4, killer at exactly 0.8 d and 0.75 d (capped at the record's expiry minus the margin), retries d/20 apart",
 			async (f) => {
 				const d = 20;
 				const k = f.key();
 				const clock = f.clock as MockClock;
-				const t0 = clock.now();
+				const t0 = clock.monotonic();
+				const margin = d * 1000 * T.killerMargin; // 500 ms
 				const signal = await f.elections.acquireLeadership(k, "v", d);
 				const got = (): Array<[number, number]> =>
 					f.killer.scheduled.map((s) => [s.at - t0, s.delayMs]);
@@ -557,9 +558,11 @@ function defineCases(time: "mock" | "real"): Array<[string, CaseBody]> {
 				clock.advance(1);
 				await f.log.nth("renewed", 1);
 				expect(f.driver.count("compareAndSwap")).toBe(1);
+				// An on-time tick's 0.75 d lands exactly on the record's expiry (d after the insert was
+				// sent): the margin moves it earlier.
 				expect(got()).toEqual([
 					[0, 16_000],
-					[5_000, 15_000],
+					[5_000, 15_000 - margin],
 					[5_000, 16_000],
 				]);
 				expect(f.elections.leadership(k)?.leaseDeadline).toBe(t0 + 5_000 + 16_000);
@@ -572,10 +575,11 @@ function defineCases(time: "mock" | "real"): Array<[string, CaseBody]> {
 				expect(f.driver.count("compareAndSwap"), "retried before d/20").toBe(2);
 				clock.advance(1);
 				await f.log.nth("renewed", 2);
-				// The retry's 0.75 d is capped at the expiry of the last record written (5 s + d).
+				// Both attempts are capped at the expiry of the last record written (5 s + d) minus the
+				// margin; the retry's 0.75 d would fall after that expiry.
 				expect(got().slice(3)).toEqual([
-					[10_000, 15_000],
-					[11_000, 14_000],
+					[10_000, 15_000 - margin],
+					[11_000, 14_000 - margin],
 					[11_000, 16_000],
 				]);
 				// The next tick stays on the d/4 grid: retry time counts toward the interval. Its
