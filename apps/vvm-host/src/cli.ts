@@ -1,6 +1,17 @@
 #!/usr/bin/env node
+import { readFileSync } from "node:fs";
 import { ConfigError, helpText, parseHostConfig } from "./config.ts";
 import { EXIT, runHost } from "./host.ts";
+
+/** `vvm-host <version> (Node.js <version>)`; the manifest sits one level above src/ and dist/. */
+function versionText(): string {
+	const manifest = JSON.parse(
+		readFileSync(new URL("../package.json", import.meta.url), "utf8"),
+	) as {
+		version: string;
+	};
+	return `vvm-host ${manifest.version} (Node.js ${process.version})`;
+}
 
 async function main(): Promise<number> {
 	let parsed: ReturnType<typeof parseHostConfig>;
@@ -14,7 +25,7 @@ async function main(): Promise<number> {
 		return EXIT.BAD_CONFIG;
 	}
 	if (parsed.help) {
-		process.stdout.write(`${helpText()}\n`);
+		process.stdout.write(`${parsed.show === "help" ? helpText() : versionText()}\n`);
 		return EXIT.OK;
 	}
 	return runHost(parsed.config);

@@ -1,5 +1,6 @@
 import type { ParseArgsConfig } from "node:util";
 import { parseArgs } from "node:util";
+import { validateCassandraIdentifier } from "@vvm/ttlstorage-cas/names";
 
 /** Storage kinds the host can run on. */
 export type StorageKind = "level" | "mem" | "cas" | "dyn";
@@ -199,7 +200,7 @@ const SPECS: readonly OptionSpec[] = [
 		flag: "cas-keyspace",
 		env: ["VVM_CAS_KEYSPACE"],
 		def: "vvm",
-		parse: oneOfIdent,
+		parse: keyspace,
 		help: "cas: keyspace (created with SimpleStrategy RF 1 if missing)",
 	},
 	{
@@ -228,11 +229,13 @@ const SPECS: readonly OptionSpec[] = [
 	},
 ];
 
-function oneOfIdent(raw: string, source: string): string {
-	if (!/^[A-Za-z][A-Za-z0-9_]{0,47}$/.test(raw)) {
-		throw new ConfigError(
-			`${source} must be a Cassandra identifier (letters, digits, _), got "${raw}"`,
-		);
+/** A keyspace exactly as the Cassandra driver accepts it (its own check, shared). */
+function keyspace(raw: string, source: string): string {
+	try {
+		validateCassandraIdentifier("keyspace", raw);
+	} catch (error) {
+		const rule = error instanceof Error ? error.message.replace(/^\[[^\]]*\] keyspace /, "") : "";
+		throw new ConfigError(`${source} ${rule}`);
 	}
 	return raw;
 }
@@ -251,7 +254,13 @@ export function helpText(): string {
 		lines.push(`      ${s.help}`);
 		lines.push(`      env ${s.env.join(" | ")}; default ${s.def ?? "(see above)"}`);
 	}
-	lines.push("  -h, --help", "      show this help", "");
+	lines.push(
+		"  -h, --help",
+		"      show this help",
+		"  -V, --version",
+		"      show the version",
+		"",
+	);
 	lines.push(
 		"HTTP: GET /healthz, GET /readyz (200 only while leader), GET /leadership, GET /metrics,",
 		"      POST /work (acts only while the lease is valid).",
@@ -261,9 +270,12 @@ export function helpText(): string {
 	return lines.join("\n");
 }
 
-/** Result of {@link parseHostConfig}. */
+/**
+ * Result of {@link parseHostConfig}: `help: true` means "print `show` (`--help` or `--version`)
+ * and exit 0".
+ */
 export type ParsedArgs =
-	| { readonly help: true }
+	| { readonly help: true; readonly show: "help" | "version" }
 	| { readonly help: false; readonly config: HostConfig };
 
 /**
@@ -281,6 +293,7 @@ export function parseHostConfig(
 ): ParsedArgs {
 	const options: NonNullable<ParseArgsConfig["options"]> = {
 		help: { type: "boolean", short: "h" },
+		version: { type: "boolean", short: "V" },
 	};
 	for (const s of SPECS) options[s.flag] = { type: "string" };
 	let values: Record<string, string | boolean | (string | boolean)[] | undefined>;
@@ -290,7 +303,8 @@ export function parseHostConfig(
 		const message = error instanceof Error ? error.message : String(error);
 		throw new ConfigError(message.replace(/\. To specify a positional.*$/s, ""));
 	}
-	if (values.help === true) return { help: true };
+	if (values.help === true) return { help: true, show: "help" };
+	if (values.version === true) return { help: true, show: "version" };
 	const config: Record<string, unknown> = {};
 	for (const s of SPECS) {
 		const flagValue = values[s.flag];

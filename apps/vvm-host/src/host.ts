@@ -13,9 +13,18 @@ import { createHostLogger, describeError, logVVMEvent } from "./logger.ts";
 import { createHostMetrics } from "./metrics.ts";
 import type { OpenedStorage } from "./storage.ts";
 import { openStorage } from "./storage.ts";
+import { createWaitingReporter } from "./waiting-reporter.ts";
 
 /** Exit codes of the host. */
 export const EXIT = Object.freeze({ OK: 0, FAILURE: 1, BAD_CONFIG: 2 });
+
+/** Which flag to fix after a failed listen: the port when it is taken, else the host. */
+function listenHint(error: unknown): string {
+	const code = (error as { code?: unknown } | undefined)?.code;
+	if (code === "EADDRINUSE") return "the port is in use: choose another with --http-port";
+	if (code === "EACCES") return "no permission for this port: use --http-port above 1023";
+	return "this machine has no such address: check --http-host";
+}
 
 /** Options of {@link runHost}, mostly for tests. */
 export interface RunHostOptions {
@@ -75,8 +84,12 @@ export async function runHost(config: HostConfig, options: RunHostOptions = {}):
 			`vvm-host starting on ${config.storage} storage`,
 		);
 		try {
-			storage = await openStorage(config);
+			storage = await openStorage(config, { signal: stopCtl.signal });
 		} catch (error) {
+			if (stopCtl.signal.aborted) {
+				logger.info({ event: "exit", code: EXIT.OK }, "stopped during start-up");
+				return EXIT.OK;
+			}
 			return fail(describeError(error) ?? "cannot open the storage");
 		}
 		logger.info(
@@ -90,11 +103,18 @@ export async function runHost(config: HostConfig, options: RunHostOptions = {}):
 		const worker = createLeaseWorker({
 			intervalMs: config.workIntervalMs,
 			logger,
-			leaseDeadline: () => current?.leadership()?.leaseDeadline,
+			leaseTimeLeftMs: () => current?.leadership()?.leaseTimeLeftMs,
 		});
 		const metrics = createHostMetrics({
 			leadership: () => current?.leadership(),
 			leaseValid: () => current?.leaseValid() ?? false,
+			monotonic: () => systemClock.monotonic(),
+		});
+		const reportWaiting = createWaitingReporter({
+			logger,
+			leadership: leadershipStorage,
+			driver: storage.driver,
+			monotonic: () => systemClock.monotonic(),
 			now: () => systemClock.now(),
 		});
 		const state: HttpApiState = {
@@ -103,6 +123,7 @@ export async function runHost(config: HostConfig, options: RunHostOptions = {}):
 			address: () => address,
 			numVVM: config.numVVM,
 			now: () => systemClock.now(),
+			monotonic: () => systemClock.monotonic(),
 			holderOf: (slot) => leadershipStorage.get(slot),
 			registry: metrics.registry,
 			worker,
@@ -112,7 +133,7 @@ export async function runHost(config: HostConfig, options: RunHostOptions = {}):
 			http = await startHttpApi(state, config.httpHost, config.httpPort);
 		} catch (error) {
 			return fail(
-				`cannot listen on ${config.httpHost}:${config.httpPort}: ${describeError(error)} (use --http-port)`,
+				`cannot listen on ${config.httpHost}:${config.httpPort}: ${describeError(error)} (${listenHint(error)})`,
 			);
 		}
 		if (address === "") address = `${config.httpHost}:${http.port}`;
@@ -143,6 +164,7 @@ export async function runHost(config: HostConfig, options: RunHostOptions = {}):
 			onEvent: (event: VVMEvent) => {
 				metrics.onEvent(event);
 				logVVMEvent(logger, event);
+				reportWaiting(event);
 				if (event.type === "services-started") state.phase = "leader";
 				if (event.type === "problem" && state.phase !== "stopping") state.phase = "failed";
 			},

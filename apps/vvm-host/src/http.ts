@@ -13,7 +13,10 @@ export interface HttpApiState {
 	phase: "starting" | "waiting" | "leader" | "stopping" | "failed";
 	readonly address: () => string;
 	readonly numVVM: number;
+	/** Wall ms: the times `/leadership` shows are wall times, for humans. */
 	readonly now: () => number;
+	/** The VVM clock's monotonic ms: the leadership's own times are on it. */
+	readonly monotonic: () => number;
 	readonly holderOf: (slot: number) => Promise<string | undefined>;
 	readonly registry: Registry;
 	readonly worker: LeaseWorker;
@@ -45,11 +48,14 @@ export type SlotView =
  * The `/leadership` body. `leader` is `leaseValid()`: a VVM whose leadership is still held but
  * whose lease deadline has passed (a renewal hangs) is not reported as leader; `held` is the raw
  * state. A storage error while reading a slot is `holderError`, never `holder: null` (free).
+ * Times are wall ms, converted from the leadership's monotonic readings at the moment of the
+ * request (so they shift with a wall-clock step; `timeLeftMs` does not).
  */
 async function leadershipBody(state: HttpApiState): Promise<unknown> {
 	const leadership = state.vvm?.leadership();
 	const leaseValid = state.vvm?.leaseValid() ?? false;
 	const now = state.now();
+	const wall = (mono: number): number => Math.round(now - (state.monotonic() - mono));
 	if (leadership !== undefined) {
 		return {
 			phase: state.phase,
@@ -59,11 +65,11 @@ async function leadershipBody(state: HttpApiState): Promise<unknown> {
 			slot: leadership.slot,
 			holder: leadership.address,
 			durationSeconds: leadership.durationSeconds,
-			acquiredAt: leadership.acquiredAt,
+			acquiredAt: wall(leadership.acquiredAt),
 			renewals: leadership.renewals,
-			lastRenewedAt: leadership.lastRenewedAt,
-			leaseDeadline: leadership.leaseDeadline,
-			timeLeftMs: Math.max(0, leadership.leaseDeadline - now),
+			lastRenewedAt: wall(leadership.lastRenewedAt),
+			leaseDeadline: wall(leadership.leaseDeadline),
+			timeLeftMs: Math.max(0, Math.round(leadership.leaseTimeLeftMs)),
 			leaseValid,
 		};
 	}

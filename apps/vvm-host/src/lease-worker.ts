@@ -12,14 +12,16 @@ export interface LeaseWorker extends VVMService {
 
 /**
  * Creates the lease-guarded demo worker: every `intervalMs` (0 = only on demand) it checks
- * `leaseValid()` right before acting. After the local lease deadline it refuses (logged as
- * `refused`), even when the killer has not fired yet and the leadership signal is still live,
- * for example while a renewal hangs on a slow storage.
+ * `leaseValid()` right before acting (the monotonic lease deadline: a wall-clock step cannot
+ * extend it). After the local lease deadline it refuses (logged as `refused`), even when the
+ * killer has not fired yet and the leadership signal is still live, for example while a renewal
+ * hangs on a slow storage. Logs carry `at` (wall ms) and `leaseLeftMs`.
  */
 export function createLeaseWorker(options: {
 	readonly intervalMs: number;
 	readonly logger: Logger;
-	readonly leaseDeadline: () => number | undefined;
+	/** Lease time left in ms (negative once passed), `undefined` when not leader. */
+	readonly leaseTimeLeftMs: () => number | undefined;
 }): LeaseWorker {
 	let context: VVMServiceContext | undefined;
 	let timer: NodeJS.Timeout | undefined;
@@ -33,22 +35,20 @@ export function createLeaseWorker(options: {
 		name: "lease-worker",
 		act(source) {
 			const ctx = context;
-			const leaseDeadline = options.leaseDeadline();
-			const at = Date.now();
+			const leaseLeftMs = options.leaseTimeLeftMs();
+			const at = Date.now(); // for the log only
 			let reason: string | undefined;
 			if (ctx === undefined) reason = "not leader";
 			else if (ctx.signal.aborted) reason = "stopping";
-			else if (!ctx.leaseValid() || leaseDeadline === undefined || at >= leaseDeadline) {
-				reason = "lease expired";
-			}
+			else if (!ctx.leaseValid()) reason = "lease expired";
 			if (reason !== undefined) {
-				const line = { event: "refused", source, reason, at, leaseDeadline };
+				const line = { event: "refused", source, reason, at, leaseLeftMs };
 				if (wasLeader) options.logger.warn(line, `refused to act: ${reason}`);
 				else options.logger.debug(line, `refused to act: ${reason}`);
 				return { done: false, reason };
 			}
 			count++;
-			options.logger.debug({ event: "work", source, n: count, at, leaseDeadline }, "work done");
+			options.logger.debug({ event: "work", source, n: count, at, leaseLeftMs }, "work done");
 			return { done: true };
 		},
 		async start(ctx) {

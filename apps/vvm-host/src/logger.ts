@@ -29,7 +29,9 @@ const describeError = (error: unknown): string | undefined => {
 /**
  * Logs one VVM or leadership event with an `event` field (the event type) and the slot; every
  * leadership change is logged at `info` or above, renewals at `debug`. Events that carry the
- * leader record's value log it as `holder` and its address part as `address`.
+ * leader record's value log it as `holder` and its address part as `address`. Lease times are
+ * logged as `leaseLeftMs` (from the monotonic deadline) and `leaseUntil`, the wall time it
+ * corresponds to when logged (for humans and for comparing logs of hosts on one machine).
  */
 export function logVVMEvent(logger: Logger, event: VVMEvent): void {
 	switch (event.type) {
@@ -54,7 +56,8 @@ export function logVVMEvent(logger: Logger, event: VVMEvent): void {
 					address: parseLeaderValue(event.value).address,
 					holder: event.value,
 					at: event.at,
-					leaseDeadline: event.leaseDeadline,
+					leaseLeftMs: Math.round(event.leaseLeftMs),
+					leaseUntil: Math.round(event.at + event.leaseLeftMs),
 				},
 				`acquired leadership of slot ${event.key}`,
 			);
@@ -76,7 +79,8 @@ export function logVVMEvent(logger: Logger, event: VVMEvent): void {
 					event: event.type,
 					slot: event.key,
 					at: event.at,
-					leaseDeadline: event.leaseDeadline,
+					leaseLeftMs: Math.round(event.leaseLeftMs),
+					leaseUntil: Math.round(event.at + event.leaseLeftMs),
 					latencyMs: event.latencyMs,
 				},
 				"leadership renewed",
@@ -123,7 +127,8 @@ export function logVVMEvent(logger: Logger, event: VVMEvent): void {
 					slot: event.slot,
 					address: parseLeaderValue(event.address).address,
 					holder: event.address,
-					leaseDeadline: event.leaseDeadline,
+					leaseLeftMs: Math.round(event.leaseLeftMs),
+					leaseUntil: Math.round(event.at + event.leaseLeftMs),
 				},
 				`became leader of slot ${event.slot}`,
 			);

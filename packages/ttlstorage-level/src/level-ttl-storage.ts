@@ -117,6 +117,10 @@ class LevelTTLStorageImpl implements LevelTTLStorage {
 	readonly #root: Root;
 	readonly #data: Sub;
 	readonly #index: Sub;
+	/**
+	 * Wall time on purpose: a record's expiry is stored in the database, which outlives this
+	 * process (a monotonic reading restarts with it) and may be read by the next process.
+	 */
 	readonly #clock: Clock;
 	readonly #intervalMs: number;
 	readonly #ownsDb: boolean;
@@ -380,10 +384,16 @@ class LevelTTLStorageImpl implements LevelTTLStorage {
 
 	#arm(): void {
 		if (this.#closed) return;
-		this.#timer = this.#clock.setTimer(this.#intervalMs, () => {
-			this.#timer = undefined;
-			void this.#tick();
-		});
+		// unref: housekeeping must not keep a script alive that forgot close() (the database
+		// itself does not either).
+		this.#timer = this.#clock.setTimer(
+			this.#intervalMs,
+			() => {
+				this.#timer = undefined;
+				void this.#tick();
+			},
+			{ unref: true },
+		);
 	}
 
 	async #tick(): Promise<void> {
