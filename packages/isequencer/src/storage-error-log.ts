@@ -34,7 +34,7 @@ export function consoleStorageErrorLogger(
 	const last = new Map<string, { text: string; at: number; suppressed: number }>();
 	return (error, operation, attempt) => {
 		const text = describeError(error);
-		const now = clock.now();
+		const now = clock.monotonic(); // a rate limit this process keeps for itself
 		const prev = last.get(operation);
 		if (prev !== undefined && prev.text === text && now - prev.at < intervalMs) {
 			prev.suppressed++;
