@@ -103,7 +103,7 @@ export async function runHost(config: HostConfig, options: RunHostOptions = {}):
 		const worker = createLeaseWorker({
 			intervalMs: config.workIntervalMs,
 			logger,
-			leaseTimeLeftMs: () => current?.leadership()?.leaseTimeLeftMs,
+			leadership: () => current?.leadership(),
 		});
 		const metrics = createHostMetrics({
 			leadership: () => current?.leadership(),
@@ -160,6 +160,7 @@ export async function runHost(config: HostConfig, options: RunHostOptions = {}):
 				options.killer ??
 				processKiller({ log: (line) => logger.fatal({ event: "killer", line }, line) }),
 			acquireRetryMs: config.acquireRetryMs,
+			maxClockSkewMs: config.maxClockSkewMs,
 			services: [worker],
 			onEvent: (event: VVMEvent) => {
 				metrics.onEvent(event);

@@ -30,6 +30,7 @@ const held: VVMLeadership = {
 	lastRenewedAt: MONO - 17_000,
 	leaseDeadline: MONO - 1_000, // passed: the renewal in flight hangs
 	leaseTimeLeftMs: -1_000,
+	fencingToken: 7,
 };
 
 const servers: HttpApi[] = [];
@@ -59,7 +60,7 @@ async function serve(
 		worker: createLeaseWorker({
 			intervalMs: 0,
 			logger: pino({ level: "silent" }),
-			leaseTimeLeftMs: () => vvm.leadership()?.leaseTimeLeftMs,
+			leadership: () => vvm.leadership(),
 		}),
 	};
 	const api = await startHttpApi(state, "127.0.0.1", 0);

@@ -14,8 +14,9 @@ export {
 	type LeadershipTimings,
 	MAX_LEADERSHIP_SECONDS,
 } from "./timings.ts";
-export type { ITTLStorage } from "./ttl-storage.ts";
+export type { FencingCounter, ITTLStorage } from "./ttl-storage.ts";
 export {
+	VVM_FENCING_PREFIX,
 	VVM_LEADER_PREFIX,
 	vvmLeadershipCodec,
 	vvmLeadershipStorage,

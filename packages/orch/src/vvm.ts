@@ -52,6 +52,12 @@ export interface VVMConfig {
 	readonly acquireRetryMs?: number;
 	/** Builds the elections; for tests and custom elections. Default `createElections`. */
 	readonly createElections?: ElectionsFactory;
+	/**
+	 * Wall-clock skew between hosts the deployment guarantees, in ms (default 0): the lease ends
+	 * and the killer fires that much earlier before the record's expiry. See `@vvm/ielections`
+	 * `ElectionsOptions.maxClockSkewMs`.
+	 */
+	readonly maxClockSkewMs?: number;
 }
 
 /**
@@ -77,6 +83,8 @@ export interface VVMLeadership {
 	readonly leaseDeadline: number;
 	/** `leaseDeadline - clock.monotonic()` when read (negative once passed). */
 	readonly leaseTimeLeftMs: number;
+	/** The fencing token of the acquisition, when the storage keeps tokens. */
+	readonly fencingToken: number | undefined;
 }
 
 /**
@@ -138,6 +146,7 @@ class VVMImpl implements VVM {
 	readonly #onEvent: ((event: VVMEvent) => void) | undefined;
 	readonly #retryMs: number;
 	readonly #createElections: ElectionsFactory;
+	readonly #maxClockSkewMs: number | undefined;
 
 	#state: State = "idle";
 	/** The acquisition step of `launch`; settles once leader, failed, or stopped by shutdown. */
@@ -166,6 +175,7 @@ class VVMImpl implements VVM {
 		this.#onEvent = config.onEvent;
 		this.#retryMs = config.acquireRetryMs ?? DEFAULT_ACQUIRE_RETRY_MS;
 		this.#createElections = config.createElections ?? createElections;
+		this.#maxClockSkewMs = config.maxClockSkewMs;
 	}
 
 	launch(
@@ -191,6 +201,12 @@ class VVMImpl implements VVM {
 				`[@vvm/orch] acquisitionDurationMs must be a finite number >= 0, got ${String(acquisitionDurationMs)}`,
 			);
 		}
+		const skew = this.#maxClockSkewMs ?? 0;
+		if (skew > leadershipDurationSeconds * 500) {
+			throw new RangeError(
+				`[@vvm/orch] maxClockSkewMs ${skew} is too large for a ${leadershipDurationSeconds} s leadership: at most half of it, ${leadershipDurationSeconds * 500} ms`,
+			);
+		}
 		this.#state = "launched";
 		return this.#launch(leadershipDurationSeconds, acquisitionDurationMs);
 	}
@@ -214,6 +230,7 @@ class VVMImpl implements VVM {
 			lastRenewedAt: state.lastRenewedAt,
 			leaseDeadline: state.leaseDeadline,
 			leaseTimeLeftMs: state.leaseTimeLeftMs,
+			fencingToken: state.fencingToken,
 		};
 	}
 
@@ -294,6 +311,7 @@ class VVMImpl implements VVM {
 			clock: this.#clock,
 			onEvent: (event: LeadershipEvent<number, string>) => this.#emit(event),
 			...(this.#killer === undefined ? {} : { killer: this.#killer }),
+			...(this.#maxClockSkewMs === undefined ? {} : { maxClockSkewMs: this.#maxClockSkewMs }),
 		};
 		const elections = this.#createElections(this.#storage, options);
 		this.#elections = elections;
@@ -338,6 +356,7 @@ class VVMImpl implements VVM {
 		const context: VVMServiceContext = {
 			signal: this.#servicesCtl.signal,
 			leaseValid: () => this.leaseValid(),
+			fencingToken: this.leadership()?.fencingToken,
 		};
 		for (const service of this.#services) {
 			if (this.#servicesCtl.signal.aborted) return; // shutdown or a problem: start no more
@@ -468,6 +487,12 @@ function validateConfig(config: VVMConfig): void {
 	if (n !== undefined && (!Number.isInteger(n) || n < 1 || n > MAX_SLOT)) {
 		throw new RangeError(
 			`[@vvm/orch] config.numVVM must be an integer in 1..${MAX_SLOT}, got ${String(n)}`,
+		);
+	}
+	const skew = config.maxClockSkewMs;
+	if (skew !== undefined && (!Number.isSafeInteger(skew) || skew < 0)) {
+		throw new RangeError(
+			`[@vvm/orch] config.maxClockSkewMs must be an integer >= 0, got ${String(skew)}`,
 		);
 	}
 	const r = config.acquireRetryMs;

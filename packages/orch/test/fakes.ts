@@ -198,6 +198,7 @@ export function createFakeElections(
 				: {
 						...entry.state,
 						leaseTimeLeftMs: entry.state.leaseDeadline - clock.monotonic(),
+						fencingToken: undefined,
 						signal: entry.controller.signal,
 					};
 		},
