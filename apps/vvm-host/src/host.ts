@@ -156,9 +156,7 @@ export async function runHost(config: HostConfig, options: RunHostOptions = {}):
 			address: leaderValue,
 			numVVM: config.numVVM,
 			clock: systemClock,
-			killer:
-				options.killer ??
-				processKiller({ log: (line) => logger.fatal({ event: "killer", line }, line) }),
+			killer: options.killer ?? processKiller({ logger }),
 			acquireRetryMs: config.acquireRetryMs,
 			maxClockSkewMs: config.maxClockSkewMs,
 			services: [worker],

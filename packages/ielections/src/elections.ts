@@ -1,8 +1,11 @@
 import type { Clock, TimerHandle } from "@vvm/clock";
 import { systemClock } from "@vvm/clock";
+import type { Logger } from "@vvm/log";
+import { libraryLogger, silentLogger } from "@vvm/log";
 import { TTLStorageError } from "@vvm/ttlstorage";
 import type { ElectionsErrorCode } from "./errors.ts";
 import { ElectionsError } from "./errors.ts";
+import { logLeadershipEvent } from "./event-log.ts";
 import type { LeadershipEvent } from "./events.ts";
 import type { Killer } from "./killer.ts";
 import { processKiller } from "./process-killer.ts";
@@ -102,8 +105,13 @@ export interface ElectionsOptions<K, V> {
 	readonly clock?: Clock;
 	/** Ends the process when a deadline passes; default {@link processKiller}`()`. */
 	readonly killer?: Killer;
-	/** Leadership events; a throwing listener is ignored and never breaks elections. */
+	/** Leadership events, for metrics; a throwing listener is ignored and never breaks elections. */
 	readonly onEvent?: (event: LeadershipEvent<K, V>) => void;
+	/**
+	 * Where leadership events are logged (acquired/released `info`, renewals `debug`, failed
+	 * attempts `warn`, losses `error`): any pino-compatible logger. Default: nothing is logged.
+	 */
+	readonly logger?: Logger;
 	/** Identity of a key for the local map (non-primitive keys); default `String(key)`. */
 	readonly keyToString?: (key: K) => string;
 	/**
@@ -185,6 +193,7 @@ class ElectionsImpl<K, V> implements Elections<K, V> {
 	readonly #killerOption: Killer | undefined;
 	#defaultKiller: Killer | undefined;
 	readonly #onEvent: ((event: LeadershipEvent<K, V>) => void) | undefined;
+	readonly #log: Logger;
 	readonly #keyToString: (key: K) => string;
 	readonly #timings: LeadershipTimings;
 	readonly #deleteOnRelease: (key: K, value: V) => Promise<boolean>;
@@ -221,6 +230,7 @@ class ElectionsImpl<K, V> implements Elections<K, V> {
 		this.#clock = options.clock ?? systemClock;
 		this.#killerOption = options.killer;
 		this.#onEvent = options.onEvent;
+		this.#log = libraryLogger(options.logger, { pkg: "@vvm/ielections" });
 		this.#keyToString = options.keyToString ?? ((key: K) => String(key));
 		this.#timings = { ...LEADERSHIP_TIMINGS, ...internals.timings };
 		const skew = options.maxClockSkewMs ?? 0;
@@ -244,6 +254,7 @@ class ElectionsImpl<K, V> implements Elections<K, V> {
 	}
 
 	#emit(event: LeadershipEvent<K, V>): void {
+		if (this.#log !== silentLogger) logLeadershipEvent(this.#log, event);
 		if (this.#onEvent === undefined) return;
 		try {
 			this.#onEvent(event);
@@ -411,7 +422,7 @@ class ElectionsImpl<K, V> implements Elections<K, V> {
 			this.#scheduleKiller(
 				leader,
 				leaseDeadline,
-				`leadership of ${keyString}: no renewal succeeded within ${leaseDeadline - sentAt} ms of the insert that acquired it (its lease deadline passed)`,
+				`leadership of ${keyString}: no renewal succeeded within ${this.#leaseMs(durationSeconds)} ms of the insert that acquired it (its lease deadline passed)`,
 			);
 		} catch (error) {
 			await this.#undoInsert(key, value, true);
@@ -475,7 +486,7 @@ class ElectionsImpl<K, V> implements Elections<K, V> {
 	 */
 	#scheduleKiller(leader: Leader<K, V>, deadline: number, reason: string): void {
 		leader.killerDeadline = deadline;
-		leader.killerReason = `[@vvm/ielections] ${reason}`;
+		leader.killerReason = reason; // the killer prefixes its line with the package
 		this.#applyKiller(leader);
 	}
 
@@ -581,7 +592,7 @@ class ElectionsImpl<K, V> implements Elections<K, V> {
 			this.#scheduleKiller(
 				leader,
 				deadline,
-				`leadership of ${keyString}: renewal attempt ${attempt} did not finish within ${deadline - sentAt} ms (${beforeExpiry} ms before the last renewed record expires)`,
+				`leadership of ${keyString}: renewal attempt ${attempt} did not finish within ${Math.round(deadline - sentAt)} ms (${beforeExpiry} ms before the last renewed record expires)`,
 			);
 			let outcome: boolean | typeof ABORTED;
 			try {
@@ -654,7 +665,7 @@ class ElectionsImpl<K, V> implements Elections<K, V> {
 			if (this.#lostFloor === undefined || leader.killerDeadline < this.#lostFloor.deadline) {
 				this.#lostFloor = {
 					deadline: leader.killerDeadline,
-					reason: `[@vvm/ielections] leadership of ${keyString} was lost (${code}) and this process was still running at its deadline`,
+					reason: `leadership of ${keyString} was lost (${code}) and this process was still running at its deadline`,
 				};
 			}
 			this.#applyKiller();

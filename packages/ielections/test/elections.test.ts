@@ -385,3 +385,33 @@ describe("maxClockSkewMs", () => {
 		expect(driver.count("insertIfNotExists")).toBe(0);
 	});
 });
+
+describe("logger", () => {
+	it("logs leadership events at their levels; nothing without a logger", async () => {
+		const clock = new MockClock(1_000_000);
+		const driver = withFaults(createMiniTTLStorage(clock), { clock });
+		const lines: Array<[string, Record<string, unknown>, string | undefined]> = [];
+		const at =
+			(level: string) =>
+			(fields: object, message?: string): void => {
+				lines.push([level, fields as Record<string, unknown>, message]);
+			};
+		const elections = createElections(vvmLeadershipStorage(driver), {
+			clock,
+			killer: new RecordingKiller(clock),
+			logger: { error: at("error"), warn: at("warn"), info: at("info"), debug: at("debug") },
+		});
+		await elections.acquireLeadership(1, "a", 20);
+		driver.inject({ on: "compareAndSwap", action: faults.fail(), times: 1 });
+		await clock.advanceAsync(6_000); // one failed attempt, then a successful retry
+		await elections.cleanup();
+		expect(lines.map(([level, f]) => `${level}:${String(f.event)}`)).toEqual([
+			"info:acquired",
+			"warn:renewal-failed",
+			"debug:renewed",
+			"info:released",
+		]);
+		expect(lines[0]?.[1]).toMatchObject({ pkg: "@vvm/ielections", key: "1", value: "a" });
+		expect(lines[0]?.[2]).toBe("acquired leadership of 1");
+	});
+});

@@ -1,5 +1,7 @@
 import type { Clock } from "@vvm/clock";
 import { systemClock } from "@vvm/clock";
+import type { Logger } from "@vvm/log";
+import { libraryLogger } from "@vvm/log";
 import { SequencerError } from "./errors.ts";
 import type { LruNode } from "./intrusive-lru.ts";
 import type { CompiledParams, KindInfo, SequencerParams } from "./params.ts";
@@ -8,7 +10,7 @@ import type { RecordCache } from "./record-cache.ts";
 import { createRecordCache } from "./record-cache.ts";
 import type { RetryContext, RetryOptions } from "./retry.ts";
 import { retryUntilAborted } from "./retry.ts";
-import { consoleStorageErrorLogger } from "./storage-error-log.ts";
+import { storageErrorLog } from "./storage-error-log.ts";
 import type {
 	PLogOffset,
 	SeqBatcher,
@@ -20,6 +22,23 @@ import type {
 	WSID,
 	WSKind,
 } from "./types.ts";
+
+/** The logger (rate-limited) plus the metrics hook, each unable to break a retry. */
+function storageErrorHandler(
+	options: SequencerOptions,
+	clock: Clock,
+): (error: unknown, operation: string, attempt: number) => void {
+	const log = storageErrorLog(libraryLogger(options.logger, { pkg: "@vvm/isequencer" }), clock);
+	const hook = options.onStorageError;
+	return (error, operation, attempt) => {
+		log(error, operation, attempt);
+		try {
+			hook?.(error, operation, attempt);
+		} catch {
+			// a metrics hook must not stop the retries
+		}
+	};
+}
 
 /**
  * Options of {@link createSequencer}.
@@ -37,9 +56,14 @@ export interface SequencerOptions {
 	/** Random source in `[0, 1)` for the jitter; default `Math.random`. */
 	readonly random?: () => number;
 	/**
-	 * Called on every failed storage call before it is retried (for logs and metrics). Default:
-	 * `console.error` with the `[@vvm/isequencer]` prefix, an error identical to the previous one of
-	 * the same operation at most once per second. Pass `() => {}` to silence it.
+	 * Where failed storage calls are logged (at `warn`, each retried; an error identical to the
+	 * previous one of the same operation at most once per second): any pino-compatible logger.
+	 * Default: nothing is logged.
+	 */
+	readonly logger?: Logger;
+	/**
+	 * Called on every failed storage call before it is retried, for metrics (count them). A throw
+	 * is ignored.
 	 */
 	readonly onStorageError?: (error: unknown, operation: string, attempt: number) => void;
 }
@@ -203,7 +227,7 @@ export class SequencerImpl implements Sequencer {
 			random: options.random ?? Math.random,
 			baseDelayMs: base,
 			maxDelayMs: max,
-			onError: options.onStorageError ?? consoleStorageErrorLogger(this.#clock),
+			onError: storageErrorHandler(options, this.#clock),
 		};
 		const txNums: number[] = [];
 		for (let i = 0; i < this.#p.numSlots; i++) txNums.push(Number.NaN);

@@ -8,6 +8,8 @@ import type {
 	LeadershipEvent,
 } from "@vvm/ielections";
 import { createElections } from "@vvm/ielections";
+import type { Logger } from "@vvm/log";
+import { libraryLogger, silentLogger } from "@vvm/log";
 import { VVMError } from "./errors.ts";
 import type { VVMEvent, VVMLifecycleEvent } from "./events.ts";
 import type { VVMService, VVMServiceContext } from "./service.ts";
@@ -46,8 +48,13 @@ export interface VVMConfig {
 	readonly killer?: Killer;
 	/** Services started in order once leader, stopped in reverse at shutdown. */
 	readonly services?: readonly VVMService[];
-	/** Lifecycle and leadership events; a throwing listener is ignored. */
+	/** Lifecycle and leadership events, for metrics; a throwing listener is ignored. */
 	readonly onEvent?: (event: VVMEvent) => void;
+	/**
+	 * Where lifecycle and leadership events are logged: any pino-compatible logger (see
+	 * `@vvm/log`). Default: nothing is logged.
+	 */
+	readonly logger?: Logger;
 	/** Pause between acquisition attempts, ms, on `clock` (Go sleeps a real second). Default 1000. */
 	readonly acquireRetryMs?: number;
 	/** Builds the elections; for tests and custom elections. Default `createElections`. */
@@ -144,6 +151,8 @@ class VVMImpl implements VVM {
 	readonly #killer: Killer | undefined;
 	readonly #services: readonly VVMService[];
 	readonly #onEvent: ((event: VVMEvent) => void) | undefined;
+	readonly #logger: Logger | undefined;
+	readonly #log: Logger;
 	readonly #retryMs: number;
 	readonly #createElections: ElectionsFactory;
 	readonly #maxClockSkewMs: number | undefined;
@@ -173,6 +182,8 @@ class VVMImpl implements VVM {
 		this.#killer = config.killer;
 		this.#services = [...(config.services ?? [])];
 		this.#onEvent = config.onEvent;
+		this.#logger = config.logger;
+		this.#log = libraryLogger(config.logger, { pkg: "@vvm/orch" });
 		this.#retryMs = config.acquireRetryMs ?? DEFAULT_ACQUIRE_RETRY_MS;
 		this.#createElections = config.createElections ?? createElections;
 		this.#maxClockSkewMs = config.maxClockSkewMs;
@@ -312,6 +323,7 @@ class VVMImpl implements VVM {
 			onEvent: (event: LeadershipEvent<number, string>) => this.#emit(event),
 			...(this.#killer === undefined ? {} : { killer: this.#killer }),
 			...(this.#maxClockSkewMs === undefined ? {} : { maxClockSkewMs: this.#maxClockSkewMs }),
+			...(this.#logger === undefined ? {} : { logger: this.#logger }),
 		};
 		const elections = this.#createElections(this.#storage, options);
 		this.#elections = elections;
@@ -455,6 +467,8 @@ class VVMImpl implements VVM {
 	}
 
 	#emit(event: VVMLifecycleEvent | LeadershipEvent<number, string>): void {
+		// Leadership events are logged by the elections (they get the same logger).
+		if (this.#log !== silentLogger && isLifecycle(event)) logLifecycle(this.#log, event);
 		if (this.#onEvent === undefined) return;
 		try {
 			this.#onEvent(event);
@@ -462,6 +476,27 @@ class VVMImpl implements VVM {
 			// a listener must not break the VVM
 		}
 	}
+}
+
+const LIFECYCLE: ReadonlySet<string> = new Set([
+	"launching",
+	"leader",
+	"services-started",
+	"problem",
+	"shutdown-started",
+	"shutdown-done",
+]);
+
+function isLifecycle(event: VVMEvent): event is VVMLifecycleEvent {
+	return LIFECYCLE.has(event.type);
+}
+
+/** `info` for the lifecycle, `error` for a problem. */
+function logLifecycle(log: Logger, event: VVMLifecycleEvent): void {
+	const { type, ...rest } = event;
+	if (type === "problem")
+		log.error({ event: type, ...rest }, `VVM problem: ${event.error.message}`);
+	else log.info({ event: type, ...rest }, `VVM ${type}`);
 }
 
 function validateConfig(config: VVMConfig): void {
