@@ -34,6 +34,7 @@ export interface HostConfig {
 /** A bad flag or environment variable; the CLI prints `message` and exits with code 2. */
 export class ConfigError extends Error {
 	override readonly name: string = "ConfigError";
+	readonly code = "HOST_BAD_CONFIG" as const;
 }
 
 interface OptionSpec {

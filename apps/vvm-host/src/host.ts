@@ -26,6 +26,16 @@ function listenHint(error: unknown): string {
 	return "this machine has no such address: check --http-host";
 }
 
+/**
+ * A host started with {@link startHost}: `done` resolves to the exit code; `stop()` (or
+ * `await using`) shuts it down gracefully, as SIGTERM would, and resolves to the exit code.
+ */
+export interface HostHandle extends AsyncDisposable {
+	readonly done: Promise<number>;
+	stop(): Promise<number>;
+	[Symbol.asyncDispose](): Promise<void>;
+}
+
 /** Options of {@link runHost}, mostly for tests. */
 export interface RunHostOptions {
 	/** Log destination; default stdout, synchronous. */
@@ -202,4 +212,32 @@ export async function runHost(config: HostConfig, options: RunHostOptions = {}):
 		await http?.close().catch(() => {});
 		await storage?.close().catch(() => {});
 	}
+}
+
+/**
+ * Runs the host in this process without taking its signals: for embedding and tests.
+ *
+ * @example
+ * ```ts
+ * await using host = startHost(config);
+ * // … until the end of the scope, which stops it gracefully
+ * ```
+ */
+export function startHost(
+	config: HostConfig,
+	options: Omit<RunHostOptions, "stop"> = {},
+): HostHandle {
+	const stopCtl = new AbortController();
+	const done = runHost(config, { ...options, stop: stopCtl.signal });
+	const stop = (): Promise<number> => {
+		stopCtl.abort();
+		return done;
+	};
+	return {
+		done,
+		stop,
+		async [Symbol.asyncDispose]() {
+			await stop();
+		},
+	};
 }

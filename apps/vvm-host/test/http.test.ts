@@ -18,6 +18,7 @@ function fakeVVM(view: { held: VVMLeadership | undefined; leaseValid: boolean })
 		leadership: () => view.held,
 		leaseValid: () => view.leaseValid,
 		problem: () => undefined,
+		[Symbol.asyncDispose]: () => Promise.resolve(),
 	};
 }
 

@@ -26,7 +26,7 @@ import type { ITTLStorage } from "./ttl-storage.ts";
  * await elections.cleanup();
  * ```
  */
-export interface Elections<K, V> {
+export interface Elections<K, V> extends AsyncDisposable {
 	/**
 	 * Inserts `(key, value)` with a TTL of `durationSeconds` and starts renewing it. Resolves to a
 	 * signal that stays live while leadership is held (its `reason` is an {@link ElectionsError}
@@ -51,6 +51,13 @@ export interface Elections<K, V> {
 	cleanup(): Promise<void>;
 	/** Local view of a held leadership, for hosts (e.g. an HTTP /leadership endpoint). */
 	leadership(key: K): LeadershipState<V> | undefined;
+	/**
+	 * Who leads `key` now, as storage says: the value of its live record, or `undefined` when
+	 * nobody does. One read; storage errors reject.
+	 */
+	currentLeader(key: K): Promise<V | undefined>;
+	/** `await using elections = createElections(…)`: {@link Elections.cleanup} at the end of scope. */
+	[Symbol.asyncDispose](): Promise<void>;
 }
 
 /**
@@ -714,6 +721,14 @@ class ElectionsImpl<K, V> implements Elections<K, V> {
 	cleanup(): Promise<void> {
 		this.#cleanup ??= this.#runCleanup();
 		return this.#cleanup;
+	}
+
+	[Symbol.asyncDispose](): Promise<void> {
+		return this.cleanup();
+	}
+
+	currentLeader(key: K): Promise<V | undefined> {
+		return this.#storage.get(key);
 	}
 
 	async #runCleanup(): Promise<void> {

@@ -1,3 +1,4 @@
+export { type Campaign, type CampaignOptions, campaign } from "./campaign.ts";
 export {
 	createElections,
 	type Elections,

@@ -99,7 +99,20 @@ export interface SequencerStats {
  * ```
  */
 export interface SequencerHandle extends AsyncDisposable {
-	readonly sequencer: Sequencer & { stats(): SequencerStats };
+	readonly sequencer: Sequencer & {
+		stats(): SequencerStats;
+		/**
+		 * Resolves once no actualization runs (at once when none does): from then on `start` is not
+		 * refused for actualization (it may still be for back-pressure). Instead of polling `start`.
+		 * Rejects with `SEQUENCER_CLEANED_UP` after cleanup, or `signal.reason` when it aborts.
+		 *
+		 * @example
+		 * ```ts
+		 * await handle.sequencer.ready(AbortSignal.timeout(30_000));
+		 * ```
+		 */
+		ready(signal?: AbortSignal): Promise<void>;
+	};
 	/**
 	 * Stops the actualizer, the flusher and every storage retry and resolves once all have ended.
 	 * Values not yet flushed are not written (actualization recovers them from the PLog). Idempotent.
@@ -196,6 +209,8 @@ export class SequencerImpl implements Sequencer {
 	#gen = 0;
 
 	#actualizing = false;
+	/** Waiters of {@link SequencerImpl.ready}: called when an actualization ends or on cleanup. */
+	readonly #readyWaiters = new Set<() => void>();
 	#actualizerRun: Promise<void> | undefined;
 
 	#flusherRun: Promise<void> | undefined;
@@ -354,6 +369,7 @@ export class SequencerImpl implements Sequencer {
 	cleanup(): Promise<void> {
 		if (this.#cleanupRun !== undefined) return this.#cleanupRun;
 		this.#closed = true;
+		this.#notifyReady(); // waiters reject at once, not after the storage calls end
 		this.#endTx();
 		this.#gen++;
 		this.#cleanupCtl.abort(
@@ -598,9 +614,40 @@ export class SequencerImpl implements Sequencer {
 			);
 			signal.throwIfAborted();
 			this.#actualizing = false;
+			this.#notifyReady();
 		} catch (error) {
 			if (!signal.aborted) throw error;
 		}
+	}
+
+	#notifyReady(): void {
+		for (const waiter of [...this.#readyWaiters]) waiter();
+	}
+
+	ready(signal?: AbortSignal): Promise<void> {
+		const check = (): { done: boolean; error?: unknown } => {
+			if (this.#closed)
+				return {
+					done: true,
+					error: new SequencerError("SEQUENCER_CLEANED_UP", "the sequencer was cleaned up"),
+				};
+			if (signal?.aborted) return { done: true, error: signal.reason };
+			return { done: !this.#actualizing };
+		};
+		const now = check();
+		if (now.done) return now.error === undefined ? Promise.resolve() : Promise.reject(now.error);
+		return new Promise((resolve, reject) => {
+			const waiter = (): void => {
+				const state = check();
+				if (!state.done) return;
+				this.#readyWaiters.delete(waiter);
+				signal?.removeEventListener("abort", waiter);
+				if (state.error === undefined) resolve();
+				else reject(state.error);
+			};
+			this.#readyWaiters.add(waiter);
+			signal?.addEventListener("abort", waiter, { once: true });
+		});
 	}
 
 	#makeBatcher(signal: AbortSignal): SeqBatcher {

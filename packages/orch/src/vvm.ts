@@ -106,7 +106,7 @@ export interface VVMLeadership {
  * const error = await vvm.shutdown();
  * ```
  */
-export interface VVM {
+export interface VVM extends AsyncDisposable {
 	/**
 	 * Acquires leadership of a slot in `1..numVVM` (scanning the slots, retrying every
 	 * `acquireRetryMs` until `acquisitionDurationMs` passed), starts the leadership monitor and the
@@ -133,6 +133,11 @@ export interface VVM {
 	leaseValid(): boolean;
 	/** The first problem, or `undefined`. */
 	problem(): Error | undefined;
+	/**
+	 * `await using vvm = provideVVM(…)`: {@link VVM.shutdown} at the end of scope when launched
+	 * (its problem, if any, stays readable through {@link VVM.problem}); nothing before launch.
+	 */
+	[Symbol.asyncDispose](): Promise<void>;
 }
 
 type State = "idle" | "launched" | "shutting-down";
@@ -258,6 +263,10 @@ class VVMImpl implements VVM {
 
 	problem(): Error | undefined {
 		return this.#problem;
+	}
+
+	async [Symbol.asyncDispose](): Promise<void> {
+		if (this.#state !== "idle") await this.shutdown();
 	}
 
 	// --- launcher -------------------------------------------------------------------------------

@@ -191,6 +191,10 @@ export function createFakeElections(
 				await release(key, entry);
 			}
 		},
+		currentLeader: (key) => storage.get(key),
+		async [Symbol.asyncDispose]() {
+			await this.cleanup();
+		},
 		leadership(key): LeadershipState<string> | undefined {
 			const entry = held.get(key);
 			return entry === undefined

@@ -66,3 +66,20 @@ describe("maxClockSkewMs through the VVM", () => {
 		await vvm.shutdown();
 	});
 });
+
+describe("await using", () => {
+	it("shuts a launched VVM down at the end of the scope and releases the slot", async () => {
+		const clock = new MockClock(1_000_000);
+		const storage = vvmLeadershipStorage(createMemTTLStorage({ clock }));
+		{
+			await using vvm = provideVVM({ storage, address: "a#1", clock, killer: new FakeKiller() });
+			expect((await vvm.launch(20, 0)).aborted).toBe(false);
+			expect(await storage.get(1)).toBe("a#1");
+		}
+		expect(await storage.get(1)).toBeUndefined();
+		{
+			await using idle = provideVVM({ storage, address: "b#2", clock, killer: new FakeKiller() });
+			expect(idle.leadership()).toBeUndefined(); // never launched: disposing does nothing
+		}
+	});
+});
