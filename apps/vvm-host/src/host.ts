@@ -1,8 +1,9 @@
 import { systemClock } from "@vvm/clock";
 import type { Killer } from "@vvm/ielections";
-import { processKiller, vvmLeadershipStorage } from "@vvm/ielections";
+import { processKiller, VVM_LEADER_PREFIX, vvmLeadershipStorage } from "@vvm/ielections";
 import type { VVM, VVMEvent } from "@vvm/orch";
 import { provideVVM, VVMError } from "@vvm/orch";
+import { u32 } from "@vvm/ttlstorage";
 import type { DestinationStream } from "pino";
 import type { HostConfig } from "./config.ts";
 import type { HttpApi, HttpApiState } from "./http.ts";
@@ -106,7 +107,8 @@ export async function runHost(config: HostConfig, options: RunHostOptions = {}):
 			{ event: "storage-open", storage: config.storage, location: storage.location },
 			"storage open",
 		);
-		const leadershipStorage = vvmLeadershipStorage(storage.driver);
+		const driver = storage.driver;
+		const leadershipStorage = vvmLeadershipStorage(driver);
 
 		let address = config.address ?? "";
 		let current: VVM | undefined;
@@ -135,6 +137,7 @@ export async function runHost(config: HostConfig, options: RunHostOptions = {}):
 			now: () => systemClock.now(),
 			monotonic: () => systemClock.monotonic(),
 			holderOf: (slot) => leadershipStorage.get(slot),
+			expiresInOf: (slot) => driver.queryTTL(u32(VVM_LEADER_PREFIX), u32(slot)),
 			registry: metrics.registry,
 			worker,
 		};

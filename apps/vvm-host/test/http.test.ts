@@ -57,6 +57,7 @@ async function serve(
 		now: () => NOW,
 		monotonic: () => MONO,
 		holderOf,
+		expiresInOf: async () => undefined,
 		registry: metrics.registry,
 		worker: createLeaseWorker({
 			intervalMs: 0,
