@@ -12,6 +12,22 @@ export interface Swap {
 	readonly answer: Answer;
 }
 
+/**
+ * Waits for elections' `cleanup()` calls. A release is a conditional delete, which a cluster may
+ * answer ambiguously under contention (the record then expires by its TTL); any other failure
+ * rejects.
+ */
+export async function cleanupAll(cleanups: readonly Promise<void>[]): Promise<void> {
+	for (const outcome of await Promise.allSettled(cleanups)) {
+		if (outcome.status === "fulfilled") continue;
+		const reason: unknown = outcome.reason;
+		const errors = reason instanceof AggregateError ? reason.errors : [reason];
+		for (const e of errors) {
+			if (answerOf(e) !== "TTLSTORAGE_OUTCOME_UNKNOWN") throw reason;
+		}
+	}
+}
+
 /** The code of a rejection, for a history. */
 export function answerOf(error: unknown): Answer {
 	return TTLStorageError.is(error) ? error.code : "not a TTLStorageError";

@@ -9,7 +9,7 @@ import { types } from "cassandra-driver";
 import { expect, it } from "vitest";
 import { createCassandraTTLStorage } from "../src/index.ts";
 import type { Answer } from "./cas-history.ts";
-import { answerOf } from "./cas-history.ts";
+import { answerOf, cleanupAll } from "./cas-history.ts";
 import type { CassandraFixture } from "./cassandra-env.ts";
 
 let n = 0;
@@ -104,17 +104,22 @@ export function clusterContentionTests(fixture: () => CassandraFixture): void {
 					},
 				}),
 			);
-			const signals = await Promise.all(
-				electors.map((e, i) => e.acquireLeadership(slot, `v${round}-${i}`, 10)),
-			);
-			const leaders = signals.flatMap((s, i) => (s === undefined ? [] : [i]));
-			leadersPerRound.push(leaders.length);
-			expect(leaders.length).toBeLessThanOrEqual(1);
-			if (leaders[0] !== undefined) {
-				const record = await serial().get(pKey, utf8(slot));
-				expect(record === undefined ? undefined : fromUtf8(record)).toBe(`v${round}-${leaders[0]}`);
+			try {
+				const signals = await Promise.all(
+					electors.map((e, i) => e.acquireLeadership(slot, `v${round}-${i}`, 10)),
+				);
+				const leaders = signals.flatMap((s, i) => (s === undefined ? [] : [i]));
+				leadersPerRound.push(leaders.length);
+				expect(leaders.length).toBeLessThanOrEqual(1);
+				if (leaders[0] !== undefined) {
+					const record = await serial().get(pKey, utf8(slot));
+					expect(record === undefined ? undefined : fromUtf8(record)).toBe(
+						`v${round}-${leaders[0]}`,
+					);
+				}
+			} finally {
+				await cleanupAll(electors.map((e) => e.cleanup()));
 			}
-			await Promise.all(electors.map((e) => e.cleanup()));
 		}
 		// A loser saw the key held, or got an ambiguous answer (and removed its own insert).
 		for (const r of reasons) expect(["held", "storage-error"]).toContain(r);

@@ -11,7 +11,7 @@ import { types } from "cassandra-driver";
 import { expect, it } from "vitest";
 import { createCassandraTTLStorage } from "../src/index.ts";
 import type { Answer, Condition, Swap } from "./cas-history.ts";
-import { answerOf, checkSwaps, recordConditions, swapWriters } from "./cas-history.ts";
+import { answerOf, checkSwaps, cleanupAll, recordConditions, swapWriters } from "./cas-history.ts";
 import type { CassandraFixture } from "./cassandra-env.ts";
 import { newClusterClient, preferHost } from "./cluster-env.ts";
 import type { NodeNumber } from "./cluster-nodes.ts";
@@ -188,130 +188,139 @@ export function clusterFaultTests(fixture: () => CassandraFixture): void {
 				const b = createElections(createElectionsStorage(driverB, codec), {
 					killer: new RecordingKiller(),
 				});
-				const slots = ["slot-1", "slot-2", "slot-3"];
-				const d = 10; // renew every 2.5 s; retries 0.5 s apart; lease 8 s
-				const renewals = (since: number): number =>
-					events.filter((e) => e.type === "renewed" && e.at > since).length;
-				const until = async (what: string, ok: () => boolean, ms: number): Promise<void> => {
-					const end = performance.now() + ms;
-					while (!ok()) {
-						if (performance.now() > end) throw new Error(`${what} within ${ms} ms`);
-						await sleep(50);
-					}
-				};
-
-				// Acquired 800 ms apart, so the renewals of the slots (one partition) do not all collide.
-				const signals: (AbortSignal | undefined)[] = [];
-				for (const s of slots) {
-					signals.push(await a.acquireLeadership(s, "A", d));
-					await sleep(800);
-				}
-				expect(
-					signals.every((s) => s !== undefined),
-					events.map((e) => `${e.type} ${e.key} ${"error" in e ? String(e.error) : ""}`).join("\n"),
-				).toBe(true);
-				// B tries to take the slots all along; every attempt must find them held.
-				const taken: string[] = [];
-				let contend = true;
-				const contender = (async () => {
-					while (contend) {
-						for (const s of slots) {
-							if ((await b.acquireLeadership(s, "B", d)) !== undefined) taken.push(s);
-						}
-						await sleep(1000);
-					}
-				})();
-				// Two registers swapped by writers through both clients, for the answer check.
-				const register = uniqueKey("register");
-				const registers = ["r1", "r2"];
-				for (const r of registers) {
-					expect(await driverB.insertIfNotExists(register, utf8(r), utf8(`${r}-init`), 0)).toBe(
-						true,
-					);
-				}
-				const writers = registers.map((r) =>
-					swapWriters(
-						[
-							{
-								name: `${r}-a`,
-								storage: createCassandraTTLStorage({ client: viaNode1, keyspace: f.keyspace }),
-							},
-							{ name: `${r}-b`, storage: driverB },
-						],
-						register,
-						utf8(r),
-					),
-				);
-				let swaps: Swap[][] = [];
 				try {
-					const t0 = Date.now();
-					await until("a renewal of every slot", () => renewals(t0) >= slots.length, 10_000);
-					armed = true;
-					await until("the kill", () => killAt < Number.POSITIVE_INFINITY, 10_000);
-					await kill.gone();
-					// Node 1 stays down for two renewal periods, then comes back (its start takes longer).
-					await sleep(2 * 2500);
-					const restartAt = Date.now();
-					await startNodes([1]);
-					const backAt = Date.now();
-					const downRenewals = events.filter(
-						(e) => e.type === "renewed" && e.at > killAt && e.at < backAt,
-					);
-					await waitHealthy(f.client, f.keyspace);
-					await until(
-						"two renewals of every slot after the restart",
-						() => renewals(restartAt) >= 2 * slots.length,
-						15_000,
-					);
-					console.info(
-						`[cluster] renewal failures:\n${events
-							.filter((e) => e.type === "renewal-failed")
-							.map((e) => `  ${e.at - killAt} ms ${e.key}: ${"error" in e ? String(e.error) : ""}`)
-							.join("\n")}`,
-					);
-					console.info(
-						`[cluster] renewals: ${downRenewals.length} while node 1 was down (${Math.round((backAt - killAt) / 1000)} s), ${renewals(restartAt)} after its restart; failed attempts: ${events.filter((e) => e.type === "renewal-failed").length}`,
-					);
-					// Renewals succeeded without node 1: every slot at least once while it was down.
-					expect(new Set(downRenewals.map((e) => e.key))).toEqual(new Set(slots));
-				} finally {
-					contend = false;
-					await contender;
-					swaps = await Promise.all(writers.map((w) => w.stop()));
-				}
+					const slots = ["slot-1", "slot-2", "slot-3"];
+					const d = 10; // renew every 2.5 s; retries 0.5 s apart; lease 8 s
+					const renewals = (since: number): number =>
+						events.filter((e) => e.type === "renewed" && e.at > since).length;
+					const until = async (what: string, ok: () => boolean, ms: number): Promise<void> => {
+						const end = performance.now() + ms;
+						while (!ok()) {
+							if (performance.now() > end) throw new Error(`${what} within ${ms} ms`);
+							await sleep(50);
+						}
+					};
 
-				// Leadership survived: no signal aborted, no killer deadline passed, B never led.
-				const trouble = events
-					.filter((e) => e.type === "lost" || e.type === "renewal-failed")
-					.map(
-						(e) => `${e.at - killAt} ms ${e.type} ${e.key}: ${"error" in e ? String(e.error) : ""}`,
+					// Acquired 800 ms apart, so the renewals of the slots (one partition) do not all collide.
+					const signals: (AbortSignal | undefined)[] = [];
+					for (const s of slots) {
+						signals.push(await a.acquireLeadership(s, "A", d));
+						await sleep(800);
+					}
+					expect(
+						signals.every((s) => s !== undefined),
+						events
+							.map((e) => `${e.type} ${e.key} ${"error" in e ? String(e.error) : ""}`)
+							.join("\n"),
+					).toBe(true);
+					// B tries to take the slots all along; every attempt must find them held.
+					const taken: string[] = [];
+					let contend = true;
+					const contender = (async () => {
+						while (contend) {
+							for (const s of slots) {
+								if ((await b.acquireLeadership(s, "B", d)) !== undefined) taken.push(s);
+							}
+							await sleep(1000);
+						}
+					})();
+					// Two registers swapped by writers through both clients, for the answer check.
+					const register = uniqueKey("register");
+					const registers = ["r1", "r2"];
+					for (const r of registers) {
+						expect(await driverB.insertIfNotExists(register, utf8(r), utf8(`${r}-init`), 0)).toBe(
+							true,
+						);
+					}
+					const writers = registers.map((r) =>
+						swapWriters(
+							[
+								{
+									name: `${r}-a`,
+									storage: createCassandraTTLStorage({ client: viaNode1, keyspace: f.keyspace }),
+								},
+								{ name: `${r}-b`, storage: driverB },
+							],
+							register,
+							utf8(r),
+						),
 					);
-				expect(events.filter((e) => e.type === "lost").length, trouble.join("\n")).toBe(0);
-				expect(signals.map((s) => s?.aborted)).toEqual([false, false, false]);
-				expect(killerA.firedAt()).toBeUndefined();
-				expect(taken).toEqual([]);
-				for (const s of slots) expect(await serialValue(f, slotsKey, utf8(s))).toBe("A");
-				// Every renewal answered true or failed with a code that does not claim an answer.
-				const renewalAnswers = new Set<Answer>(
-					conditions.filter((c) => c.op === "compareAndSwap").map((c) => c.answer),
-				);
-				for (const answer of renewalAnswers) {
-					expect(["true", "TTLSTORAGE_OUTCOME_UNKNOWN", "TTLSTORAGE_UNAVAILABLE"]).toContain(
-						String(answer),
+					let swaps: Swap[][] = [];
+					try {
+						const t0 = Date.now();
+						await until("a renewal of every slot", () => renewals(t0) >= slots.length, 10_000);
+						armed = true;
+						await until("the kill", () => killAt < Number.POSITIVE_INFINITY, 10_000);
+						await kill.gone();
+						// Node 1 stays down for two renewal periods, then comes back (its start takes longer).
+						await sleep(2 * 2500);
+						const restartAt = Date.now();
+						await startNodes([1]);
+						const backAt = Date.now();
+						const downRenewals = events.filter(
+							(e) => e.type === "renewed" && e.at > killAt && e.at < backAt,
+						);
+						await waitHealthy(f.client, f.keyspace);
+						await until(
+							"two renewals of every slot after the restart",
+							() => renewals(restartAt) >= 2 * slots.length,
+							15_000,
+						);
+						console.info(
+							`[cluster] renewal failures:\n${events
+								.filter((e) => e.type === "renewal-failed")
+								.map(
+									(e) => `  ${e.at - killAt} ms ${e.key}: ${"error" in e ? String(e.error) : ""}`,
+								)
+								.join("\n")}`,
+						);
+						console.info(
+							`[cluster] renewals: ${downRenewals.length} while node 1 was down (${Math.round((backAt - killAt) / 1000)} s), ${renewals(restartAt)} after its restart; failed attempts: ${events.filter((e) => e.type === "renewal-failed").length}`,
+						);
+						// Renewals succeeded without node 1: every slot at least once while it was down.
+						expect(new Set(downRenewals.map((e) => e.key))).toEqual(new Set(slots));
+					} finally {
+						contend = false;
+						await contender;
+						swaps = await Promise.all(writers.map((w) => w.stop()));
+					}
+
+					// Leadership survived: no signal aborted, no killer deadline passed, B never led.
+					const trouble = events
+						.filter((e) => e.type === "lost" || e.type === "renewal-failed")
+						.map(
+							(e) =>
+								`${e.at - killAt} ms ${e.type} ${e.key}: ${"error" in e ? String(e.error) : ""}`,
+						);
+					expect(events.filter((e) => e.type === "lost").length, trouble.join("\n")).toBe(0);
+					expect(signals.map((s) => s?.aborted)).toEqual([false, false, false]);
+					expect(killerA.firedAt()).toBeUndefined();
+					expect(taken).toEqual([]);
+					for (const s of slots) expect(await serialValue(f, slotsKey, utf8(s))).toBe("A");
+					// Every renewal answered true or failed with a code that does not claim an answer.
+					const renewalAnswers = new Set<Answer>(
+						conditions.filter((c) => c.op === "compareAndSwap").map((c) => c.answer),
 					);
+					for (const answer of renewalAnswers) {
+						expect(["true", "TTLSTORAGE_OUTCOME_UNKNOWN", "TTLSTORAGE_UNAVAILABLE"]).toContain(
+							String(answer),
+						);
+					}
+					// Every swap of the registers agrees with the value they hold now.
+					for (const [i, r] of registers.entries()) {
+						const history = swaps[i] ?? [];
+						const final = await serialValue(f, register, utf8(r));
+						expect(checkSwaps(`${r}-init`, history, final ?? "<gone>")).toEqual([]);
+						const count = (a: Answer): number => history.filter((s) => s.answer === a).length;
+						console.info(
+							`[cluster] register ${r}: ${history.length} swaps, ${count(true)} true, ${count(false)} false, ${count("TTLSTORAGE_OUTCOME_UNKNOWN")} unknown, ${count("TTLSTORAGE_UNAVAILABLE")} unavailable`,
+						);
+						expect(count(true)).toBeGreaterThan(0);
+					}
+				} finally {
+					// Also when a check failed: no renewal loop outlives the test.
+					await cleanupAll([a.cleanup(), b.cleanup()]);
 				}
-				// Every swap of the registers agrees with the value they hold now.
-				for (const [i, r] of registers.entries()) {
-					const history = swaps[i] ?? [];
-					const final = await serialValue(f, register, utf8(r));
-					expect(checkSwaps(`${r}-init`, history, final ?? "<gone>")).toEqual([]);
-					const count = (a: Answer): number => history.filter((s) => s.answer === a).length;
-					console.info(
-						`[cluster] register ${r}: ${history.length} swaps, ${count(true)} true, ${count(false)} false, ${count("TTLSTORAGE_OUTCOME_UNKNOWN")} unknown, ${count("TTLSTORAGE_UNAVAILABLE")} unavailable`,
-					);
-					expect(count(true)).toBeGreaterThan(0);
-				}
-				await Promise.all([a.cleanup(), b.cleanup()]);
 			}),
 		);
 	}, 300_000);
