@@ -41,6 +41,7 @@ else
 	echo "test: install openjdk-17-jre-headless and maven to run them." >&2
 fi
 status=0
+bash tooling/servers/cassandra-cluster/ci.sh wait # its boot would slow the timing tests below
 pnpm exec vitest run --exclude '**/*.cluster.integration.test.ts' --reporter=default --reporter=json --outputFile.json=.test-results/vitest.json "$@" || status=$?
 node scripts/test-summary.mjs .test-results/vitest.json || status=1
 bash tooling/servers/cassandra-cluster/ci.sh test "$@" || status=1 # 3-node cluster suites, alone

@@ -2,6 +2,7 @@
 # The cluster's part of scripts/test.sh, so that script only needs three calls:
 #   ci.sh start           start the cluster in the background and return at once (its output goes
 #                         to .test-results/cassandra-cluster.log); nothing if it already runs
+#   ci.sh wait            wait until a background start has finished (never fails: `test` reports)
 #   ci.sh test [ARGS...]  wait for the start, then run the cluster suites
 #                         (*.cluster.integration.test.ts) with CASSANDRA_CLUSTER_TESTS_ENABLED=1,
 #                         one file at a time (they kill nodes); ARGS go to vitest
@@ -57,6 +58,9 @@ case "$cmd" in
     printf '%s\n' "$!" >"$STARTER_PID"
     log "starting in the background (log: $START_LOG)"
     ;;
+  wait)
+    while starting; do sleep 0.5; done
+    ;;
   test)
     cd "$REPO_ROOT"
     if ! wait_started; then
@@ -92,6 +96,6 @@ case "$cmd" in
     fi
     ;;
   *)
-    die "usage: ci.sh start | test [vitest args] | stop"
+    die "usage: ci.sh start | wait | test [vitest args] | stop"
     ;;
 esac
