@@ -13,6 +13,7 @@ if ! port_open "${CASSANDRA_PORT:-9042}" || ! port_open "${DYNAMODB_PORT:-8000}"
 	started_servers=1
 fi
 stop_servers() {
+	bash tooling/servers/cassandra-cluster/ci.sh stop || true # 3-node cluster (its own script)
 	if [ "$started_servers" = 1 ]; then bash tooling/servers/stop-all.sh || true; fi
 }
 trap stop_servers EXIT
@@ -20,6 +21,7 @@ trap stop_servers EXIT
 # Servers first, in the background: Cassandra's first start downloads its jars and takes longest.
 bash tooling/servers/start-all.sh > .test-results/servers.log 2>&1 &
 servers_pid=$!
+bash tooling/servers/cassandra-cluster/ci.sh start # 3-node cluster, background; its suites run last
 
 . scripts/bootstrap.sh
 bash scripts/test-packages.sh
@@ -40,6 +42,8 @@ else
 	echo "test: install openjdk-17-jre-headless and maven to run them." >&2
 fi
 status=0
-pnpm exec vitest run --reporter=default --reporter=json --outputFile.json=.test-results/vitest.json "$@" || status=$?
+bash tooling/servers/cassandra-cluster/ci.sh wait # its boot would slow the timing tests below
+pnpm exec vitest run --exclude '**/*.cluster.integration.test.ts' --reporter=default --reporter=json --outputFile.json=.test-results/vitest.json "$@" || status=$?
 node scripts/test-summary.mjs .test-results/vitest.json || status=1
+bash tooling/servers/cassandra-cluster/ci.sh test "$@" || status=1 # 3-node cluster suites, alone
 exit "$status"

@@ -9,8 +9,8 @@ import {
 	validateRange,
 	validateSwapArgs,
 } from "@vvm/ttlstorage";
-import type { Client } from "cassandra-driver";
-import { types } from "cassandra-driver";
+import type { Client, types } from "cassandra-driver";
+import { resolveConsistency } from "./consistency.ts";
 import type { StatementKind } from "./errors.ts";
 import { DRIVER_NAME, mapCassandraError } from "./errors.ts";
 import { validateCassandraIdentifier } from "./names.ts";
@@ -30,18 +30,21 @@ export interface CassandraTTLStorageOptions {
 	/** Table name; default `"ttl_values"`. */
 	readonly table?: string;
 	/**
-	 * Consistency of every statement (for a lightweight transaction: of its commit); default
-	 * `types.consistencies.localQuorum`. Serial levels are refused here; see `serialConsistency`.
+	 * Consistency of plain writes and of the commit of a conditional write: `quorum` (default),
+	 * `localQuorum`, `eachQuorum` or `all` from `types.consistencies`; anything weaker is a
+	 * `RangeError` (see the README, "Consistency").
 	 */
 	readonly consistency?: number;
 	/**
-	 * Serial consistency of the Paxos round of conditional writes: `types.consistencies.localSerial`
-	 * (default) or `serial` (all data centres).
+	 * Serial consistency of the Paxos round of conditional writes: `types.consistencies.serial`
+	 * (default: linearizable across data centres) or `localSerial` (within the client's data
+	 * centre only: safe when every contender for a key uses the same data centre).
 	 */
 	readonly serialConsistency?: number;
 	/**
-	 * Consistency of `get`, `read` and `queryTTL`; default `consistency`. `serial` or `localSerial`
-	 * make reads linearizable with the conditional writes (they run a Paxos round: slower).
+	 * Consistency of `get`, `read` and `queryTTL`; default `consistency`. The levels allowed for
+	 * `consistency`, or `serial` / `localSerial`, which make reads linearizable with the
+	 * conditional writes (they run a Paxos round: slower).
 	 */
 	readonly readConsistency?: number;
 	/** Rows per page of `read`; default 1000. */
@@ -54,22 +57,7 @@ export interface CassandraTTLStorageOptions {
 	readonly maxBatchBytes?: number;
 }
 
-const SERIAL = new Set<number>([types.consistencies.serial, types.consistencies.localSerial]);
-const ALL_LEVELS = new Set<number>(
-	Object.values(types.consistencies).filter((v): v is number => typeof v === "number"),
-);
 const ITEM_OVERHEAD_BYTES = 32;
-
-function checkLevel(name: string, value: number, serial: boolean | "any"): void {
-	const ok =
-		ALL_LEVELS.has(value) &&
-		(serial === "any" || (serial ? SERIAL.has(value) : !SERIAL.has(value)));
-	if (!ok) {
-		throw new RangeError(
-			`[@vvm/ttlstorage-cas] ${name} must be one of cassandra-driver's types.consistencies${serial === true ? " serial or localSerial" : serial === false ? " except serial and localSerial" : ""}, got ${String(value)}`,
-		);
-	}
-}
 
 function positiveInteger(name: string, value: number): number {
 	if (!Number.isInteger(value) || value < 1) {
@@ -115,12 +103,7 @@ class CassandraTTLStorageImpl implements TTLStorage {
 		if (typeof options.client?.execute !== "function") {
 			throw new TypeError("[@vvm/ttlstorage-cas] client must be a cassandra-driver Client");
 		}
-		const consistency = options.consistency ?? types.consistencies.localQuorum;
-		const serialConsistency = options.serialConsistency ?? types.consistencies.localSerial;
-		const readConsistency = options.readConsistency ?? consistency;
-		checkLevel("consistency", consistency, false);
-		checkLevel("serialConsistency", serialConsistency, true);
-		checkLevel("readConsistency", readConsistency, "any");
+		const { consistency, serialConsistency, readConsistency } = resolveConsistency(options);
 		this.#pageSize = positiveInteger("pageSize", options.pageSize ?? 1000);
 		this.#maxBatchBytes = positiveInteger("maxBatchBytes", options.maxBatchBytes ?? 4096);
 		this.#client = options.client;

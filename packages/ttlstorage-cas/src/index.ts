@@ -2,6 +2,7 @@ export {
 	type CassandraTTLStorageOptions,
 	createCassandraTTLStorage,
 } from "./cassandra-ttl-storage.ts";
+export { CASSANDRA_CONSISTENCY_LEVELS } from "./consistency.ts";
 export { CQL_ERROR_CODES, mapCassandraError, type StatementKind } from "./errors.ts";
 export { validateCassandraIdentifier } from "./names.ts";
 export {

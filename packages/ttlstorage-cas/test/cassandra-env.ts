@@ -3,6 +3,7 @@ import { hostPort, requireServer } from "@vvm/vitest-config/servers";
 import type { ClientOptions } from "cassandra-driver";
 import { Client } from "cassandra-driver";
 import { afterAll, beforeAll } from "vitest";
+import type { CassandraReplication } from "../src/index.ts";
 import { ensureCassandraSchema } from "../src/index.ts";
 
 /** First contact point of CASSANDRA_CONTACT_POINTS (comma-separated), default 127.0.0.1:9042. */
@@ -41,18 +42,33 @@ export interface CassandraFixture {
 	readonly keyspace: string;
 }
 
+/** Which cluster a fixture uses: default the single node, RF 1. */
+export interface KeyspaceSetup {
+	/** The file's client, not connected yet; default {@link newClient}. */
+	readonly newClient?: () => Client;
+	/** Replication of the keyspace; default `ensureCassandraSchema`'s (SimpleStrategy RF 1). */
+	readonly replication?: CassandraReplication;
+}
+
 /**
  * Registers `beforeAll`/`afterAll` that connect one client, create one keyspace unique to this run
  * with the default table, and drop it again. Does nothing when `skip` is a reason.
  */
-export function useCassandraKeyspace(prefix: string, skip: false | string): () => CassandraFixture {
+export function useCassandraKeyspace(
+	prefix: string,
+	skip: false | string,
+	setup: KeyspaceSetup = {},
+): () => CassandraFixture {
 	const keyspace = `${prefix}_${process.pid.toString(36)}${Date.now().toString(36)}`;
 	let client: Client | undefined;
 	if (!skip) {
 		beforeAll(async () => {
-			client = newClient();
+			client = (setup.newClient ?? newClient)();
 			await client.connect();
-			await ensureCassandraSchema(client, { keyspace });
+			await ensureCassandraSchema(client, {
+				keyspace,
+				...(setup.replication === undefined ? {} : { replication: setup.replication }),
+			});
 		});
 		afterAll(async () => {
 			if (client === undefined) return;

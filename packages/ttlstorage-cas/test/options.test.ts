@@ -71,11 +71,7 @@ describe("bad identifiers and options are rejected before any I/O", () => {
 		const { client, calls } = recordingClient();
 		const ks = { client, keyspace: "ok" };
 		const c = types.consistencies;
-		expect(() => createCassandraTTLStorage({ ...ks, consistency: c.serial })).toThrow(RangeError);
 		expect(() => createCassandraTTLStorage({ ...ks, consistency: 99 })).toThrow(RangeError);
-		expect(() => createCassandraTTLStorage({ ...ks, serialConsistency: c.quorum })).toThrow(
-			RangeError,
-		);
 		expect(() => createCassandraTTLStorage({ ...ks, readConsistency: -1 })).toThrow(RangeError);
 		expect(() => createCassandraTTLStorage({ ...ks, readConsistency: c.serial })).not.toThrow();
 		expect(() => createCassandraTTLStorage({ ...ks, pageSize: 0 })).toThrow(RangeError);
@@ -92,6 +88,40 @@ describe("bad identifiers and options are rejected before any I/O", () => {
 				replication: { class: "SimpleStrategy", replication_factor: -1 },
 			}),
 		).rejects.toThrow(RangeError);
+		expect(calls).toEqual([]);
+	});
+
+	it("consistency levels: only quorum or stronger, serial levels only where they belong", () => {
+		const { client, calls } = recordingClient();
+		const c = types.consistencies;
+		const make = (o: Record<string, number>) => () =>
+			createCassandraTTLStorage({ client, keyspace: "ok", ...o });
+		const weak = [c.any, c.one, c.two, c.three, c.localOne];
+		for (const level of weak) {
+			expect(make({ consistency: level }), `consistency ${level}`).toThrow(RangeError);
+			expect(make({ readConsistency: level }), `readConsistency ${level}`).toThrow(RangeError);
+			expect(make({ serialConsistency: level }), `serialConsistency ${level}`).toThrow(RangeError);
+		}
+		// A serial level is not a commit consistency (Cassandra refuses it there), and a quorum
+		// level is not a Paxos level.
+		expect(make({ consistency: c.serial })).toThrow(RangeError);
+		expect(make({ consistency: c.localSerial })).toThrow(RangeError);
+		expect(make({ serialConsistency: c.quorum })).toThrow(RangeError);
+		expect(make({ consistency: c.one })).toThrow(
+			/consistency must be one of cassandra-driver's types\.consistencies quorum, localQuorum, eachQuorum, all, got one \(1\)/,
+		);
+		for (const level of [c.quorum, c.localQuorum, c.eachQuorum, c.all]) {
+			expect(make({ consistency: level })).not.toThrow();
+			expect(make({ readConsistency: level })).not.toThrow();
+		}
+		for (const level of [c.serial, c.localSerial]) {
+			expect(make({ serialConsistency: level })).not.toThrow();
+			expect(make({ readConsistency: level })).not.toThrow();
+		}
+		// A weak read level is refused even when it would only be the default's override.
+		expect(make({ consistency: c.localQuorum, readConsistency: c.localOne })).toThrow(
+			/readConsistency .* got localOne/,
+		);
 		expect(calls).toEqual([]);
 	});
 
@@ -187,7 +217,7 @@ describe("execution options", () => {
 		expect(seen[3]?.options.serialConsistency).toBeUndefined();
 	});
 
-	it("defaults to LOCAL_QUORUM and LOCAL_SERIAL, and a result without [applied] is an error", async () => {
+	it("defaults to QUORUM and SERIAL, and a result without [applied] is an error", async () => {
 		const seen: Array<Record<string, unknown>> = [];
 		const client = {
 			execute: async (_cql: string, _params: unknown[], options: Record<string, unknown>) => {
@@ -201,8 +231,10 @@ describe("execution options", () => {
 			code: "TTLSTORAGE_FAILED",
 		});
 		expect(seen[0]).toMatchObject({
-			consistency: types.consistencies.localQuorum,
-			serialConsistency: types.consistencies.localSerial,
+			consistency: types.consistencies.quorum,
+			serialConsistency: types.consistencies.serial,
 		});
+		await storage.get(k, k);
+		expect(seen[1]).toMatchObject({ consistency: types.consistencies.quorum, isIdempotent: true });
 	});
 });

@@ -7,16 +7,17 @@ set -euo pipefail
 LOG_PREFIX=cassandra
 # shellcheck source=../lib/common.sh
 source "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/../lib/common.sh"
+# shellcheck source=../lib/cassandra.sh
+source "$SERVERS_DIR/lib/cassandra.sh"
 
 HERE="$SERVERS_DIR/cassandra"
 WORK="$WORK_ROOT/cassandra"
-LIB="$WORK/lib"
 DATA="$WORK/data"
 LOGS="$WORK/logs"
 PIDFILE="$WORK/pid"
 PORT="${CASSANDRA_PORT:-9042}"
 TIMEOUT_S="${CASSANDRA_START_TIMEOUT:-180}"
-MAIN_CLASS=org.apache.cassandra.service.CassandraDaemon
+MAIN_CLASS="$CASSANDRA_MAIN_CLASS"
 
 [[ "$PORT" =~ ^[0-9]+$ ]] || die "CASSANDRA_PORT must be a number, got '$PORT'"
 ensure_work_root
@@ -46,65 +47,16 @@ fi
 
 JAVA="$(find_java17)"
 
-# --- jars (idempotent; marker records the pom checksum) -----------------------------------
-POM="$HERE/pom.xml"
-MARKER="$LIB/.complete"
-POM_SUM="$(sha256sum "$POM" | cut -d' ' -f1)"
-t_jars="$(now)"
-if [[ -f "$MARKER" && "$(cat "$MARKER")" == "$POM_SUM" ]]; then
-  log "jars: reusing $LIB ($(find "$LIB" -name '*.jar' | wc -l) jars) in $(elapsed "$t_jars")s"
-else
-  command -v mvn >/dev/null 2>&1 || die "mvn not found; install Maven (apt-get install maven)"
-  log "jars: resolving cassandra-all from Maven Central into $LIB ..."
-  rm -rf "$LIB" "$LIB.tmp"
-  # mvn itself may run on whatever java is default; it only downloads, so that is fine.
-  if ! mvn -B -q -f "$POM" dependency:copy-dependencies -DoutputDirectory="$LIB.tmp" >"$WORK/mvn.log" 2>&1; then
-    tail -n 40 "$WORK/mvn.log" >&2 || true
-    die "mvn dependency:copy-dependencies failed (full output: $WORK/mvn.log)"
-  fi
-  mv "$LIB.tmp" "$LIB"
-  printf '%s\n' "$POM_SUM" >"$MARKER"
-  log "jars: $(find "$LIB" -name '*.jar' | wc -l) jars, $(du -sh "$LIB" | cut -f1) downloaded/copied in $(elapsed "$t_jars")s"
-fi
-
-JAMM="$(find "$LIB" -maxdepth 1 -name 'jamm-*.jar' | head -n1)"
-[[ -n "$JAMM" ]] || die "jamm jar not found in $LIB (delete $LIB and retry)"
+# --- jars (idempotent; shared with the cluster) ------------------------------------------
+ensure_cassandra_jars
 
 # --- fresh data + logs --------------------------------------------------------------------
 rm -rf "$DATA" "$LOGS"
 mkdir -p "$DATA" "$LOGS" "$WORK/triggers"
 
+set_cassandra_jvm_flags 1g
 JVM_OPTS=(
-  -Xms1g -Xmx1g -Xss256k -XX:+UseG1GC
-  -XX:+ExitOnOutOfMemoryError
-  "-javaagent:$JAMM"
-  # conf/jvm17-server.options (Cassandra 5.0)
-  -Djdk.attach.allowAttachSelf=true
-  -Dio.netty.tryReflectionSetAccessible=true
-  -Dio.netty.allocator.useCacheForAllThreads=true -Dio.netty.allocator.maxOrder=11
-  -Djava.net.preferIPv4Stack=true
-  --add-exports java.base/jdk.internal.misc=ALL-UNNAMED
-  --add-exports java.management.rmi/com.sun.jmx.remote.internal.rmi=ALL-UNNAMED
-  --add-exports java.management/com.sun.jmx.remote.security=ALL-UNNAMED
-  --add-exports java.rmi/sun.rmi.registry=ALL-UNNAMED
-  --add-exports java.rmi/sun.rmi.server=ALL-UNNAMED
-  --add-exports java.sql/java.sql=ALL-UNNAMED
-  --add-exports java.base/java.lang.ref=ALL-UNNAMED
-  --add-exports jdk.unsupported/sun.misc=ALL-UNNAMED
-  --add-opens java.base/java.lang.module=ALL-UNNAMED
-  --add-opens java.base/jdk.internal.loader=ALL-UNNAMED
-  --add-opens java.base/jdk.internal.ref=ALL-UNNAMED
-  --add-opens java.base/jdk.internal.reflect=ALL-UNNAMED
-  --add-opens java.base/jdk.internal.math=ALL-UNNAMED
-  --add-opens java.base/jdk.internal.module=ALL-UNNAMED
-  --add-opens java.base/jdk.internal.util.jar=ALL-UNNAMED
-  --add-opens jdk.management/com.sun.management.internal=ALL-UNNAMED
-  --add-opens java.base/sun.nio.ch=ALL-UNNAMED
-  --add-opens java.base/java.io=ALL-UNNAMED
-  --add-opens java.base/java.lang.reflect=ALL-UNNAMED
-  --add-opens java.base/java.lang=ALL-UNNAMED
-  --add-opens java.base/java.util=ALL-UNNAMED
-  --add-opens java.base/java.nio=ALL-UNNAMED
+  "${CASSANDRA_JVM_FLAGS[@]}"
   # config, directories, logging
   "-Dcassandra.config=file://$HERE/cassandra.yaml"
   "-Dcassandra.storagedir=$DATA"
@@ -126,7 +78,7 @@ log "starting on $JAVA (127.0.0.1:$PORT, heap 1g, data $DATA)"
 t_start="$(now)"
 # setsid: own session, so Ctrl-C / SIGHUP of the caller does not reach the server.
 # Not a process-group leader here, so setsid execs in place and $! is the JVM's pid.
-setsid "$JAVA" "${JVM_OPTS[@]}" -cp "$LIB/*" "$MAIN_CLASS" \
+setsid "$JAVA" "${JVM_OPTS[@]}" -cp "$CASSANDRA_LIB/*" "$MAIN_CLASS" \
   </dev/null >"$LOGS/stdout.log" 2>&1 9>&- &
 pid=$!
 printf '%s\n' "$pid" >"$PIDFILE"

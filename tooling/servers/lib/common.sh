@@ -49,9 +49,9 @@ alive() {
   [[ -n "$state" && "$state" != Z && "$state" != X ]]
 }
 
-# port_open PORT: true if 127.0.0.1:PORT accepts a TCP connection.
+# port_open PORT [HOST]: true if HOST:PORT (default 127.0.0.1) accepts a TCP connection.
 port_open() {
-  timeout 1 bash -c "exec 3<>/dev/tcp/127.0.0.1/$1" >/dev/null 2>&1
+  timeout 1 bash -c "exec 3<>/dev/tcp/${2:-127.0.0.1}/$1" >/dev/null 2>&1
 }
 
 # pid_matches PIDFILE PATTERN: true if PIDFILE names a live process whose command line contains PATTERN.
@@ -64,29 +64,38 @@ pid_matches() {
   tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -qF -- "$pattern"
 }
 
-# wait_ready PID PORT TIMEOUT_S LOGFILE...: waits until PORT is open. Fails early if PID dies.
-# On failure prints the tail of each log file and returns 1.
-wait_ready() {
-  local pid="$1" port="$2" timeout_s="$3"; shift 3
-  local deadline=$(( $(date +%s) + timeout_s )) f
+# wait_ready PID PORT TIMEOUT_S LOGFILE...: waits until 127.0.0.1:PORT is open. Fails early if PID
+# dies. On failure prints the tail of each log file and returns 1.
+wait_ready() { wait_ready_at 127.0.0.1 "$@"; }
+
+# wait_ready_at HOST PID PORT TIMEOUT_S LOGFILE...: wait_ready for HOST:PORT.
+wait_ready_at() {
+  local host="$1" pid="$2" port="$3" timeout_s="$4"; shift 4
+  local deadline=$(( $(date +%s) + timeout_s ))
   while :; do
-    if port_open "$port"; then return 0; fi
+    if port_open "$port" "$host"; then return 0; fi
     if ! alive "$pid"; then
-      log "process $pid exited before 127.0.0.1:$port opened"
+      log "process $pid exited before $host:$port opened"
       break
     fi
     if (( $(date +%s) >= deadline )); then
-      log "timed out after ${timeout_s}s waiting for 127.0.0.1:$port"
+      log "timed out after ${timeout_s}s waiting for $host:$port"
       break
     fi
     sleep 0.5
   done
+  print_log_tails "$@"
+  return 1
+}
+
+# print_log_tails LOGFILE...: the last 60 lines of each existing file, on stderr.
+print_log_tails() {
+  local f
   for f in "$@"; do
     [[ -f "$f" ]] || continue
     log "---- last 60 lines of $f ----"
     tail -n 60 "$f" >&2 || true
   done
-  return 1
 }
 
 # stop_pid PIDFILE PATTERN NAME: TERM, wait up to 30 s, then KILL; removes PIDFILE. No-op if not running.
