@@ -1,6 +1,8 @@
 import type { ParseArgsConfig } from "node:util";
 import { parseArgs } from "node:util";
 import { validateCassandraIdentifier } from "@vvm/ttlstorage-cas/names";
+import type { UnsafeMutant } from "./unsafe-mutants.ts";
+import { parseUnsafeMutants, UNSAFE_MUTANTS_ENV, UNSAFE_MUTANTS_FLAG } from "./unsafe-mutants.ts";
 
 /** Storage kinds the host can run on. */
 export type StorageKind = "level" | "mem" | "cas" | "dyn";
@@ -29,6 +31,11 @@ export interface HostConfig {
 	readonly dynEndpoint: string | undefined;
 	readonly dynTable: string;
 	readonly dynRegion: string;
+	/**
+	 * TEST-ONLY mutants that break safety on purpose (chaos test): `VVM_UNSAFE_MUTANTS` plus the
+	 * `--unsafe-allow-mutants` flag. Empty in any normal run; never for production.
+	 */
+	readonly unsafeMutants: readonly UnsafeMutant[];
 }
 
 /** A bad flag or environment variable; the CLI prints `message` and exits with code 2. */
@@ -268,6 +275,9 @@ export function helpText(): string {
 		"      show this help",
 		"  -V, --version",
 		"      show the version",
+		`  --${UNSAFE_MUTANTS_FLAG}`,
+		`      TEST ONLY (pnpm chaos --mutants): lets ${UNSAFE_MUTANTS_ENV}=killer,lease-check,lease-timer`,
+		"      break leadership safety on purpose; never in production",
 		"",
 	);
 	lines.push(
@@ -303,6 +313,7 @@ export function parseHostConfig(
 	const options: NonNullable<ParseArgsConfig["options"]> = {
 		help: { type: "boolean", short: "h" },
 		version: { type: "boolean", short: "V" },
+		[UNSAFE_MUTANTS_FLAG]: { type: "boolean" },
 	};
 	for (const s of SPECS) options[s.flag] = { type: "string" };
 	let values: Record<string, string | boolean | (string | boolean)[] | undefined>;
@@ -335,6 +346,14 @@ export function parseHostConfig(
 		} else {
 			config[s.key] = s.parse(raw, source);
 		}
+	}
+	try {
+		config.unsafeMutants = parseUnsafeMutants(
+			env[UNSAFE_MUTANTS_ENV],
+			values[UNSAFE_MUTANTS_FLAG] === true,
+		);
+	} catch (error) {
+		throw new ConfigError(error instanceof Error ? error.message : String(error));
 	}
 	const checked = config as unknown as HostConfig;
 	if (checked.maxClockSkewMs > checked.leadershipSeconds * 500) {
