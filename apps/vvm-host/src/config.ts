@@ -28,6 +28,11 @@ export interface HostConfig {
 	readonly casContactPoints: readonly string[];
 	readonly casLocalDc: string;
 	readonly casKeyspace: string;
+	/**
+	 * cas: where to connect for each `host:port` the cluster reports (NAT, proxies); `{}` = as
+	 * reported.
+	 */
+	readonly casAddressMap: Readonly<Record<string, string>>;
 	readonly dynEndpoint: string | undefined;
 	readonly dynTable: string;
 	readonly dynRegion: string;
@@ -96,6 +101,28 @@ const hostPorts = (raw: string, source: string): string[] => {
 		}
 	}
 	return points;
+};
+
+const HOST_PORT = /^[A-Za-z0-9.\-_]+:\d{1,5}$/;
+const addressMap = (raw: string, source: string): Record<string, string> => {
+	const map: Record<string, string> = {};
+	for (const pair of raw.split(",").map((p) => p.trim())) {
+		if (pair === "") continue;
+		const [from, to, extra] = pair.split("=").map((p) => p.trim());
+		if (
+			from === undefined ||
+			to === undefined ||
+			extra !== undefined ||
+			!HOST_PORT.test(from) ||
+			!HOST_PORT.test(to)
+		) {
+			throw new ConfigError(
+				`${source} must list reported=connect pairs of host:port, such as 10.0.0.2:9042=127.0.0.1:19042, got "${pair}"`,
+			);
+		}
+		map[from] = to;
+	}
+	return map;
 };
 
 const SPECS: readonly OptionSpec[] = [
@@ -220,6 +247,14 @@ const SPECS: readonly OptionSpec[] = [
 		help: "cas: keyspace (created with SimpleStrategy RF 1 if missing)",
 	},
 	{
+		key: "casAddressMap",
+		flag: "cas-address-map",
+		env: ["CASSANDRA_ADDRESS_MAP"],
+		def: "",
+		parse: addressMap,
+		help: "cas: reported=connect host:port pairs, comma-separated: where to connect for a node the cluster reports (NAT, a proxy per node); default: as reported",
+	},
+	{
 		key: "dynEndpoint",
 		flag: "dyn-endpoint",
 		env: ["DYNAMODB_ENDPOINT"],
@@ -268,7 +303,9 @@ export function helpText(): string {
 	for (const s of SPECS) {
 		lines.push(`  --${s.flag} <value>`);
 		lines.push(`      ${s.help}`);
-		lines.push(`      env ${s.env.join(" | ")}; default ${s.def ?? "(see above)"}`);
+		lines.push(
+			`      env ${s.env.join(" | ")}; default ${s.def === "" ? "(none)" : (s.def ?? "(see above)")}`,
+		);
 	}
 	lines.push(
 		"  -h, --help",
