@@ -61,6 +61,12 @@ export class ChaosHost {
 	/** A process fault (kill, stop, starve, restart) is on this host now. */
 	busy = false;
 	starts = 0;
+	/**
+	 * Set when an incarnation exited with code 2 (the host refused its configuration): it is not
+	 * restarted, and the run stops with this reason.
+	 */
+	fatal: string | undefined;
+	readonly #stderrTail: string[] = [];
 
 	constructor(options: ChaosHostOptions) {
 		this.name = options.name;
@@ -111,9 +117,11 @@ export class ChaosHost {
 			this.#observe(incarnation, line);
 			this.#options.onLine?.(this, line);
 		});
-		createInterface({ input: child.stderr as NodeJS.ReadableStream }).on("line", (text) =>
-			this.#options.stderr.write(`${pid} ${text}`),
-		);
+		createInterface({ input: child.stderr as NodeJS.ReadableStream }).on("line", (text) => {
+			this.#options.stderr.write(`${pid} ${text}`);
+			this.#stderrTail.push(text);
+			if (this.#stderrTail.length > 5) this.#stderrTail.shift();
+		});
 		child.once("exit", (code, signal) => {
 			incarnation.exited = true;
 			this.#options.events.emit("host-exit", {
@@ -125,6 +133,11 @@ export class ChaosHost {
 			});
 			incarnation.slotsLed.clear();
 			markExited();
+			if (code === 2) {
+				// Bad configuration: every restart would fail the same way.
+				this.#restart = false;
+				this.fatal = `${this.name} exited 2 (bad configuration): ${this.#stderrTail.join(" | ")}`;
+			}
 			if (this.#restart) {
 				this.#restartTimer = setTimeout(() => {
 					this.#restartTimer = undefined;

@@ -21,6 +21,18 @@
 // - Fencing tokens: per slot, strictly increasing in acquisition order, and along the acts in
 //   `mono` order, never smaller, and strictly greater whenever the incarnation changes.
 
+/**
+ * Host log events that are a leader's acts: each carries `slot`, `holder`, `fencingToken` and
+ * `mono`, and counts toward its tenure's acting interval.
+ *
+ * TODO(command processor, issue 18 item 4, last bullet): once the command processor is merged,
+ * add its sequence and PLog write lines here (with slot, holder, fencingToken, mono, and the
+ * written sequence numbers), add a per-workspace check that numbers never roll back across
+ * tenures, and run the `proxy-hold` fault against a leader's flush: a write held past its lease
+ * must either land before the next tenure's first write or be refused by its fencing token.
+ */
+export const ACT_EVENTS: readonly string[] = ["work"];
+
 /** A host log line, parsed; only `event`, `mono`, `pid` and the event's own fields are read. */
 export interface HostRecord {
 	readonly event?: string;
@@ -32,8 +44,10 @@ export interface HostRecord {
 /** An accepted unit of work as the load generator saw it (answers.jsonl). */
 export interface AnswerRecord {
 	readonly host: string;
+	/** `mono` when the request was sent and when the answer arrived. */
 	readonly sent: number;
 	readonly received: number;
+	/** The host's answer (the fields of its `work` log line). */
 	readonly body: {
 		readonly mono: number;
 		readonly slot: number;
@@ -271,6 +285,14 @@ export function createChecker(): Checker {
 			const pid = num(r.pid);
 			const slot = num(r.slot);
 			const ps = `${host}|${pid}|${slot}`;
+			if (r.event !== undefined && ACT_EVENTS.includes(r.event)) {
+				const holder = str(r.holder);
+				if (slot === undefined || holder === undefined) return;
+				fromLogs++;
+				workLines.add(`${holder}|${mono}`);
+				act(tenureFor(slot, holder, num(r.fencingToken), host, pid, mono), mono);
+				return;
+			}
 			switch (r.event) {
 				case "acquired": {
 					const holder = str(r.holder);
@@ -299,14 +321,6 @@ export function createChecker(): Checker {
 					const t = byPidSlot.get(ps);
 					const left = num(r.leaseLeftMs);
 					if (t !== undefined && left !== undefined) t.leaseEnd = Math.max(t.leaseEnd, mono + left);
-					return;
-				}
-				case "work": {
-					const holder = str(r.holder);
-					if (slot === undefined || holder === undefined) return;
-					fromLogs++;
-					workLines.add(`${holder}|${mono}`);
-					act(tenureFor(slot, holder, num(r.fencingToken), host, pid, mono), mono);
 					return;
 				}
 				case "lost":

@@ -194,6 +194,11 @@ export function startFaults(
 			const ms = Math.round(rng.between(0.05, 0.5) * d);
 			return path(h, "proxy-delay", { kind: "delay", ms }, rng.between(1, 3) * d, { delayMs: ms });
 		},
+		"proxy-hold"() {
+			const h = pickHost((x) => !pathBusy.has(x.name), true);
+			if (h === undefined) return false;
+			return path(h, "proxy-hold", { kind: "hold" }, rng.between(0.3, 1.5) * d, {});
+		},
 		"proxy-drop"() {
 			const h = pickHost((x) => !pathBusy.has(x.name), true);
 			if (h === undefined) return false;

@@ -4,13 +4,15 @@ import type { AddressInfo, Server, Socket } from "node:net";
 import { connect, createServer } from "node:net";
 
 /**
- * What a host's path does now. `drop` and `drop-reply` corrupt the byte streams they touch, so
- * when they end, every connection they touched is reset (a network that lost packets for long
+ * What a host's path does now. `hold` keeps every byte and delivers it all, in order, when the
+ * hold ends (writes that land late). `drop` and `drop-reply` corrupt the byte streams they touch,
+ * so when they end, every connection they touched is reset (a network that lost packets for long
  * enough); the clients reconnect.
  */
 export type PathMode =
 	| { readonly kind: "pass" }
 	| { readonly kind: "delay"; readonly ms: number }
+	| { readonly kind: "hold" }
 	| { readonly kind: "drop" }
 	| { readonly kind: "drop-reply" };
 
@@ -25,8 +27,8 @@ export interface FaultProxy {
 	 * sees it); `false`: deliver what was held, in order.
 	 */
 	setHold(hold: boolean): void;
-	/** Bytes forwarded, held back, dropped; connections reset. */
-	stats(): { forwarded: number; dropped: number; resets: number };
+	/** Bytes received (from either side), forwarded, dropped; connections reset. */
+	stats(): { received: number; forwarded: number; dropped: number; resets: number };
 	close(): Promise<void>;
 }
 
@@ -109,12 +111,21 @@ export function startFaultProxy(targetHost: string, targetPort: number): Promise
 	let mode: PathMode = { kind: "pass" };
 	let hold = false;
 	const conns = new Set<Conn>();
-	const totals = { forwarded: 0, dropped: 0, resets: 0 };
+	const totals = { received: 0, forwarded: 0, dropped: 0, resets: 0 };
+	const held = (): boolean => hold || mode.kind === "hold";
+	const release = (): void => {
+		const now = performance.now();
+		for (const c of conns) {
+			c.up.unhold(now);
+			c.down.unhold(now);
+		}
+	};
 	const count = (bytes: number): void => {
 		totals.forwarded += bytes;
 	};
 
 	const route = (conn: Conn, chunk: Buffer, direction: "up" | "down"): void => {
+		totals.received += chunk.length;
 		if (mode.kind === "drop" || (mode.kind === "drop-reply" && direction === "down")) {
 			conn.tainted = true;
 			totals.dropped += chunk.length;
@@ -168,18 +179,15 @@ export function startFaultProxy(targetHost: string, targetPort: number): Promise
 				target: `${targetHost}:${targetPort}`,
 				setMode(next) {
 					const wasDropping = mode.kind === "drop" || mode.kind === "drop-reply";
+					const wasHeld = held();
 					mode = next;
 					if (wasDropping) resetTainted();
+					if (wasHeld && !held()) release();
 				},
 				setHold(next) {
+					const wasHeld = held();
 					hold = next;
-					if (!next) {
-						const now = performance.now();
-						for (const c of conns) {
-							c.up.unhold(now);
-							c.down.unhold(now);
-						}
-					}
+					if (wasHeld && !held()) release();
 				},
 				stats: () => ({ ...totals }),
 				close: () =>

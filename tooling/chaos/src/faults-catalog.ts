@@ -1,5 +1,5 @@
 /** Every fault the chaos tool injects; the report counts each kind. */
-export const FAULT_KINDS: readonly [
+export const FAULT_KINDS = [
 	"kill",
 	"restart",
 	"stop-short",
@@ -7,21 +7,11 @@ export const FAULT_KINDS: readonly [
 	"cpu-starve",
 	"storage-pause",
 	"proxy-delay",
+	"proxy-hold",
 	"proxy-drop",
 	"proxy-drop-reply",
 	"clock",
-] = [
-	"kill",
-	"restart",
-	"stop-short",
-	"stop-long",
-	"cpu-starve",
-	"storage-pause",
-	"proxy-delay",
-	"proxy-drop",
-	"proxy-drop-reply",
-	"clock",
-];
+] as const;
 
 /** One of {@link FAULT_KINDS}. */
 export type FaultKind = (typeof FAULT_KINDS)[number];
@@ -38,6 +28,8 @@ export const FAULT_HELP: Readonly<Record<FaultKind, string>> = {
 	"storage-pause":
 		"pause the storage for 0.3-1.5 d: SIGSTOP of the run's own DynamoDB Local, or every host's Cassandra path held by its proxy",
 	"proxy-delay": "one host's storage path delays every chunk by 0.05-0.5 d, for 1-3 d",
+	"proxy-hold":
+		"one host's storage path holds every byte for 0.3-1.5 d, then delivers it all: requests land late, past the lease",
 	"proxy-drop":
 		"one host's storage path drops everything for 0.3-1.5 d, then resets its connections",
 	"proxy-drop-reply":
@@ -55,6 +47,7 @@ export const DEFAULT_FAULT_WEIGHTS: Readonly<Record<FaultKind, number>> = {
 	"cpu-starve": 1,
 	"storage-pause": 1,
 	"proxy-delay": 1,
+	"proxy-hold": 1,
 	"proxy-drop": 1,
 	"proxy-drop-reply": 1,
 	clock: 2,

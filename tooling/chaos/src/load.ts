@@ -2,26 +2,13 @@
 // Every accepted unit of work (200) is written to answers.jsonl with the host's own fields and
 // this side's send and receive times on the same monotonic clock.
 import type { ChaosHost } from "./chaos-host.ts";
+import type { AnswerRecord } from "./checker.ts";
 import type { LineFile } from "./jsonl-file.ts";
 import { monoMs, sleep } from "./mono.ts";
 
-/** One accepted unit of work as the load generator received it. */
-export interface WorkAnswer {
-	readonly host: string;
+/** One accepted unit of work as the load generator received it (the checker's answer record). */
+export interface WorkAnswer extends AnswerRecord {
 	readonly pid: number;
-	/** `mono` when the request was sent and when the answer arrived. */
-	readonly sent: number;
-	readonly received: number;
-	/** The host's answer: `{ done, at, mono, slot, holder, incarnation, fencingToken, leaseLeftMs }`. */
-	readonly body: {
-		readonly mono: number;
-		readonly slot: number;
-		readonly holder: string;
-		readonly incarnation: string;
-		readonly fencingToken: number | null;
-		readonly leaseLeftMs: number;
-		readonly at: number;
-	};
 }
 
 /** Counters of a running load generator. */
@@ -78,6 +65,7 @@ export function startLoad(
 						pid: inc.pid,
 						sent,
 						received,
+						// The host's answer: { done, at, mono, slot, holder, incarnation, fencingToken, leaseLeftMs }.
 						body: JSON.parse(text) as WorkAnswer["body"],
 					};
 					answers.write(JSON.stringify(answer));

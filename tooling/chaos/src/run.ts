@@ -28,7 +28,7 @@ export interface RunResult {
 	readonly build: "dist" | "source";
 	readonly storage: string;
 	readonly elapsedMs: number;
-	/** Why the run ended: `duration`, `changes`, `interrupted`, or `no-leader`. */
+	/** Why the run ended: `duration`, `changes`, `interrupted`, `no-leader`, `host-config-error`. */
 	readonly stopReason: string;
 	/** Whether the requested number of changes was reached (always true without `--changes`). */
 	readonly targetReached: boolean;
@@ -141,7 +141,12 @@ export async function runChaos(
 
 		let stopReason = "";
 		const firstDeadline = monoMs() + FIRST_LEADERS_TIMEOUT_MS;
+		const fatal = (): string | undefined => hosts.find((h) => h.fatal !== undefined)?.fatal;
 		while (acquisitions.size < options.numVVM && !stop.aborted) {
+			if (fatal() !== undefined) {
+				stopReason = "host-config-error";
+				break;
+			}
 			if (monoMs() > firstDeadline) {
 				stopReason = "no-leader";
 				break;
@@ -162,6 +167,7 @@ export async function runChaos(
 			await sleep(200, stop);
 			const now = monoMs();
 			if (stop.aborted) stopReason = "interrupted";
+			else if (fatal() !== undefined) stopReason = "host-config-error";
 			else if (options.changes !== undefined && changes() >= options.changes)
 				stopReason = "changes";
 			else if (options.durationS !== undefined && now - runStart >= options.durationS * 1000) {
@@ -178,6 +184,7 @@ export async function runChaos(
 				);
 			}
 		}
+		if (stopReason === "host-config-error") say(`[chaos] ${fatal()}`);
 		say(`[chaos] stopping (${stopReason}); undoing faults, stopping load and hosts`);
 		await faults?.stop();
 		await load.stop();
@@ -196,6 +203,7 @@ export async function runChaos(
 			stopReason,
 			targetReached:
 				stopReason !== "no-leader" &&
+				stopReason !== "host-config-error" &&
 				(options.changes === undefined || report.changes >= options.changes),
 			load: { ...load.stats },
 			hostStarts: hosts.reduce((n, h) => n + h.starts, 0),
