@@ -168,10 +168,13 @@ export class ChaosHost {
 		}
 	}
 
-	/** Sends `signal` to the running incarnation; `false` when none runs. */
-	signal(signal: NodeJS.Signals): boolean {
+	/**
+	 * Sends `signal` to the running incarnation (only if it is `pid`, when given: a fault aimed
+	 * at one process never hits its successor); `false` when none runs.
+	 */
+	signal(signal: NodeJS.Signals, pid?: number): boolean {
 		const c = this.current;
-		if (c === undefined) return false;
+		if (c === undefined || (pid !== undefined && c.pid !== pid)) return false;
 		try {
 			process.kill(c.pid, signal);
 			return true;

@@ -104,9 +104,9 @@ export function startFaults(
 		const target = h && processTarget(h);
 		if (h === undefined || target === undefined) return false;
 		h.busy = true;
-		h.signal("SIGSTOP");
+		h.signal("SIGSTOP", target.pid);
 		timed(kind, target, rng.between(min, max) * d, () => {
-			h.signal("SIGCONT");
+			h.signal("SIGCONT", target.pid);
 			h.busy = false;
 		});
 		return true;
@@ -118,8 +118,7 @@ export function startFaults(
 			const target = h && processTarget(h);
 			if (h === undefined || target === undefined) return false;
 			events.emit("fault", { id: nextId++, kind: "kill", ...target });
-			h.signal("SIGCONT"); // harmless when running; a stopped process dies on SIGKILL anyway
-			h.signal("SIGKILL");
+			h.signal("SIGKILL", target.pid);
 			return true;
 		},
 		restart() {
@@ -129,7 +128,7 @@ export function startFaults(
 			if (h === undefined || inc === undefined || target === undefined) return false;
 			h.busy = true;
 			timed("restart", target, 0, () => {});
-			h.signal("SIGTERM");
+			h.signal("SIGTERM", target.pid);
 			void inc.exit.then(() => {
 				h.busy = false;
 			});
@@ -148,11 +147,11 @@ export function startFaults(
 			let cycle: NodeJS.Timeout | undefined;
 			const stopPhase = (): void => {
 				if (!running) return;
-				h.signal("SIGSTOP");
+				h.signal("SIGSTOP", target.pid);
 				cycle = setTimeout(contPhase, periodMs * stoppedShare);
 			};
 			const contPhase = (): void => {
-				h.signal("SIGCONT");
+				h.signal("SIGCONT", target.pid);
 				if (running) cycle = setTimeout(stopPhase, periodMs * (1 - stoppedShare));
 			};
 			timed(
@@ -166,7 +165,7 @@ export function startFaults(
 				() => {
 					running = false;
 					if (cycle !== undefined) clearTimeout(cycle);
-					h.signal("SIGCONT");
+					h.signal("SIGCONT", target.pid);
 					h.busy = false;
 				},
 			);
