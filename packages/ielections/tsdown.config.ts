@@ -1,7 +1,11 @@
 import { defineConfig } from "tsdown";
 
 export default defineConfig({
-	entry: { index: "src/index.ts", "testing/index": "src/testing/index.ts" },
+	entry: {
+		index: "src/index.ts",
+		"testing/index": "src/testing/index.ts",
+		internal: "src/internal.ts",
+	},
 	format: ["esm"],
 	dts: true,
 	platform: "node",

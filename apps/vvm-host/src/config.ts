@@ -1,6 +1,8 @@
 import type { ParseArgsConfig } from "node:util";
 import { parseArgs } from "node:util";
 import { validateCassandraIdentifier } from "@vvm/ttlstorage-cas/names";
+import type { UnsafeMutant } from "./unsafe-mutants.ts";
+import { parseUnsafeMutants, UNSAFE_MUTANTS_ENV, UNSAFE_MUTANTS_FLAG } from "./unsafe-mutants.ts";
 
 /** Storage kinds the host can run on. */
 export type StorageKind = "level" | "mem" | "cas" | "dyn";
@@ -26,9 +28,19 @@ export interface HostConfig {
 	readonly casContactPoints: readonly string[];
 	readonly casLocalDc: string;
 	readonly casKeyspace: string;
+	/**
+	 * cas: where to connect for each `host:port` the cluster reports (NAT, proxies); `{}` = as
+	 * reported.
+	 */
+	readonly casAddressMap: Readonly<Record<string, string>>;
 	readonly dynEndpoint: string | undefined;
 	readonly dynTable: string;
 	readonly dynRegion: string;
+	/**
+	 * TEST-ONLY mutants that break safety on purpose (chaos test): `VVM_UNSAFE_MUTANTS` plus the
+	 * `--unsafe-allow-mutants` flag. Empty in any normal run; never for production.
+	 */
+	readonly unsafeMutants: readonly UnsafeMutant[];
 }
 
 /** A bad flag or environment variable; the CLI prints `message` and exits with code 2. */
@@ -90,6 +102,28 @@ const hostPorts = (raw: string, source: string): string[] => {
 		}
 	}
 	return points;
+};
+
+const HOST_PORT = /^[A-Za-z0-9.\-_]+:\d{1,5}$/;
+const addressMap = (raw: string, source: string): Record<string, string> => {
+	const map: Record<string, string> = {};
+	for (const pair of raw.split(",").map((p) => p.trim())) {
+		if (pair === "") continue;
+		const [from, to, extra] = pair.split("=").map((p) => p.trim());
+		if (
+			from === undefined ||
+			to === undefined ||
+			extra !== undefined ||
+			!HOST_PORT.test(from) ||
+			!HOST_PORT.test(to)
+		) {
+			throw new ConfigError(
+				`${source} must list reported=connect pairs of host:port, such as 10.0.0.2:9042=127.0.0.1:19042, got "${pair}"`,
+			);
+		}
+		map[from] = to;
+	}
+	return map;
 };
 
 const SPECS: readonly OptionSpec[] = [
@@ -214,6 +248,14 @@ const SPECS: readonly OptionSpec[] = [
 		help: "cas: keyspace (created with SimpleStrategy RF 1 if missing)",
 	},
 	{
+		key: "casAddressMap",
+		flag: "cas-address-map",
+		env: ["CASSANDRA_ADDRESS_MAP"],
+		def: "",
+		parse: addressMap,
+		help: "cas: reported=connect host:port pairs, comma-separated: where to connect for a node the cluster reports (NAT, a proxy per node); default: as reported",
+	},
+	{
 		key: "dynEndpoint",
 		flag: "dyn-endpoint",
 		env: ["DYNAMODB_ENDPOINT"],
@@ -262,13 +304,18 @@ export function helpText(): string {
 	for (const s of SPECS) {
 		lines.push(`  --${s.flag} <value>`);
 		lines.push(`      ${s.help}`);
-		lines.push(`      env ${s.env.join(" | ")}; default ${s.def ?? "(see above)"}`);
+		lines.push(
+			`      env ${s.env.join(" | ")}; default ${s.def === "" ? "(none)" : (s.def ?? "(see above)")}`,
+		);
 	}
 	lines.push(
 		"  -h, --help",
 		"      show this help",
 		"  -V, --version",
 		"      show the version",
+		`  --${UNSAFE_MUTANTS_FLAG}`,
+		`      TEST ONLY (pnpm chaos --mutants): lets ${UNSAFE_MUTANTS_ENV}=killer,lease-check,lease-timer`,
+		"      break leadership safety on purpose; never in production",
 		"",
 	);
 	lines.push(
@@ -304,6 +351,7 @@ export function parseHostConfig(
 	const options: NonNullable<ParseArgsConfig["options"]> = {
 		help: { type: "boolean", short: "h" },
 		version: { type: "boolean", short: "V" },
+		[UNSAFE_MUTANTS_FLAG]: { type: "boolean" },
 	};
 	for (const s of SPECS) options[s.flag] = { type: "string" };
 	let values: Record<string, string | boolean | (string | boolean)[] | undefined>;
@@ -336,6 +384,14 @@ export function parseHostConfig(
 		} else {
 			config[s.key] = s.parse(raw, source);
 		}
+	}
+	try {
+		config.unsafeMutants = parseUnsafeMutants(
+			env[UNSAFE_MUTANTS_ENV],
+			values[UNSAFE_MUTANTS_FLAG] === true,
+		);
+	} catch (error) {
+		throw new ConfigError(error instanceof Error ? error.message : String(error));
 	}
 	const checked = config as unknown as HostConfig;
 	if (checked.maxClockSkewMs > checked.leadershipSeconds * 500) {

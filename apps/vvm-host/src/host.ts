@@ -14,6 +14,7 @@ import { createHostLogger, describeError, logVVMEvent } from "./logger.ts";
 import { createHostMetrics } from "./metrics.ts";
 import type { OpenedStorage } from "./storage.ts";
 import { openStorage } from "./storage.ts";
+import { unsafeMutantHooks } from "./unsafe-mutants.ts";
 import { createWaitingReporter } from "./waiting-reporter.ts";
 
 /** Exit codes of the host. */
@@ -89,11 +90,19 @@ export async function runHost(config: HostConfig, options: RunHostOptions = {}):
 
 	let storage: OpenedStorage | undefined;
 	let http: HttpApi | undefined;
+	// Empty unless the test-only VVM_UNSAFE_MUTANTS and --unsafe-allow-mutants are both given.
+	const mutants = unsafeMutantHooks(config.unsafeMutants);
 	try {
 		logger.info(
 			{ event: "starting", storage: config.storage },
 			`vvm-host starting on ${config.storage} storage`,
 		);
+		if (config.unsafeMutants.length > 0) {
+			logger.warn(
+				{ event: "unsafe-mutants", mutants: config.unsafeMutants },
+				`UNSAFE TEST-ONLY MUTANTS ACTIVE (${config.unsafeMutants.join(", ")}): this host can act as a second leader; never in production`,
+			);
+		}
 		try {
 			storage = await openStorage(config, { signal: stopCtl.signal });
 		} catch (error) {
@@ -116,6 +125,7 @@ export async function runHost(config: HostConfig, options: RunHostOptions = {}):
 			intervalMs: config.workIntervalMs,
 			logger,
 			leadership: () => current?.leadership(),
+			checkLease: mutants.checkLease,
 		});
 		const metrics = createHostMetrics({
 			leadership: () => current?.leadership(),
@@ -169,7 +179,10 @@ export async function runHost(config: HostConfig, options: RunHostOptions = {}):
 			address: leaderValue,
 			numVVM: config.numVVM,
 			clock: systemClock,
-			killer: options.killer ?? processKiller({ logger }),
+			killer: options.killer ?? mutants.killer ?? processKiller({ logger }),
+			...(mutants.createElections === undefined
+				? {}
+				: { createElections: mutants.createElections }),
 			acquireRetryMs: config.acquireRetryMs,
 			maxClockSkewMs: config.maxClockSkewMs,
 			services: [worker],

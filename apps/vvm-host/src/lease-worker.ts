@@ -44,7 +44,10 @@ export function createLeaseWorker(options: {
 	readonly logger: Logger;
 	/** The VVM's leadership, `undefined` when not leader. */
 	readonly leadership: () => VVMLeadership | undefined;
+	/** `false` only under the test-only mutant `lease-check` (see unsafe-mutants.ts). */
+	readonly checkLease?: boolean;
 }): LeaseWorker {
+	const checkLease = options.checkLease ?? true;
 	let context: VVMServiceContext | undefined;
 	let timer: NodeJS.Timeout | undefined;
 	let count = 0;
@@ -62,7 +65,9 @@ export function createLeaseWorker(options: {
 			let reason: string | undefined;
 			if (ctx === undefined) reason = "not leader";
 			else if (ctx.signal.aborted) reason = "stopping";
-			else if (!ctx.leaseValid() || leadership === undefined) reason = "lease expired";
+			else if ((checkLease && !ctx.leaseValid()) || leadership === undefined) {
+				reason = "lease expired";
+			}
 			if (reason !== undefined || leadership === undefined) {
 				reason ??= "not leader";
 				const line = {

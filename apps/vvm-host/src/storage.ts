@@ -1,6 +1,7 @@
 import { mkdir } from "node:fs/promises";
 import { resolve } from "node:path";
 import type { TTLStorage } from "@vvm/ttlstorage";
+import type { policies } from "cassandra-driver";
 import type { HostConfig } from "./config.ts";
 
 /** An opened storage driver plus whatever the host created for it (client, database). */
@@ -71,6 +72,34 @@ async function untilStopped<T>(
 	} finally {
 		signal.removeEventListener("abort", onAbort);
 	}
+}
+
+/**
+ * `--cas-address-map` (`HostConfig.casAddressMap`) as the driver's address translator: the nodes the cluster reports (in its
+ * peers table, `host:port`) are reached at the mapped address instead (NAT, or one proxy per node
+ * as in the chaos test); unmapped ones as reported.
+ */
+export function addressTranslation(
+	resolution: typeof policies.addressResolution,
+	map: Readonly<Record<string, string>>,
+): { policies?: { addressResolution: policies.addressResolution.AddressTranslator } } {
+	if (Object.keys(map).length === 0) return {};
+	// The driver checks `instanceof AddressTranslator`, a class its typings declare as an interface.
+	const Translator = (
+		resolution as unknown as {
+			AddressTranslator: new () => policies.addressResolution.AddressTranslator;
+		}
+	).AddressTranslator;
+	const translator = new Translator();
+	translator.translate = (
+		address: string,
+		port: number,
+		callback: (endpoint: string) => void,
+	): void => {
+		const reported = `${address}:${port}`;
+		callback(map[reported] ?? reported);
+	};
+	return { policies: { addressResolution: translator } };
 }
 
 /**
@@ -164,11 +193,14 @@ export async function openStorage(
 				load("cassandra-driver", "cas storage", () => import("cassandra-driver")),
 				load("@vvm/ttlstorage-cas", "cas storage", () => import("@vvm/ttlstorage-cas")),
 			]);
-			const Client =
-				cassandra.Client ?? (cassandra as unknown as { default: typeof cassandra }).default.Client;
+			const casDriver = cassandra.Client
+				? cassandra
+				: (cassandra as unknown as { default: typeof cassandra }).default;
+			const Client = casDriver.Client;
 			const client = new Client({
 				contactPoints: [...config.casContactPoints],
 				localDataCenter: config.casLocalDc,
+				...addressTranslation(casDriver.policies.addressResolution, config.casAddressMap),
 			});
 			const where = `${config.casContactPoints.join(",")} keyspace ${config.casKeyspace}`;
 			try {

@@ -139,6 +139,11 @@ export interface ElectionsInternals<K, V> {
 	readonly timings?: Partial<LeadershipTimings>;
 	/** How a release removes the record; default `storage.compareAndDelete(key, value)`. */
 	readonly deleteOnRelease?: (storage: ITTLStorage<K, V>, key: K, value: V) => Promise<boolean>;
+	/**
+	 * `false` removes the timer that aborts the signal at the lease deadline while a renewal hangs
+	 * (a mutant for the suite and for vvm-host's chaos mutants); default `true`.
+	 */
+	readonly leaseTimer?: boolean;
 }
 
 type ReleaseOutcome = { readonly ok: true } | { readonly ok: false; readonly error: unknown };
@@ -205,6 +210,7 @@ class ElectionsImpl<K, V> implements Elections<K, V> {
 	readonly #timings: LeadershipTimings;
 	readonly #deleteOnRelease: (key: K, value: V) => Promise<boolean>;
 	readonly #maxClockSkewMs: number;
+	readonly #leaseTimerOn: boolean;
 
 	readonly #leaders = new Map<string, Leader<K, V>>();
 	readonly #pending = new Map<string, Promise<AbortSignal | undefined>>();
@@ -247,6 +253,7 @@ class ElectionsImpl<K, V> implements Elections<K, V> {
 			);
 		}
 		this.#maxClockSkewMs = skew;
+		this.#leaseTimerOn = internals.leaseTimer ?? true;
 		const del = internals.deleteOnRelease;
 		this.#deleteOnRelease =
 			del === undefined
@@ -529,6 +536,7 @@ class ElectionsImpl<K, V> implements Elections<K, V> {
 	 */
 	#armLease(leader: Leader<K, V>): void {
 		leader.leaseTimer?.cancel();
+		if (!this.#leaseTimerOn) return;
 		leader.leaseTimer = this.#clock.setTimer(
 			Math.max(0, leader.leaseDeadline - this.#mono()),
 			() => {

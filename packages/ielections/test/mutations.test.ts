@@ -81,6 +81,12 @@ describe("electionsTestSuite catches broken elections", () => {
 		expect(await failingCases({ timings: { killerMargin: 0 } })).toContain(KILLER);
 	});
 
+	it("catches a removed lease timer (the signal outlives the lease while a renewal hangs)", async () => {
+		expect(await failingCases({ leaseTimer: false })).toContain(
+			"ExpiredAndTakenOver: a leader whose record expired and was taken by another never renews again",
+		);
+	});
+
 	it("catches a release that deletes whatever value the record holds", async () => {
 		const failed = await failingCases({
 			deleteOnRelease: async (storage, key) => {

@@ -1,0 +1,102 @@
+// How the chaos tool starts vvm-host: the built CLI (fast start-up) when it is up to date, or the
+// sources through tsx.
+import { existsSync, readdirSync, statSync } from "node:fs";
+import { dirname, join, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+import type { HostCommand } from "./chaos-host.ts";
+import type { ChaosOptions } from "./options.ts";
+
+/** The repository root (this file is tooling/chaos/src/host-command.ts). */
+export const REPO_ROOT: string = resolve(dirname(fileURLToPath(import.meta.url)), "../../..");
+const HOST_DIR = join(REPO_ROOT, "apps/vvm-host");
+
+function newestMtime(dir: string): number {
+	if (!existsSync(dir)) return 0;
+	let newest = 0;
+	for (const entry of readdirSync(dir, { withFileTypes: true })) {
+		const path = join(dir, entry.name);
+		newest = Math.max(newest, entry.isDirectory() ? newestMtime(path) : statSync(path).mtimeMs);
+	}
+	return newest;
+}
+
+/**
+ * `"dist"` when apps/vvm-host and every package have a build newer than their sources, else
+ * `"source"` (a stale build could lack the mutants, or a fix).
+ */
+export function chooseHostBuild(hostFrom: ChaosOptions["hostFrom"]): "dist" | "source" {
+	if (hostFrom !== "auto") return hostFrom;
+	if (!existsSync(join(HOST_DIR, "dist/cli.mjs"))) return "source";
+	const packages = join(REPO_ROOT, "packages");
+	const dirs = [HOST_DIR, ...readdirSync(packages).map((p) => join(packages, p))];
+	const fresh = dirs.every(
+		(dir) => newestMtime(join(dir, "dist")) >= newestMtime(join(dir, "src")),
+	);
+	return fresh ? "dist" : "source";
+}
+
+/** The environment of a host: this one's, without any VVM_/CASSANDRA_/DYNAMODB_ setting. */
+function baseEnv(): Record<string, string> {
+	const env: Record<string, string> = {};
+	for (const [k, v] of Object.entries(process.env)) {
+		if (v === undefined || /^(VVM_|CASSANDRA_|DYNAMODB_)/.test(k)) continue;
+		env[k] = v;
+	}
+	return env;
+}
+
+/**
+ * The command of host number `index` (its storage flags and environment come from the caller).
+ *
+ * @example
+ * ```ts
+ * const cmd = hostCommand(options, "dist", storage.hostArgs(0), clocks?.env("H1") ?? {});
+ * ```
+ */
+export function hostCommand(
+	options: ChaosOptions,
+	build: "dist" | "source",
+	storageArgs: readonly string[],
+	extraEnv: Readonly<Record<string, string>>,
+): HostCommand {
+	const args = [
+		"--http-port",
+		"0",
+		"--leadership-seconds",
+		String(options.leadershipSeconds),
+		"--num-vvm",
+		String(options.numVVM),
+		"--acquire-retry-ms",
+		String(options.acquireRetryMs),
+		// A follower waits as long as the run lasts (a timeout would only restart it).
+		"--acquire-timeout-ms",
+		String(24 * 3600 * 1000),
+		"--work-interval-ms",
+		String(options.workIntervalMs),
+		"--log-level",
+		"debug",
+		...(options.maxClockSkewMs > 0 ? ["--max-clock-skew-ms", String(options.maxClockSkewMs)] : []),
+		...(options.unsafeMutants.length > 0 ? ["--unsafe-allow-mutants"] : []),
+		...storageArgs,
+	];
+	const env = {
+		...baseEnv(),
+		...extraEnv,
+		...(options.unsafeMutants.length > 0
+			? { VVM_UNSAFE_MUTANTS: options.unsafeMutants.join(",") }
+			: {}),
+	};
+	return build === "dist"
+		? {
+				command: process.execPath,
+				args: [join(HOST_DIR, "dist/cli.mjs"), ...args],
+				cwd: HOST_DIR,
+				env,
+			}
+		: {
+				command: process.execPath,
+				args: ["--import", "tsx", "--conditions=@vvm/source", "src/cli.ts", ...args],
+				cwd: HOST_DIR,
+				env,
+			};
+}

@@ -1,0 +1,318 @@
+import { parseArgs } from "node:util";
+import type { FaultKind } from "./faults-catalog.ts";
+import { DEFAULT_FAULT_WEIGHTS, FAULT_HELP, FAULT_KINDS } from "./faults-catalog.ts";
+
+/** The mechanisms vvm-host's test-only mutants remove (its `VVM_UNSAFE_MUTANTS`). */
+export const MUTANT_NAMES: readonly ["killer", "lease-check", "lease-timer"] = [
+	"killer",
+	"lease-check",
+	"lease-timer",
+];
+export type MutantName = (typeof MUTANT_NAMES)[number];
+
+/** Every combination of one or more mutants, singles first: what `--mutants` runs by default. */
+export const ALL_MUTANT_COMBOS: readonly (readonly MutantName[])[] = [
+	["killer"],
+	["lease-check"],
+	["lease-timer"],
+	["killer", "lease-check"],
+	["killer", "lease-timer"],
+	["lease-check", "lease-timer"],
+	["killer", "lease-check", "lease-timer"],
+];
+
+/** A chaos run's configuration, validated. */
+export interface ChaosOptions {
+	readonly seed: string;
+	/** Stop after this many seconds (with `changes`: fail if the target was not reached by then). */
+	readonly durationS: number | undefined;
+	/** Stop once this many leadership changes happened. */
+	readonly changes: number | undefined;
+	readonly hosts: number;
+	readonly numVVM: number;
+	readonly storage: "dyn" | "cas";
+	readonly casContactPoints: readonly string[];
+	readonly casLocalDc: string;
+	readonly casReplicationFactor: number;
+	readonly casKeyspace: string | undefined;
+	readonly keepKeyspace: boolean;
+	readonly faults: Readonly<Record<FaultKind, number>>;
+	readonly leadershipSeconds: number;
+	/** Passed to every host as --max-clock-skew-ms (dyn: the skew the clock faults stay within). */
+	readonly maxClockSkewMs: number;
+	/** Clock faults draw each host's wall-clock offset from [-range, +range]. */
+	readonly clockRangeMs: number;
+	readonly faultIntervalMs: number;
+	readonly maxConcurrentFaults: number;
+	readonly loadIntervalMs: number;
+	readonly workIntervalMs: number;
+	readonly acquireRetryMs: number;
+	readonly outDir: string | undefined;
+	readonly hostFrom: "auto" | "dist" | "source";
+	readonly progressSeconds: number;
+	/** Hosts run with these test-only mutants (one mutant run). */
+	readonly unsafeMutants: readonly MutantName[];
+	/** `--mutants`: the combinations to run, each a chaos run of its own. */
+	readonly mutantCombos: readonly (readonly MutantName[])[] | undefined;
+	/** `--check <dir>`: check the logs of a finished run instead of running. */
+	readonly check: string | undefined;
+}
+
+/** A bad argument: the CLI prints the message and exits with code 2. */
+export class ChaosUsageError extends Error {
+	override readonly name: string = "ChaosUsageError";
+}
+
+const FLAGS = {
+	seed: { type: "string" },
+	duration: { type: "string" },
+	changes: { type: "string" },
+	hosts: { type: "string" },
+	"num-vvm": { type: "string" },
+	storage: { type: "string" },
+	"cas-contact-points": { type: "string" },
+	"cas-local-dc": { type: "string" },
+	"cas-replication-factor": { type: "string" },
+	"cas-keyspace": { type: "string" },
+	"keep-keyspace": { type: "boolean" },
+	faults: { type: "string" },
+	"leadership-seconds": { type: "string" },
+	"max-clock-skew-ms": { type: "string" },
+	"clock-range-ms": { type: "string" },
+	"fault-interval-ms": { type: "string" },
+	"max-concurrent-faults": { type: "string" },
+	"load-interval-ms": { type: "string" },
+	"work-interval-ms": { type: "string" },
+	"acquire-retry-ms": { type: "string" },
+	"out-dir": { type: "string" },
+	"host-from": { type: "string" },
+	"progress-seconds": { type: "string" },
+	"unsafe-mutants": { type: "string" },
+	mutants: { type: "string" },
+	check: { type: "string" },
+	help: { type: "boolean", short: "h" },
+} as const;
+
+function int(flag: string, raw: string | undefined, min: number, max: number): number | undefined {
+	if (raw === undefined) return undefined;
+	const n = /^\d+$/.test(raw.trim()) ? Number(raw.trim()) : Number.NaN;
+	if (!Number.isSafeInteger(n) || n < min || n > max) {
+		throw new ChaosUsageError(`--${flag} must be an integer in ${min}..${max}, got "${raw}"`);
+	}
+	return n;
+}
+
+function oneOf<T extends string>(flag: string, raw: string, values: readonly T[]): T {
+	if (!(values as readonly string[]).includes(raw)) {
+		throw new ChaosUsageError(`--${flag} must be one of ${values.join(", ")}, got "${raw}"`);
+	}
+	return raw as T;
+}
+
+/**
+ * `all`, `none`, or `kind[=weight],…` (a kind without a weight has its default weight).
+ *
+ * @example
+ * ```ts
+ * parseFaultMix("kill=3,stop-long"); // { kill: 3, "stop-long": 2, everything else: 0 }
+ * ```
+ */
+export function parseFaultMix(raw: string): Record<FaultKind, number> {
+	const mix = Object.fromEntries(FAULT_KINDS.map((k) => [k, 0])) as Record<FaultKind, number>;
+	const text = raw.trim();
+	if (text === "all") return { ...DEFAULT_FAULT_WEIGHTS };
+	if (text === "none") return mix;
+	for (const part of text.split(",").map((p) => p.trim())) {
+		if (part === "") continue;
+		const [name = "", weight] = part.split("=");
+		if (!(FAULT_KINDS as readonly string[]).includes(name)) {
+			throw new ChaosUsageError(
+				`--faults names an unknown fault "${name}" (known: ${FAULT_KINDS.join(", ")}, or all, none)`,
+			);
+		}
+		const kind = name as FaultKind;
+		mix[kind] =
+			weight === undefined
+				? DEFAULT_FAULT_WEIGHTS[kind]
+				: (int(`faults ${kind}`, weight, 0, 1000) as number);
+	}
+	return mix;
+}
+
+/** `killer,lease-check` → the names, checked. */
+function parseMutantList(flag: string, raw: string, separator: string): MutantName[] {
+	const names = raw
+		.split(separator)
+		.map((n) => n.trim())
+		.filter((n) => n !== "");
+	if (names.length === 0) throw new ChaosUsageError(`--${flag} names no mutant`);
+	for (const n of names) {
+		if (!(MUTANT_NAMES as readonly string[]).includes(n)) {
+			throw new ChaosUsageError(
+				`--${flag} names an unknown mutant "${n}" (known: ${MUTANT_NAMES.join(", ")})`,
+			);
+		}
+	}
+	return MUTANT_NAMES.filter((m) => names.includes(m));
+}
+
+function contactPoints(raw: string): string[] {
+	const points = raw
+		.split(",")
+		.map((p) => p.trim())
+		.filter((p) => p !== "");
+	if (points.length === 0) throw new ChaosUsageError("--cas-contact-points lists no host[:port]");
+	return points.map((p) => {
+		if (!/^[A-Za-z0-9.\-_]+(:\d{1,5})?$/.test(p)) {
+			throw new ChaosUsageError(`--cas-contact-points has an invalid host[:port] "${p}"`);
+		}
+		return p.includes(":") ? p : `${p}:9042`;
+	});
+}
+
+/**
+ * Parses and validates the command line; every mistake is a {@link ChaosUsageError} naming the
+ * flag, before anything starts. Returns `undefined` for `--help`.
+ *
+ * @example
+ * ```ts
+ * const options = parseChaosOptions(["--changes", "100", "--seed", "7"]);
+ * ```
+ */
+export function parseChaosOptions(argv: readonly string[]): ChaosOptions | undefined {
+	let values: Record<string, string | boolean | undefined>;
+	try {
+		values = parseArgs({ args: [...argv], options: FLAGS, strict: true, allowPositionals: false })
+			.values as Record<string, string | boolean | undefined>;
+	} catch (error) {
+		throw new ChaosUsageError(
+			(error instanceof Error ? error.message : String(error)).replace(
+				/\. To specify a positional.*$/s,
+				"",
+			),
+		);
+	}
+	if (values.help === true) return undefined;
+	const s = (flag: keyof typeof FLAGS): string | undefined =>
+		typeof values[flag] === "string" ? (values[flag] as string) : undefined;
+
+	const storage = oneOf("storage", s("storage") ?? "dyn", ["dyn", "cas"] as const);
+	const leadershipSeconds = int("leadership-seconds", s("leadership-seconds"), 1, 60) ?? 2;
+	const d = leadershipSeconds * 1000;
+	const hosts = int("hosts", s("hosts"), 1, 32) ?? 4;
+	const numVVM = int("num-vvm", s("num-vvm"), 1, 32) ?? 2;
+	if (numVVM > hosts) {
+		throw new ChaosUsageError(
+			`--num-vvm ${numVVM} is more than --hosts ${hosts}: some slots would never have a leader`,
+		);
+	}
+	const durationS = int("duration", s("duration"), 1, 7 * 24 * 3600);
+	const changes = int("changes", s("changes"), 1, 10_000_000);
+	// A d/5 skew (400 ms at d = 2 s) on DynamoDB, where expiry is compared on each host's clock;
+	// Cassandra expires records on the server, so its hosts' wall clocks play no part.
+	const maxClockSkewMs =
+		int("max-clock-skew-ms", s("max-clock-skew-ms"), 0, d / 2) ??
+		(storage === "dyn" ? Math.floor(d / 5) : 0);
+	const clockRangeMs =
+		int("clock-range-ms", s("clock-range-ms"), 0, 24 * 3600 * 1000) ??
+		(storage === "dyn" ? Math.floor(maxClockSkewMs / 2) : 30_000);
+	const casContactPoints = contactPoints(s("cas-contact-points") ?? "127.0.0.1:9042");
+	const casReplicationFactor =
+		int("cas-replication-factor", s("cas-replication-factor"), 1, 9) ?? 1;
+	const casKeyspace = s("cas-keyspace");
+	if (casKeyspace !== undefined && !/^[a-z][a-z0-9_]{0,47}$/.test(casKeyspace)) {
+		throw new ChaosUsageError(
+			`--cas-keyspace must match ^[a-z][a-z0-9_]{0,47}$, got "${casKeyspace}"`,
+		);
+	}
+	const mutantsRaw = s("mutants");
+	const unsafeRaw = s("unsafe-mutants");
+	if (mutantsRaw !== undefined && unsafeRaw !== undefined) {
+		throw new ChaosUsageError("--mutants and --unsafe-mutants exclude each other");
+	}
+	const mutantCombos =
+		mutantsRaw === undefined
+			? undefined
+			: mutantsRaw.trim() === "all"
+				? ALL_MUTANT_COMBOS
+				: mutantsRaw.split(",").map((combo) => parseMutantList("mutants", combo, "+"));
+	return {
+		seed: s("seed") ?? String(Date.now() % 1_000_000),
+		durationS: durationS ?? (changes === undefined ? 60 : undefined),
+		changes,
+		hosts,
+		numVVM,
+		storage,
+		casContactPoints,
+		casLocalDc: s("cas-local-dc") ?? "datacenter1",
+		casReplicationFactor,
+		casKeyspace,
+		keepKeyspace: values["keep-keyspace"] === true,
+		faults: parseFaultMix(s("faults") ?? "all"),
+		leadershipSeconds,
+		maxClockSkewMs,
+		clockRangeMs,
+		faultIntervalMs: int("fault-interval-ms", s("fault-interval-ms"), 1, 3_600_000) ?? d / 2,
+		maxConcurrentFaults: int("max-concurrent-faults", s("max-concurrent-faults"), 1, 100) ?? 3,
+		loadIntervalMs: int("load-interval-ms", s("load-interval-ms"), 0, 60_000) ?? 20,
+		workIntervalMs: int("work-interval-ms", s("work-interval-ms"), 0, 60_000) ?? 50,
+		acquireRetryMs: int("acquire-retry-ms", s("acquire-retry-ms"), 1, 60_000) ?? 100,
+		outDir: s("out-dir"),
+		hostFrom: oneOf("host-from", s("host-from") ?? "auto", ["auto", "dist", "source"] as const),
+		progressSeconds: int("progress-seconds", s("progress-seconds"), 1, 3600) ?? 5,
+		unsafeMutants: unsafeRaw === undefined ? [] : parseMutantList("unsafe-mutants", unsafeRaw, ","),
+		mutantCombos,
+		check: s("check"),
+	};
+}
+
+/** The `--help` text. */
+export function chaosHelp(): string {
+	const faults = Object.entries(FAULT_HELP).map(
+		([k, v]) => `    ${k.padEnd(17)} ${v} (weight ${DEFAULT_FAULT_WEIGHTS[k as FaultKind]})`,
+	);
+	return [
+		"pnpm chaos [options]: real vvm-host processes, seeded faults, a load generator on POST /work,",
+		"and a checker that proves from the hosts' logs that no two incarnations of a slot acted at",
+		"overlapping times and that fencing tokens only grow. Exit 0 only when the checker passes.",
+		"",
+		"Run length (default --duration 60):",
+		"  --duration <s>             stop after s seconds",
+		"  --changes <n>              stop after n leadership changes (fails if --duration ends first;",
+		"                             alone, it may take as long as it needs)",
+		"  --seed <text>              seed of every random decision (default: printed at start)",
+		"Cluster:",
+		"  --hosts <n>                host processes (default 4)",
+		"  --num-vvm <n>              leader slots (default 2)",
+		"  --leadership-seconds <d>   leadership duration d (default 2)",
+		"  --storage dyn|cas          dyn: a DynamoDB Local of this run's own on a free port (default);",
+		"                             cas: Cassandra at --cas-contact-points",
+		"  --cas-contact-points <l>   host[:port],... (default 127.0.0.1:9042); list every node of a",
+		"                             cluster: each gets a proxy per host and --cas-address-map",
+		"  --cas-replication-factor <n>  SimpleStrategy RF of the run's keyspace (default 1; 3 on the cluster)",
+		"  --cas-local-dc <dc>        (default datacenter1)",
+		"  --cas-keyspace <name>      (default vvm_chaos_<pid>_<time>, dropped at the end)",
+		"  --keep-keyspace            do not drop it",
+		"Faults:",
+		"  --faults <mix>             all (default), none, or kind[=weight],...:",
+		...faults,
+		"  --fault-interval-ms <ms>   mean pause between fault starts (default d/2)",
+		"  --max-concurrent-faults <n>  (default 3)",
+		"  --max-clock-skew-ms <ms>   passed to every host (default dyn d/5, cas 0)",
+		"  --clock-range-ms <ms>      clock offsets within +-range (default dyn: skew/2, cas: 30000)",
+		"Load and hosts:",
+		"  --load-interval-ms <ms>    pause between POST /work per host (default 20)",
+		"  --work-interval-ms <ms>    the hosts' own worker tick (default 50)",
+		"  --acquire-retry-ms <ms>    (default 100)",
+		"  --host-from auto|dist|source  built apps/vvm-host/dist (auto: if newer than the sources) or tsx",
+		"Output:",
+		"  --out-dir <dir>            logs of the run (default .chaos/<time>-seed<seed>)",
+		"  --progress-seconds <s>     progress line interval (default 5)",
+		"  --check <dir>              only check the logs of a finished run",
+		"Mutants (test-only broken hosts; never in production):",
+		"  --unsafe-mutants <list>    one run with hosts under VVM_UNSAFE_MUTANTS=<list>",
+		"  --mutants all|<a+b>,...    one run per combination (all: the 7 of killer, lease-check,",
+		"                             lease-timer); exit 0 iff each combination with all three",
+		"                             mechanisms removed was caught by the checker",
+	].join("\n");
+}

@@ -1,0 +1,220 @@
+// One chaos run: storage, hosts, load, faults, until the duration or the number of leadership
+// changes is reached; then everything is stopped and the checker reads the run's files.
+import { mkdirSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import type { HostLine } from "./chaos-host.ts";
+import { ChaosHost } from "./chaos-host.ts";
+import type { CheckReport } from "./checker.ts";
+import { createEventLog } from "./events.ts";
+import { startFaults } from "./fault-injector.ts";
+import type { HostClocks } from "./host-clocks.ts";
+import { createHostClocks } from "./host-clocks.ts";
+import { chooseHostBuild, hostCommand, REPO_ROOT } from "./host-command.ts";
+import type { LineFile } from "./jsonl-file.ts";
+import { openLineFile } from "./jsonl-file.ts";
+import type { LoadStats } from "./load.ts";
+import { startLoad } from "./load.ts";
+import { monoMs, sleep } from "./mono.ts";
+import type { ChaosOptions } from "./options.ts";
+import { createRng } from "./rng.ts";
+import { checkRunDir, hostLogFile, RUN_FILES } from "./run-files.ts";
+import type { StorageBackend } from "./storage-backend.ts";
+import { openStorageBackend } from "./storage-backend.ts";
+
+/** What a run produced. */
+export interface RunResult {
+	readonly options: ChaosOptions;
+	readonly outDir: string;
+	readonly build: "dist" | "source";
+	readonly storage: string;
+	readonly elapsedMs: number;
+	/** Why the run ended: `duration`, `changes`, `interrupted`, `no-leader`, `host-config-error`. */
+	readonly stopReason: string;
+	/** Whether the requested number of changes was reached (always true without `--changes`). */
+	readonly targetReached: boolean;
+	readonly load: LoadStats;
+	readonly hostStarts: number;
+	readonly report: CheckReport;
+}
+
+/** How long the first leaders of every slot may take to appear (JVM warm-up, tsx start-up). */
+const FIRST_LEADERS_TIMEOUT_MS = 90_000;
+
+function defaultOutDir(options: ChaosOptions): string {
+	const stamp = new Date().toISOString().replace(/[:.]/g, "-").slice(0, 19);
+	const mutants =
+		options.unsafeMutants.length > 0 ? `-mutant-${options.unsafeMutants.join("+")}` : "";
+	return join(REPO_ROOT, ".chaos", `${stamp}-${options.storage}-seed${options.seed}${mutants}`);
+}
+
+const clockText = (ms: number): string => {
+	const s = Math.floor(ms / 1000);
+	return `${String(Math.floor(s / 60)).padStart(2, "0")}:${String(s % 60).padStart(2, "0")}`;
+};
+
+/**
+ * Runs one chaos run and checks it. `say` receives the progress lines; `stop` ends the run early
+ * (it is still checked).
+ *
+ * @example
+ * ```ts
+ * const result = await runChaos(parseChaosOptions(["--changes", "100"])!, console.log);
+ * process.exit(result.report.ok && result.targetReached ? 0 : 1);
+ * ```
+ */
+export async function runChaos(
+	options: ChaosOptions,
+	say: (line: string) => void,
+	stop: AbortSignal = new AbortController().signal,
+): Promise<RunResult> {
+	const outDir = options.outDir ?? defaultOutDir(options);
+	mkdirSync(join(outDir, RUN_FILES.hostsDir), { recursive: true });
+	const files: LineFile[] = [];
+	const open = (path: string): LineFile => {
+		const f = openLineFile(path);
+		files.push(f);
+		return f;
+	};
+	const events = createEventLog(open(join(outDir, RUN_FILES.events)));
+	const rng = createRng(options.seed);
+	const build = chooseHostBuild(options.hostFrom);
+	const names = Array.from({ length: options.hosts }, (_, i) => `H${i + 1}`);
+
+	const acquisitions = new Map<number, number>();
+	const changes = (): number =>
+		[...acquisitions.values()].reduce((sum, n) => sum + Math.max(0, n - 1), 0);
+	let faultsStarted = 0;
+	events.onEvent((e) => {
+		if (e.event === "fault") faultsStarted++;
+	});
+
+	let storage: StorageBackend | undefined;
+	const hosts: ChaosHost[] = [];
+	const emergency = (): void => {
+		for (const h of hosts) h.killNow();
+		storage?.killNow();
+	};
+	process.on("exit", emergency);
+	const started = monoMs();
+	try {
+		say(`[chaos] seed ${options.seed}; logs in ${outDir}`);
+		storage = await openStorageBackend(options, REPO_ROOT, outDir);
+		const backend = storage;
+		const clocks: HostClocks | undefined =
+			options.faults.clock > 0 ? createHostClocks(join(outDir, "clocks"), names) : undefined;
+		writeFileSync(
+			join(outDir, RUN_FILES.run),
+			`${JSON.stringify(
+				{
+					options,
+					build,
+					storage: backend.description,
+					hostCommand: hostCommand(options, build, backend.hostArgs(0), {}).args,
+				},
+				null,
+				"\t",
+			)}\n`,
+		);
+		say(
+			`[chaos] ${options.hosts} hosts (${build === "dist" ? "built apps/vvm-host/dist" : "sources via tsx"}), ${options.numVVM} slot(s), d = ${options.leadershipSeconds} s, on ${backend.description}${options.unsafeMutants.length > 0 ? `; UNSAFE MUTANTS ${options.unsafeMutants.join("+")}` : ""}`,
+		);
+		const restartRng = rng.fork("restarts");
+		names.forEach((name, i) => {
+			hosts.push(
+				new ChaosHost({
+					name,
+					command: () => hostCommand(options, build, backend.hostArgs(i), clocks?.env(name) ?? {}),
+					log: open(hostLogFile(outDir, name)),
+					stderr: open(join(outDir, RUN_FILES.hostsDir, `${name}.stderr.log`)),
+					events,
+					restartDelayMs: () => restartRng.between(100, 1000),
+					onLine: (_h, line: HostLine) => {
+						if (line.event === "acquired" && typeof line.slot === "number") {
+							acquisitions.set(line.slot, (acquisitions.get(line.slot) ?? 0) + 1);
+						}
+					},
+				}),
+			);
+		});
+		events.emit("run-start", { seed: options.seed, hosts: names, build });
+		for (const h of hosts) h.start();
+
+		let stopReason = "";
+		const firstDeadline = monoMs() + FIRST_LEADERS_TIMEOUT_MS;
+		const fatal = (): string | undefined => hosts.find((h) => h.fatal !== undefined)?.fatal;
+		while (acquisitions.size < options.numVVM && !stop.aborted) {
+			if (fatal() !== undefined) {
+				stopReason = "host-config-error";
+				break;
+			}
+			if (monoMs() > firstDeadline) {
+				stopReason = "no-leader";
+				break;
+			}
+			await sleep(100, stop);
+		}
+		const answers = open(join(outDir, RUN_FILES.answers));
+		const load = startLoad(hosts, answers, options.loadIntervalMs);
+		const faults =
+			stopReason === ""
+				? startFaults(options, { hosts, storage: backend, clocks }, events, rng.fork("faults"))
+				: undefined;
+		const runStart = monoMs();
+		if (stopReason === "")
+			say(`[chaos] every slot has a leader after ${clockText(runStart - started)}; faults start`);
+		let lastProgress = runStart;
+		while (stopReason === "") {
+			await sleep(200, stop);
+			const now = monoMs();
+			if (stop.aborted) stopReason = "interrupted";
+			else if (fatal() !== undefined) stopReason = "host-config-error";
+			else if (options.changes !== undefined && changes() >= options.changes)
+				stopReason = "changes";
+			else if (options.durationS !== undefined && now - runStart >= options.durationS * 1000) {
+				stopReason = "duration";
+			}
+			if (now - lastProgress >= options.progressSeconds * 1000 || stopReason !== "") {
+				lastProgress = now;
+				const leaders = hosts
+					.flatMap((h) => [...h.slotsLed].map((s) => `s${s}=${h.name}`))
+					.sort()
+					.join(" ");
+				say(
+					`[chaos ${clockText(now - runStart)}] changes ${changes()}${options.changes ? `/${options.changes}` : ""} | leaders ${leaders || "-"} | faults ${faultsStarted} (${faults?.active() ?? 0} active) | work ok ${load.stats.accepted}, refused ${load.stats.refused}, no answer ${load.stats.failed} | hosts up ${hosts.filter((h) => h.current).length}/${hosts.length}, starts ${hosts.reduce((n, h) => n + h.starts, 0)}`,
+				);
+			}
+		}
+		if (stopReason === "host-config-error") say(`[chaos] ${fatal()}`);
+		say(`[chaos] stopping (${stopReason}); undoing faults, stopping load and hosts`);
+		await faults?.stop();
+		await load.stop();
+		await Promise.all(hosts.map((h) => h.shutdown()));
+		events.emit("run-end", { reason: stopReason });
+		await backend.close();
+		storage = undefined;
+		for (const f of files) f.close();
+		const report = await checkRunDir(outDir);
+		const result: RunResult = {
+			options,
+			outDir,
+			build,
+			storage: backend.description,
+			elapsedMs: monoMs() - started,
+			stopReason,
+			targetReached:
+				stopReason !== "no-leader" &&
+				stopReason !== "host-config-error" &&
+				(options.changes === undefined || report.changes >= options.changes),
+			load: { ...load.stats },
+			hostStarts: hosts.reduce((n, h) => n + h.starts, 0),
+			report,
+		};
+		writeFileSync(join(outDir, RUN_FILES.report), `${JSON.stringify(result, null, "\t")}\n`);
+		return result;
+	} finally {
+		process.off("exit", emergency);
+		emergency();
+		for (const f of files) f.close();
+		await storage?.close().catch(() => {});
+	}
+}

@@ -1,0 +1,179 @@
+// The storage of a chaos run and each host's path to it. DynamoDB: a DynamoDB Local of the run's
+// own (paused by SIGSTOP). Cassandra: the given contact points (never paused: the path is held by
+// every host's proxy instead), a keyspace of the run's own, dropped at the end.
+import { join } from "node:path";
+import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
+import { ensureCassandraSchema } from "@vvm/ttlstorage-cas";
+import { ensureDynamoTTLTable } from "@vvm/ttlstorage-dyn";
+import cassandra from "cassandra-driver";
+import type { DynamoLocal } from "./dynamo-local.ts";
+import { startDynamoLocal } from "./dynamo-local.ts";
+import type { FaultProxy } from "./fault-proxy.ts";
+import { startFaultProxy } from "./fault-proxy.ts";
+import type { ChaosOptions } from "./options.ts";
+
+/** The storage as the run uses it. */
+export interface StorageBackend {
+	/** For the summary: what runs where. */
+	readonly description: string;
+	/** How a storage pause is made. */
+	readonly pauseMethod: string;
+	/** The storage flags of host `index` (through its proxies). */
+	hostArgs(index: number): string[];
+	/** The proxies of host `index` (one per storage node). */
+	proxiesOf(index: number): readonly FaultProxy[];
+	/** Stops / restarts answering for every host. */
+	pause(): void;
+	resume(): void;
+	close(): Promise<void>;
+	/** The chaos tool is exiting abnormally: SIGKILL what it started, synchronously. */
+	killNow(): void;
+}
+
+const DYN_TABLE = "vvm_chaos";
+
+async function proxiesPerHost(
+	hosts: number,
+	targets: readonly { host: string; port: number }[],
+): Promise<FaultProxy[][]> {
+	const all: FaultProxy[][] = [];
+	for (let i = 0; i < hosts; i++) {
+		all.push(await Promise.all(targets.map((t) => startFaultProxy(t.host, t.port))));
+	}
+	return all;
+}
+
+async function closeAll(proxies: readonly (readonly FaultProxy[])[]): Promise<void> {
+	await Promise.all(proxies.flat().map((p) => p.close()));
+}
+
+async function openDynamo(
+	options: ChaosOptions,
+	repoRoot: string,
+	outDir: string,
+): Promise<StorageBackend> {
+	const server: DynamoLocal = await startDynamoLocal(repoRoot, join(outDir, "dynamodb.log"));
+	try {
+		// Created once here, so the hosts starting together never race to create it.
+		const client = new DynamoDBClient({
+			endpoint: server.endpoint,
+			region: "us-east-1",
+			credentials: { accessKeyId: "local", secretAccessKey: "local" },
+		});
+		try {
+			await ensureDynamoTTLTable(client, DYN_TABLE, { requestTimeoutMs: 30_000 });
+		} finally {
+			client.destroy();
+		}
+		const proxies = await proxiesPerHost(options.hosts, [{ host: "127.0.0.1", port: server.port }]);
+		return {
+			description: `DynamoDB Local of this run (pid ${server.pid}, port ${server.port}), table ${DYN_TABLE}`,
+			pauseMethod: `SIGSTOP of the run's DynamoDB Local (pid ${server.pid})`,
+			hostArgs: (i) => [
+				"--storage",
+				"dyn",
+				"--dyn-endpoint",
+				`http://127.0.0.1:${(proxies[i] as FaultProxy[])[0]?.port}`,
+				"--dyn-table",
+				DYN_TABLE,
+			],
+			proxiesOf: (i) => proxies[i] ?? [],
+			pause: () => server.pause(),
+			resume: () => server.resume(),
+			async close() {
+				await closeAll(proxies);
+				await server.stop();
+			},
+			killNow: () => server.killNow(),
+		};
+	} catch (error) {
+		await server.stop();
+		throw error;
+	}
+}
+
+async function openCassandra(options: ChaosOptions): Promise<StorageBackend> {
+	const keyspace = options.casKeyspace ?? `vvm_chaos_${process.pid}_${Date.now() % 1e9}`;
+	const nodes = options.casContactPoints.map((p) => {
+		const [host = "", port = "9042"] = p.split(":");
+		return { host, port: Number(port), endpoint: `${host}:${port}` };
+	});
+	const admin = new cassandra.Client({
+		contactPoints: nodes.map((n) => n.endpoint),
+		localDataCenter: options.casLocalDc,
+	});
+	await admin.connect();
+	try {
+		await ensureCassandraSchema(admin, {
+			keyspace,
+			replication: { class: "SimpleStrategy", replication_factor: options.casReplicationFactor },
+		});
+	} catch (error) {
+		await admin.shutdown();
+		throw error;
+	}
+	const proxies = await proxiesPerHost(options.hosts, nodes);
+	let holding = false;
+	return {
+		description: `Cassandra ${nodes.map((n) => n.endpoint).join(",")}, keyspace ${keyspace} (SimpleStrategy RF ${options.casReplicationFactor})`,
+		pauseMethod: "every host's proxies hold all bytes (the shared server itself is never paused)",
+		hostArgs(i) {
+			const mine = proxies[i] ?? [];
+			const args = [
+				"--storage",
+				"cas",
+				"--cas-contact-points",
+				mine.map((p) => `127.0.0.1:${p.port}`).join(","),
+				"--cas-local-dc",
+				options.casLocalDc,
+				"--cas-keyspace",
+				keyspace,
+			];
+			// The driver reaches the other nodes at the addresses the cluster reports: map each
+			// to this host's proxy for it, or they would bypass the path faults.
+			if (nodes.length > 1) {
+				args.push(
+					"--cas-address-map",
+					nodes.map((n, k) => `${n.endpoint}=127.0.0.1:${mine[k]?.port}`).join(","),
+				);
+			}
+			return args;
+		},
+		proxiesOf: (i) => proxies[i] ?? [],
+		pause() {
+			holding = true;
+			for (const p of proxies.flat()) p.setHold(true);
+		},
+		resume() {
+			if (!holding) return;
+			holding = false;
+			for (const p of proxies.flat()) p.setHold(false);
+		},
+		async close() {
+			await closeAll(proxies);
+			try {
+				if (!options.keepKeyspace) await admin.execute(`DROP KEYSPACE IF EXISTS ${keyspace}`);
+			} finally {
+				await admin.shutdown();
+			}
+		},
+		killNow: () => {},
+	};
+}
+
+/**
+ * Opens the run's storage and one proxy per host and storage node.
+ *
+ * @example
+ * ```ts
+ * const storage = await openStorageBackend(options, repoRoot, outDir);
+ * hostArgs.push(...storage.hostArgs(0));
+ * ```
+ */
+export function openStorageBackend(
+	options: ChaosOptions,
+	repoRoot: string,
+	outDir: string,
+): Promise<StorageBackend> {
+	return options.storage === "dyn" ? openDynamo(options, repoRoot, outDir) : openCassandra(options);
+}

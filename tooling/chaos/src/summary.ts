@@ -1,0 +1,63 @@
+// The human summary of a run (also written to summary.txt).
+import type { CheckReport, Distribution, Overlap } from "./checker.ts";
+import { FAULT_KINDS } from "./faults-catalog.ts";
+import type { RunResult } from "./run.ts";
+
+const ms = (v: number | undefined): string => (v === undefined ? "-" : `${Math.round(v)} ms`);
+const dist = (d: Distribution): string =>
+	d.n === 0
+		? "none measured"
+		: `median ${ms(d.medianMs)}, max ${ms(d.maxMs)}, min ${ms(d.minMs)} (n = ${d.n})`;
+const overlapText = (o: Overlap): string =>
+	`slot ${o.slot}: ${o.earlier.host} ${o.earlier.holder} (token ${o.earlier.fencingToken}) still ${Math.round(o.ms)} ms into ${o.later.host} ${o.later.holder} (token ${o.later.fencingToken}, acquired at mono ${o.later.start.toFixed(1)})`;
+
+/**
+ * The checker's findings, as lines.
+ *
+ * @example
+ * ```ts
+ * console.log(reportLines(report).join("\n"));
+ * ```
+ */
+export function reportLines(r: CheckReport): string[] {
+	const faults = FAULT_KINDS.map((k) => `${k} ${r.faults[k] ?? 0}`).join(", ");
+	const total = Object.values(r.faults).reduce((a, b) => a + b, 0);
+	const exits = Object.entries(r.hostExits)
+		.map(([how, n]) => `${how} ${n}`)
+		.join(", ");
+	const lines = [
+		`verdict:             ${r.ok ? "PASS" : "FAIL"}${r.ok ? "" : `: ${r.failures.join("; ")}`}`,
+		`leadership changes:  ${r.changes} (${Object.entries(r.changesPerSlot)
+			.map(([s, n]) => `slot ${s}: ${n}`)
+			.join(", ")}; ${r.tenures} tenures)`,
+		`overlaps:            ${r.overlapCount}${r.overlapCount === 0 ? "" : ` (longest ${Math.round(r.maxOverlapMs)} ms)`}; lease overlaps ${r.leaseOverlapCount}; token regressions ${r.tokenRegressionCount}`,
+		`faults:              ${total} (${faults})`,
+		`failover after kill: ${dist(r.failoverAfterKill)}`,
+		`failover after stop-long: ${dist(r.failoverAfterStopLong)}`,
+		`smallest gap:        ${ms(r.minGapMs)} from a leader's last act to the next acquisition; ${ms(r.minLeaseGapMs)} from its lease end`,
+		`acts checked:        ${r.acts.total} (${r.acts.fromLogs} work log lines, ${r.acts.fromAnswers} answers; ${r.acts.tenuresWithActs}/${r.tenures} tenures acted; ${r.acts.answersWithoutLogLine} answers without a log line)`,
+		`host exits:          ${exits || "-"}; ${r.killedByOwnKiller} SIGKILLs not from a kill fault (the host's own killer)`,
+	];
+	if (r.mutants.length > 0) lines.push(`hosts ran mutants:   ${r.mutants.join(", ")}`);
+	for (const o of r.overlaps.slice(0, 5)) lines.push(`  overlap: ${overlapText(o)}`);
+	for (const o of r.leaseOverlaps.slice(0, 3)) lines.push(`  lease overlap: ${overlapText(o)}`);
+	for (const t of r.tokenRegressions.slice(0, 3)) {
+		lines.push(
+			`  token regression: slot ${t.slot} ${t.where} ${t.from} -> ${t.to} at mono ${t.mono.toFixed(1)}`,
+		);
+	}
+	return lines;
+}
+
+/** The summary of a run: what ran, for how long, and the checker's findings. */
+export function summaryText(result: RunResult): string {
+	const o = result.options;
+	return [
+		`=== chaos summary (seed ${o.seed}) ===`,
+		`run:                 ${(result.elapsedMs / 1000).toFixed(1)} s, ended by ${result.stopReason}${o.changes === undefined ? "" : `; target ${o.changes} changes ${result.targetReached ? "reached" : "NOT reached"}`}`,
+		`cluster:             ${o.hosts} hosts (${result.build}), ${o.numVVM} slot(s), d = ${o.leadershipSeconds} s, ${result.hostStarts} host starts; ${result.storage}`,
+		`load:                ${result.load.accepted} accepted, ${result.load.refused} refused, ${result.load.failed} without answer`,
+		...reportLines(result.report),
+		`logs:                ${result.outDir}`,
+	].join("\n");
+}
