@@ -221,6 +221,11 @@ export class LocalLeases {
 		return this.serving(group) ? this.#held.get(group)?.deadline : undefined;
 	}
 
+	/** The deadline of a held group, even when it has just passed and the lease has not ended yet. */
+	heldDeadline(group: number): number | undefined {
+		return this.#held.get(group)?.deadline;
+	}
+
 	/** Groups served now, ascending. */
 	groups(): number[] {
 		const monoNow = this.#clock.monotonic();

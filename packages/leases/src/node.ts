@@ -21,8 +21,12 @@ import { NO_KILLER, PlacementDriverCandidate } from "./placement-driver.ts";
 
 /** Waits until no background work of a node is in flight (test suites only). @internal */
 export const kIdle: unique symbol = Symbol("vvm.leases.idle");
+/** Whether background work of a node is in flight (test suites only). @internal */
+export const kBusy: unique symbol = Symbol("vvm.leases.busy");
 /** The node's placement-driver candidate (test suites only). @internal */
 export const kCandidate: unique symbol = Symbol("vvm.leases.candidate");
+/** The held deadline of a group, even just past it (test suites only). @internal */
+export const kHeldDeadline: unique symbol = Symbol("vvm.leases.heldDeadline");
 /** Stops every loop without touching storage or ending leases: a crash (test suites only). @internal */
 export const kCrash: unique symbol = Symbol("vvm.leases.crash");
 
@@ -75,6 +79,20 @@ export interface LeaseNode extends AsyncDisposable {
 	 * the heartbeat and stops every loop. Idempotent.
 	 */
 	close(): Promise<void>;
+}
+
+/** Test hooks of a node, behind symbols. @internal */
+export interface NodeInternals {
+	[kIdle](): Promise<void>;
+	readonly [kBusy]: boolean;
+	readonly [kCandidate]: PlacementDriverCandidate | undefined;
+	[kCrash](): Promise<void>;
+	[kHeldDeadline](group: number): number | undefined;
+}
+
+/** The test hooks of a node made by {@link createLeaseNode}. @internal */
+export function internals(node: LeaseNode): NodeInternals {
+	return node as unknown as NodeInternals;
 }
 
 interface Waiter {
@@ -388,8 +406,22 @@ class LeaseNodeImpl implements LeaseNode {
 	}
 
 	/** @internal */
+	get [kBusy](): boolean {
+		return (
+			this.#heartbeatLoop.running !== undefined ||
+			this.#pollLoop.running !== undefined ||
+			this.#candidate?.running !== undefined
+		);
+	}
+
+	/** @internal */
 	get [kCandidate](): PlacementDriverCandidate | undefined {
 		return this.#candidate;
+	}
+
+	/** @internal */
+	[kHeldDeadline](group: number): number | undefined {
+		return this.#local.heldDeadline(group);
 	}
 
 	/** @internal */
