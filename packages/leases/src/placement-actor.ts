@@ -47,6 +47,7 @@ export class PlacementActor {
 	readonly #o: PlacementActorOptions;
 	#state: BatchState | undefined;
 	#last: BatchState | undefined;
+	#activatedAt: number | undefined;
 	readonly #expiredSeen = new Map<number, string>();
 
 	constructor(options: PlacementActorOptions) {
@@ -56,6 +57,29 @@ export class PlacementActor {
 	/** Forgets the batch: the next tick reads it. */
 	reset(): void {
 		this.#state = undefined;
+	}
+
+	/**
+	 * The actor became active: for up to one fresh window it grants nothing while a member it can
+	 * see has not yet proven it is alive (its heartbeat has not changed since this actor first
+	 * saw it), so hosts that joined together are not granted everything one by one and then
+	 * rebalanced.
+	 */
+	activate(): void {
+		this.#state = undefined;
+		this.#activatedAt = this.#o.clock.monotonic();
+	}
+
+	#settling(view: MemberView): boolean {
+		const since = this.#activatedAt;
+		if (since === undefined) return false;
+		if (this.#o.clock.monotonic() - since >= this.#o.freshWindowMs) {
+			this.#activatedAt = undefined;
+			return false;
+		}
+		for (const m of view.members.values()) if (m.aliveAt === undefined) return true;
+		this.#activatedAt = undefined;
+		return false;
 	}
 
 	/** The batch as this actor believes it is stored (`undefined`: to be read). */
@@ -101,6 +125,7 @@ export class PlacementActor {
 			// Whatever a missing shard held was written before now, so it expires within a lease
 			// interval of the writer's clock: within one interval plus the skew of ours.
 			unknownUntil: now + o.leaseIntervalMs + o.maxClockSkewMs,
+			grants: !this.#settling(view),
 		});
 		let expired = 0;
 		for (const g of result.expired) {

@@ -144,7 +144,7 @@ export class PlacementDriverCandidate {
 		);
 		if (signal === undefined) return;
 		this.#signal = signal;
-		o.actor.reset();
+		o.actor.activate();
 		o.emit({ type: "placement-driver", at: o.clock.now(), active: true });
 		signal.addEventListener(
 			"abort",

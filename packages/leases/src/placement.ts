@@ -27,6 +27,8 @@ export interface PlacementInput {
 	/** Groups whose shard is missing: they count as leased to nobody known until `unknownUntil`. */
 	readonly missing?: ReadonlyArray<readonly [number, number]>;
 	readonly unknownUntil?: number;
+	/** `false`: prolong and accept, but grant and rebalance nothing (a new actor still settling). */
+	readonly grants?: boolean;
 }
 
 /** What one tick decided. @internal */
@@ -117,8 +119,9 @@ export function computePlacement(input: PlacementInput): PlacementResult {
 		if (tally !== undefined && g < groups)
 			(lease.prolongable ? tally.keeps : tally.leaving).push(g);
 	}
-	const { shed, kept } = rebalance(next, tallies, groups);
-	const granted = grant(next, tallies, input, expired);
+	const settling = input.grants === false;
+	const { shed, kept } = settling ? { shed: 0, kept: 0 } : rebalance(next, tallies, groups);
+	const granted = settling ? [] : grant(next, tallies, input, expired);
 	return {
 		leases: next,
 		coverage,
