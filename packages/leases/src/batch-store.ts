@@ -1,6 +1,6 @@
 import type { Bytes, TTLStorage } from "@vvm/ttlstorage";
 import { bytesEqual, MAX_VALUE_BYTES } from "@vvm/ttlstorage";
-import type { RootRecord, ShardRecord } from "./batch-codec.ts";
+import type { RootRecord, ShardHeader, ShardRecord } from "./batch-codec.ts";
 import {
 	decodeRoot,
 	decodeShard,
@@ -173,8 +173,11 @@ export interface WriteOutcome {
 	readonly errors: readonly unknown[];
 }
 
-function shardRecordOf(bytes: Uint8Array): ShardRecord {
-	return decodeShard(bytes);
+/** `leases[from..to)`, with `undefined` past its end (a batch growing to more groups). */
+function sliceOf(leases: LeaseSlots, from: number, to: number): LeaseSlots {
+	const out: LeaseSlots = new Array(to - from);
+	for (let g = from; g < to; g++) out[g - from] = leases[g];
+	return out;
 }
 
 /** Writes and reads a lease batch of one namespace. @internal */
@@ -207,7 +210,12 @@ export class BatchStore {
 		) {
 			return this.#reshard(current, next, options, limit);
 		}
-		const changed: Array<{ index: number; old: StoredShard; bytes: Uint8Array }> = [];
+		const changed: Array<{
+			index: number;
+			old: StoredShard;
+			bytes: Uint8Array;
+			record: ShardRecord;
+		}> = [];
 		let total = 0;
 		for (let i = 0; i < root.starts.length; i++) {
 			const old = current.shards[i] as StoredShard;
@@ -224,21 +232,24 @@ export class BatchStore {
 				total += old.bytes.length;
 				continue;
 			}
-			const bytes = encodeShard(
-				{
-					epoch: root.epoch,
-					version: old.record.version + 1,
-					sealed: false,
-					from,
-					count: to - from,
-					writer: options.writer,
-					writtenAt: options.now,
-				},
-				next,
-			);
+			const header: ShardHeader = {
+				epoch: root.epoch,
+				version: old.record.version + 1,
+				sealed: false,
+				from,
+				count: to - from,
+				writer: options.writer,
+				writtenAt: options.now,
+			};
+			const bytes = encodeShard(header, next);
 			if (bytes.length > limit) return this.#reshard(current, next, options, limit);
 			total += bytes.length;
-			changed.push({ index: i, old, bytes });
+			changed.push({
+				index: i,
+				old,
+				bytes,
+				record: { ...header, leases: sliceOf(next, from, to) },
+			});
 		}
 		if (root.starts.length > 1 && total <= (root.starts.length - 1) * limit * 0.75) {
 			const starts = packShards(next, options.groups, {
@@ -268,17 +279,11 @@ export class BatchStore {
 			if (r.status === "rejected") errors.push(r.reason);
 			else if (!r.value) lost = true;
 			else {
-				const shard: StoredShard = {
-					cCols: c.old.cCols,
-					bytes: c.bytes,
-					record: shardRecordOf(c.bytes),
-				};
+				const shard: StoredShard = { cCols: c.old.cCols, bytes: c.bytes, record: c.record };
 				written.push(shard);
 				shards[c.index] = shard;
-				const from = shard.record.from;
-				shard.record.leases.forEach((l, j) => {
-					leases[from + j] = l;
-				});
+				for (let g = shard.record.from; g < shard.record.from + shard.record.count; g++)
+					leases[g] = next[g];
 			}
 		});
 		const ok = errors.length === 0 && !lost;
@@ -359,22 +364,19 @@ export class BatchStore {
 		// 2. Insert the new epoch's shards.
 		const shards: StoredShard[] = starts.map((from, i) => {
 			const to = starts[i + 1] ?? options.groups;
-			const shardBytes = encodeShard(
-				{
-					epoch,
-					version: 1,
-					sealed: false,
-					from,
-					count: to - from,
-					writer: options.writer,
-					writtenAt: options.now,
-				},
-				next,
-			);
+			const header: ShardHeader = {
+				epoch,
+				version: 1,
+				sealed: false,
+				from,
+				count: to - from,
+				writer: options.writer,
+				writtenAt: options.now,
+			};
 			return {
 				cCols: this.#keys.shard(epoch, from),
-				bytes: shardBytes,
-				record: shardRecordOf(shardBytes),
+				bytes: encodeShard(header, next),
+				record: { ...header, leases: sliceOf(next, from, to) },
 			};
 		});
 		const insertFailure = await settle(
