@@ -53,7 +53,8 @@ export interface LeaseNode extends AsyncDisposable {
 	readonly signal: AbortSignal;
 	/**
 	 * Joins the cluster (writes the heartbeat), reads the lease table, then starts the background
-	 * loops. Rejects with `LEASES_STORAGE_ERROR` when storage fails, or with `signal.reason`.
+	 * loops. Rejects with `LEASES_STORAGE_ERROR` when storage fails, or with `signal.reason`; the
+	 * node is closed then (its heartbeat deleted if it was written).
 	 */
 	start(options?: { readonly signal?: AbortSignal }): Promise<void>;
 	/** Whether this host may serve `group` now: it holds the lease and its local deadline has not passed. */
@@ -211,14 +212,22 @@ class LeaseNodeImpl implements LeaseNode {
 		if (this.#controller.signal.aborted) throw this.#controller.signal.reason;
 		if (this.#started) throw new TypeError("[@vvm/leases] start() was already called");
 		this.#started = true;
-		signal?.throwIfAborted();
 		try {
-			await this.#heartbeat.join();
+			signal?.throwIfAborted();
+			try {
+				await this.#heartbeat.join();
+			} catch (error) {
+				throw new LeasesError("LEASES_STORAGE_ERROR", "joining the cluster failed", {
+					cause: error,
+				});
+			}
+			signal?.throwIfAborted();
+			await this.refresh(options);
 		} catch (error) {
-			throw new LeasesError("LEASES_STORAGE_ERROR", "joining the cluster failed", { cause: error });
+			// A node that could not start leaves nothing behind: its heartbeat goes, if written.
+			await this.close();
+			throw error;
 		}
-		signal?.throwIfAborted();
-		await this.refresh(options);
 		if (this.#controller.signal.aborted) return;
 		this.#heartbeatLoop.start();
 		this.#pollLoop.start();
