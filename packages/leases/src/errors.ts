@@ -10,6 +10,11 @@
  *   format, or bytes not written by this package).
  * - `LEASES_STORAGE_ERROR`: a storage call failed where the caller asked for a result (`start`,
  *   `refresh`); `cause` is the `TTLStorageError`.
+ *
+ * @example
+ * ```ts
+ * const code: LeasesErrorCode = "LEASES_REPLACED";
+ * ```
  */
 export type LeasesErrorCode =
 	| "LEASES_CLOSED"
@@ -18,7 +23,14 @@ export type LeasesErrorCode =
 	| "LEASES_CORRUPT_RECORD"
 	| "LEASES_STORAGE_ERROR";
 
-/** All codes, for iteration and validation. */
+/**
+ * All codes, for iteration and validation.
+ *
+ * @example
+ * ```ts
+ * LEASES_ERROR_CODES.includes(error.code); // true for any LeasesError
+ * ```
+ */
 export const LEASES_ERROR_CODES: readonly LeasesErrorCode[] = Object.freeze([
 	"LEASES_CLOSED",
 	"LEASES_LEASE_ENDED",

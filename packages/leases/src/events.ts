@@ -1,6 +1,13 @@
 import type { Lease } from "./model.ts";
 
-/** Why this host stopped serving a group. */
+/**
+ * Why this host stopped serving a group.
+ *
+ * @example
+ * ```ts
+ * onEnded: (end) => { if (end.reason === "revoked") logger.warn("clock skew beyond the bound?"); }
+ * ```
+ */
 export type LeaseEndReason =
 	/** Its local deadline (`expirationTime - maxClockSkewMs`, on this host's clock) passed. */
 	| "expired"
@@ -13,7 +20,14 @@ export type LeaseEndReason =
 	/** Another incarnation took this node's address. */
 	| "replaced";
 
-/** What one placement-driver tick did (only what reached storage is counted). */
+/**
+ * What one placement-driver tick did (only what reached storage is counted).
+ *
+ * @example
+ * ```ts
+ * onEvent: (e) => { if (e.type === "tick") histogram.observe(e.cpuMs); }
+ * ```
+ */
 export interface TickSummary {
 	/** `clock.monotonic()` duration of the tick (read, compute, write). */
 	readonly durationMs: number;

@@ -2,9 +2,23 @@ import type { Bytes } from "@vvm/ttlstorage";
 import { concatBytes, u32, utf8 } from "@vvm/ttlstorage";
 import { utf8Length } from "./codec/byte-writer.ts";
 
-/** Longest namespace, in UTF-8 bytes. */
+/**
+ * Longest namespace, in UTF-8 bytes.
+ *
+ * @example
+ * ```ts
+ * if (Buffer.byteLength(ns) > MAX_NAMESPACE_BYTES) throw new Error("namespace too long");
+ * ```
+ */
 export const MAX_NAMESPACE_BYTES = 200;
-/** Longest host address, in UTF-8 bytes. */
+/**
+ * Longest host address, in UTF-8 bytes.
+ *
+ * @example
+ * ```ts
+ * if (Buffer.byteLength(address) > MAX_ADDRESS_BYTES) throw new Error("address too long");
+ * ```
+ */
 export const MAX_ADDRESS_BYTES = 255;
 
 /**

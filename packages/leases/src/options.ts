@@ -7,10 +7,24 @@ import type { LeaseEvent } from "./events.ts";
 import type { LeaseEnd, LeaseGrant } from "./holder.ts";
 import { MAX_ADDRESS_BYTES, validateNamespace } from "./keys.ts";
 
-/** Most groups one batch manages (a host's acknowledgements of all of them fit in one record). */
+/**
+ * Most groups one batch manages (a host's acknowledgements of all of them fit in one record).
+ *
+ * @example
+ * ```ts
+ * const groups = Math.min(partitions, MAX_GROUPS);
+ * ```
+ */
 export const MAX_GROUPS = 25_000;
 
-/** Defaults of {@link LeaseNodeOptions}. */
+/**
+ * Defaults of {@link LeaseNodeOptions}.
+ *
+ * @example
+ * ```ts
+ * const skew = options.maxClockSkewMs ?? LEASE_DEFAULTS.maxClockSkewMs; // 500
+ * ```
+ */
 export const LEASE_DEFAULTS: {
 	readonly namespace: "vvm";
 	readonly leaseIntervalMs: 10_000;

@@ -23,7 +23,14 @@ import { trackInflight } from "./inflight.ts";
 import { ServingLog } from "./serving-log.ts";
 import { SkewedClock } from "./skewed-clock.ts";
 
-/** Options of {@link LeaseCluster}. */
+/**
+ * Options of {@link LeaseCluster}.
+ *
+ * @example
+ * ```ts
+ * const o: LeaseClusterOptions = { storage, clock, namespace: "t1", groups: 8, leaseIntervalMs: 10_000, maxClockSkewMs: 500 };
+ * ```
+ */
 export interface LeaseClusterOptions {
 	/** The storage every host shares (the cluster never closes it). */
 	readonly storage: TTLStorage;
@@ -39,7 +46,15 @@ export interface LeaseClusterOptions {
 	readonly recordLimit?: number;
 }
 
-/** One simulated host. */
+/**
+ * One simulated host.
+ *
+ * @example
+ * ```ts
+ * const host: TestHost = await cluster.add("a", { skewMs: -200 });
+ * host.clock.stepWall(100);
+ * ```
+ */
 export interface TestHost {
 	readonly label: string;
 	readonly node: LeaseNode;
@@ -53,7 +68,14 @@ export interface TestHost {
 	partitioned: boolean;
 }
 
-/** Options of {@link LeaseCluster.add}. */
+/**
+ * Options of {@link LeaseCluster.add}.
+ *
+ * @example
+ * ```ts
+ * await cluster.add("holder", { placementDriver: false, skewMs: 250 });
+ * ```
+ */
 export interface AddHostOptions {
 	/** Offset of its wall clock from the shared one, ms. */
 	readonly skewMs?: number;

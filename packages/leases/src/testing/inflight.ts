@@ -1,6 +1,14 @@
 import type { BatchItem, Bytes, ReadRange, StoredRecord, TTLStorage } from "@vvm/ttlstorage";
 
-/** A storage that knows how many of its calls are in flight. */
+/**
+ * A storage that knows how many of its calls are in flight.
+ *
+ * @example
+ * ```ts
+ * const tracked: TrackedTTLStorage = trackInflight(storage);
+ * if (tracked.pending > 0) await tracked.idle();
+ * ```
+ */
 export interface TrackedTTLStorage extends TTLStorage {
 	readonly pending: number;
 	/** Resolves once no call is in flight. */

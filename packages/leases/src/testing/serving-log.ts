@@ -1,7 +1,14 @@
 import type { Clock } from "@vvm/clock";
 import type { LeaseEnd, LeaseGrant } from "../holder.ts";
 
-/** One stretch of time in which a host considered itself the server of a group. */
+/**
+ * One stretch of time in which a host considered itself the server of a group.
+ *
+ * @example
+ * ```ts
+ * const mine: ServingInterval[] = log.intervals.filter((i) => i.host === "a");
+ * ```
+ */
 export interface ServingInterval {
 	readonly host: string;
 	readonly group: number;
@@ -15,7 +22,14 @@ export interface ServingInterval {
 	deadline: () => number | undefined;
 }
 
-/** Two hosts serving one group at the same time. */
+/**
+ * Two hosts serving one group at the same time.
+ *
+ * @example
+ * ```ts
+ * for (const o of log.overlaps()) console.log(o.group, o.a.host, o.b.host);
+ * ```
+ */
 export interface Overlap {
 	readonly group: number;
 	readonly a: ServingInterval;

@@ -17,7 +17,14 @@ import { LeaseCluster } from "./cluster.ts";
 
 export type { SuiteCase } from "@vvm/ttlstorage/testing";
 
-/** Options of {@link leasesTestSuite}. */
+/**
+ * Options of {@link leasesTestSuite}.
+ *
+ * @example
+ * ```ts
+ * const options: LeasesSuiteOptions = { time: "real", skip: false, createStorage: () => storage };
+ * ```
+ */
 export interface LeasesSuiteOptions {
 	/**
 	 * A fresh `TTLStorage` driver for one case (all hosts of the case share it). In `"mock"` time
@@ -674,7 +681,14 @@ const CASES: ReadonlyArray<readonly [string, CaseBody, { mockOnly?: boolean }?]>
 	],
 ];
 
-/** Names of every case, in order. */
+/**
+ * Names of every case, in order.
+ *
+ * @example
+ * ```ts
+ * leasesTestSuite("my-driver", { createStorage, skipTests: LEASES_CASES.filter((c) => c.startsWith("Randomized")) });
+ * ```
+ */
 export const LEASES_CASES: readonly string[] = CASES.map(([name]) => name);
 
 /**
