@@ -3,10 +3,10 @@
 import type { TTLStorage } from "@vvm/ttlstorage";
 import { createMemTTLStorage } from "@vvm/ttlstorage-mem";
 import { describe, expect, it } from "vitest";
-import { leasesCases } from "../src/testing/index.ts";
+import { leasesCases, wrapStorage } from "../src/testing/index.ts";
 
 function unfenced(storage: TTLStorage): TTLStorage {
-	return {
+	return wrapStorage(storage, {
 		insertIfNotExists: async (p, c, v, t) => {
 			await storage.put(p, c, v, t);
 			return true;
@@ -15,15 +15,7 @@ function unfenced(storage: TTLStorage): TTLStorage {
 			await storage.put(p, c, n, t);
 			return true;
 		},
-		compareAndDelete: (p, c, v) => storage.compareAndDelete(p, c, v),
-		get: (p, c) => storage.get(p, c),
-		put: (p, c, v, t) => storage.put(p, c, v, t),
-		putBatch: (items) => storage.putBatch(items),
-		read: (p, r) => storage.read(p, r),
-		queryTTL: (p, c) => storage.queryTTL(p, c),
-		close: () => storage.close(),
-		[Symbol.asyncDispose]: () => storage.close(),
-	};
+	});
 }
 
 const cases = leasesCases({

@@ -3,6 +3,7 @@ import { bytesEqual } from "@vvm/ttlstorage";
 import { decodeShard, KIND_SHARD } from "../batch-codec.ts";
 import type { Lease } from "../model.ts";
 import { sameGrant } from "../model.ts";
+import { wrapStorage } from "./wrap-storage.ts";
 
 /**
  * Wraps the storage every host shares and checks every lease batch write that succeeds: a group
@@ -48,7 +49,7 @@ export function checkGrants(
 			last.set(g, lease);
 		});
 	};
-	return {
+	const wrapped = wrapStorage(storage, {
 		insertIfNotExists: async (p, c, v, t) => {
 			const ok = await storage.insertIfNotExists(p, c, v, t);
 			if (ok) inspect(p, v);
@@ -59,17 +60,11 @@ export function checkGrants(
 			if (ok) inspect(p, n);
 			return ok;
 		},
-		compareAndDelete: (p, c, v) => storage.compareAndDelete(p, c, v),
-		get: (p, c) => storage.get(p, c),
-		put: (p, c, v, t) => storage.put(p, c, v, t),
-		putBatch: (items) => storage.putBatch(items),
-		read: (p, r) => storage.read(p, r),
-		queryTTL: (p, c) => storage.queryTTL(p, c),
-		close: () => storage.close(),
-		[Symbol.asyncDispose]: () => storage.close(),
+	});
+	return Object.assign(wrapped, {
 		violations,
 		get writes() {
 			return writes;
 		},
-	};
+	});
 }

@@ -11,3 +11,4 @@ export {
 	leasesTestSuite,
 	type SuiteCase,
 } from "./suite.ts";
+export { wrapStorage } from "./wrap-storage.ts";

@@ -15,29 +15,30 @@ const contactPoint =
 const dynamoEndpoint = process.env.DYNAMODB_ENDPOINT ?? "http://127.0.0.1:8000";
 const unique = `${process.pid.toString(36)}${Date.now().toString(36)}`;
 
-/** `false` when Cassandra is reachable, else the reason to skip (throws in CI). */
-export function cassandraGate(): Promise<false | string> {
-	const { host, port } = hostPort(contactPoint, 9042);
+function gate(
+	name: string,
+	endpoint: string,
+	defaultPort: number,
+	enabledVar: string,
+	script: string,
+): Promise<false | string> {
+	const { host, port } = hostPort(endpoint, defaultPort);
 	return requireServer({
-		name: "Cassandra",
+		name,
 		host,
 		port,
-		enabledVar: "CASSANDRA_TESTS_ENABLED",
-		startHint: "bash tooling/servers/cassandra/start.sh",
+		enabledVar,
+		startHint: `bash tooling/servers/${script}`,
 	});
 }
 
+/** `false` when Cassandra is reachable, else the reason to skip (throws in CI). */
+export const cassandraGate = (): Promise<false | string> =>
+	gate("Cassandra", contactPoint, 9042, "CASSANDRA_TESTS_ENABLED", "cassandra/start.sh");
+
 /** `false` when DynamoDB Local is reachable, else the reason to skip (throws in CI). */
-export function dynamoGate(): Promise<false | string> {
-	const { host, port } = hostPort(dynamoEndpoint, 8000);
-	return requireServer({
-		name: "DynamoDB Local",
-		host,
-		port,
-		enabledVar: "DYNAMODB_TESTS_ENABLED",
-		startHint: "bash tooling/servers/dynamodb/start.sh",
-	});
-}
+export const dynamoGate = (): Promise<false | string> =>
+	gate("DynamoDB Local", dynamoEndpoint, 8000, "DYNAMODB_TESTS_ENABLED", "dynamodb/start.sh");
 
 /** One client and one keyspace for the file; `storage()` is a driver over it. */
 export function useCassandra(skip: false | string): () => TTLStorage {
