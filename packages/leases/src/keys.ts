@@ -25,13 +25,15 @@ export const MAX_ADDRESS_BYTES = 255;
  * Where the records of one lease cluster live (all under `namespace`):
  * - `<ns>/leases`: the batch: cCols `[0]` is the root (layout), `[1] u32(epoch) u32(from)` a shard;
  * - `<ns>/members`: one heartbeat per host, cCols = its address;
- * - `<ns>/placement-driver`: the elections record of the active placement driver.
+ * - `<ns>/placement-driver`: the elections record of the active placement driver, and
+ *   `<ns>/placement-driver-fencing` its fencing-token counter (kept by `@vvm/ielections`).
  * @internal
  */
 export interface LeaseKeys {
 	readonly batch: Bytes;
 	readonly members: Bytes;
 	readonly placementDriver: Bytes;
+	readonly placementDriverFencing: Bytes;
 	readonly root: Bytes;
 	shard(epoch: number, from: number): Bytes;
 	member(address: string): Bytes;
@@ -57,6 +59,7 @@ export function leaseKeys(namespace: string): LeaseKeys {
 		batch: utf8(`${namespace}/leases`),
 		members: utf8(`${namespace}/members`),
 		placementDriver: utf8(`${namespace}/placement-driver`),
+		placementDriverFencing: utf8(`${namespace}/placement-driver-fencing`),
 		root: ROOT,
 		shard: (epoch, from) => concatBytes(SHARD, u32(epoch), u32(from)),
 		member: (address) => utf8(address),

@@ -66,6 +66,7 @@ export class PlacementDriverCandidate {
 		this.#o = options;
 		this.#electionsStorage = createElectionsStorage<string, string>(options.storage, {
 			pKey: () => options.keys.placementDriver,
+			fencingPKey: () => options.keys.placementDriverFencing,
 			cCols: (key) => utf8(key),
 			encodeValue: utf8,
 			decodeValue: fromUtf8,
