@@ -22,7 +22,7 @@ export interface LeaseGrant {
 	/**
 	 * `clock.monotonic()` reading at which this host stops serving the group unless a
 	 * prolongation arrives first: `expirationTime - maxClockSkewMs` converted to this host's clock
-	 * when the batch was read.
+	 * when the batch was read (one millisecond earlier, for the wall clock's resolution).
 	 */
 	readonly deadline: number;
 	/** Aborts when this host stops serving the group; `reason` is a `LEASES_LEASE_ENDED` error. */
@@ -48,6 +48,9 @@ export interface LeaseEnd {
 	/** The error of `onGranted` for `declined`. */
 	readonly error?: unknown;
 }
+
+/** `Date.now()` truncates to the millisecond: a deadline one millisecond earlier stays safe. */
+const WALL_RESOLUTION_MS = 1;
 
 interface Held {
 	lease: Lease;
@@ -95,8 +98,9 @@ export class LocalLeases {
 	 */
 	apply(changes: readonly LeaseChange[]): void {
 		if (changes.length === 0) return;
-		const wallNow = this.#clock.now();
+		// Monotonic first, then wall: the wall reading is never the earlier one of the two.
 		const monoNow = this.#clock.monotonic();
+		const wallNow = this.#clock.now();
 		for (const { group, lease } of changes) {
 			const local = this.#held.get(group);
 			const mine = lease !== undefined && sameHolder(lease.holder, this.#me);
@@ -105,7 +109,8 @@ export class LocalLeases {
 					this.#end(group, local, monoNow >= local.deadline ? "expired" : "revoked");
 				continue;
 			}
-			const deadline = monoNow + (lease.expirationTime - this.#skewMs - wallNow);
+			const deadline =
+				monoNow + (lease.expirationTime - this.#skewMs - wallNow) - WALL_RESOLUTION_MS;
 			if (local !== undefined && sameGrant(local.lease, lease)) {
 				local.lease = lease;
 				if (deadline > local.deadline) local.deadline = deadline;

@@ -46,12 +46,12 @@ describe("LocalLeases", () => {
 		const { clock, local, grants, ends } = fixture();
 		clock.stepWall(-300); // this host's wall clock is 300 ms behind the driver's
 		local.apply([{ group: 3, lease: lease() }]);
-		const deadline = clock.monotonic() + 10_000 - S + 300;
+		const deadline = clock.monotonic() + 10_000 - S + 300 - 1; // 1 ms: the wall clock's resolution
 		expect(grants[0]?.deadline).toBe(deadline);
 		expect(local.serving(3)).toBe(true);
 		// Wall-clock steps after the read do not move the deadline.
 		clock.stepWall(+5_000);
-		clock.advance(10_000 - S + 299);
+		clock.advance(10_000 - S + 298);
 		expect(local.serving(3)).toBe(true);
 		clock.advance(1);
 		expect(local.serving(3)).toBe(false);
@@ -71,9 +71,9 @@ describe("LocalLeases", () => {
 		const { clock, local, grants } = fixture();
 		local.apply([{ group: 3, lease: lease() }]);
 		local.apply([{ group: 3, lease: lease({ expirationTime: T + 15_000, accepted: true }) }]);
-		expect(local.deadline(3)).toBe(clock.monotonic() + 15_000 - S);
+		expect(local.deadline(3)).toBe(clock.monotonic() + 15_000 - S - 1);
 		local.apply([{ group: 3, lease: lease({ expirationTime: T + 12_000 }) }]);
-		expect(local.deadline(3)).toBe(clock.monotonic() + 15_000 - S);
+		expect(local.deadline(3)).toBe(clock.monotonic() + 15_000 - S - 1);
 		expect(grants).toHaveLength(1);
 	});
 
@@ -90,7 +90,7 @@ describe("LocalLeases", () => {
 
 	it("does not start a lease that is already past its local deadline", () => {
 		const { local, grants } = fixture();
-		local.apply([{ group: 3, lease: lease({ expirationTime: T + S }) }]);
+		local.apply([{ group: 3, lease: lease({ expirationTime: T + S + 1 }) }]);
 		expect(grants).toEqual([]);
 		expect(local.serving(3)).toBe(false);
 	});
