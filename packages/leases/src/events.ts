@@ -1,0 +1,92 @@
+import type { Lease } from "./model.ts";
+
+/**
+ * Why this host stopped serving a group.
+ *
+ * @example
+ * ```ts
+ * onEnded: (end) => { if (end.reason === "revoked") logger.warn("clock skew beyond the bound?"); }
+ * ```
+ */
+export type LeaseEndReason =
+	/** Its local deadline (`expirationTime - maxClockSkewMs`, on this host's clock) passed. */
+	| "expired"
+	/** The batch shows another grant of the group before the local deadline (should not happen within the skew bound). */
+	| "revoked"
+	/** `onGranted` threw or rejected: the host could not take the group up. */
+	| "declined"
+	/** `close()`. */
+	| "closed"
+	/** Another incarnation took this node's address. */
+	| "replaced";
+
+/**
+ * What one placement-driver tick did (only what reached storage is counted).
+ *
+ * @example
+ * ```ts
+ * onEvent: (e) => { if (e.type === "tick") histogram.observe(e.cpuMs); }
+ * ```
+ */
+export interface TickSummary {
+	/** `clock.monotonic()` duration of the tick (read, compute, write). */
+	readonly durationMs: number;
+	/** CPU time of this process during the tick (`process.cpuUsage`, user + system). */
+	readonly cpuMs: number;
+	/** `unchanged`, `written`, `resharded`, or `conflict`/`failed` (the batch is read again next tick). */
+	readonly result: "unchanged" | "written" | "resharded" | "conflict" | "failed";
+	readonly writes: number;
+	readonly bytes: number;
+	readonly granted: number;
+	readonly prolonged: number;
+	readonly accepted: number;
+	readonly expired: number;
+	readonly shed: number;
+}
+
+/**
+ * Everything that happens, for logs and metrics. `at` is wall time (`clock.now()`, for logs).
+ *
+ * - `granted`: this node, as placement driver, stored a new lease.
+ * - `tick`: one placement-driver tick (see {@link TickSummary}).
+ * - `placement-driver`: this node became (`active: true`) or stopped being the active actor.
+ * - `lease-started` / `lease-ended`: this node started / stopped serving a group.
+ * - `resharded`: the batch moved to a new layout (`shards` records in epoch `epoch`).
+ * - `storage-error`: a storage call of a background loop failed; the loop carries on.
+ * - `replaced`: another incarnation took this node's address; the node stopped.
+ *
+ * @example
+ * ```ts
+ * createLeaseNode({ ..., onEvent: (e) => logger.info({ ...e }, `leases.${e.type}`) });
+ * ```
+ */
+export type LeaseEvent =
+	| { readonly type: "granted"; readonly at: number; readonly lease: Lease }
+	| ({ readonly type: "tick"; readonly at: number } & TickSummary)
+	| { readonly type: "placement-driver"; readonly at: number; readonly active: boolean }
+	| {
+			readonly type: "lease-started";
+			readonly at: number;
+			readonly lease: Lease;
+			/** Local deadline on `clock.monotonic()`. */
+			readonly deadline: number;
+	  }
+	| {
+			readonly type: "lease-ended";
+			readonly at: number;
+			readonly lease: Lease;
+			readonly reason: LeaseEndReason;
+	  }
+	| {
+			readonly type: "resharded";
+			readonly at: number;
+			readonly epoch: number;
+			readonly shards: number;
+	  }
+	| {
+			readonly type: "storage-error";
+			readonly at: number;
+			readonly operation: "heartbeat" | "read" | "tick" | "campaign" | "cleanup" | "leave";
+			readonly error: unknown;
+	  }
+	| { readonly type: "replaced"; readonly at: number; readonly by: string };
