@@ -395,7 +395,7 @@ export class AppPartitionImpl implements AppPartition {
 			await writer.writePLog(encoded);
 			phase = "apply";
 			const conflict = await writer.apply(encoded, false);
-			if (conflict !== undefined) throw conflict.error();
+			if (conflict !== undefined) throw conflict.error(conflict.markError);
 			this.sequencer.flush();
 			this.#appliedThrough = offset;
 			const NewIDs: Record<string, number> = {};

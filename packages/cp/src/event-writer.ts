@@ -24,6 +24,8 @@ export type SequencesTrustLevel = 0 | 1 | 2;
 /** @internal Where a conflict was found and what it means. */
 export class Conflict {
 	readonly key: CpKeyInfo;
+	/** Set when marking the event corrupted failed (recovery marks it later). */
+	markError: unknown;
 	constructor(key: CpKeyInfo) {
 		this.key = key;
 	}
@@ -201,7 +203,14 @@ export class EventWriter {
 		const conflict = results.find(isConflict);
 		if (conflict !== undefined) {
 			const c = conflict.reason as Conflict;
-			await this.markCorrupted(e, c.error().message);
+			try {
+				await this.markCorrupted(e, c.error().message);
+			} catch (error) {
+				// Recovery must not move past an event it could not mark; a command still reports
+				// the conflict, and the re-actualization marks the event.
+				if (recovery) throw error;
+				c.markError = error;
+			}
 			return c;
 		}
 		const failed = results.find((r): r is PromiseRejectedResult => r.status === "rejected");

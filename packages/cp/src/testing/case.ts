@@ -1,0 +1,34 @@
+import type { TTLStorage } from "@vvm/ttlstorage";
+import { expect } from "vitest";
+import { CpError } from "../errors.ts";
+
+/** One case of {@link cpTestSuite}, runnable on its own. */
+export interface CpSuiteCase {
+	readonly name: string;
+	readonly run: (storage: TTLStorage) => Promise<void>;
+}
+
+/** @internal The `CpError` a promise rejects with (fails the test otherwise). */
+export async function rejection(p: Promise<unknown>): Promise<CpError> {
+	const error = await p.then(
+		(value) => {
+			throw new Error(`expected a CpError, the call succeeded with ${JSON.stringify(value)}`);
+		},
+		(e: unknown) => e,
+	);
+	expect(CpError.is(error), `expected a CpError, got ${String(error)}`).toBe(true);
+	return error as CpError;
+}
+
+/** @internal The first CRecord ID plus `n`. */
+export const crec = (n: number): number => 322_685_000_131_072 + n;
+/** @internal The first OWRecord ID plus `n`. */
+export const owrec = (n: number): number => 322_680_000_131_072 + n;
+
+/** @internal A workspace of partition 1 of 4, and others. */
+export const WS = 1001;
+export const WS_SAME_PARTITION = 1005;
+export const WS_OTHER_PARTITION = 1002;
+
+/** @internal What sits in the storage at a key, decoded enough for assertions. */
+export const GARBAGE: Uint8Array = new Uint8Array([1]);
