@@ -126,6 +126,34 @@ async function corruptedOffsets(storage: TTLStorage): Promise<void> {
 	}
 }
 
+async function strayAfterGap(storage: TTLStorage): Promise<void> {
+	const h = new Harness({ storage, trustLevel: 0 });
+	try {
+		let p = await h.deploy(1);
+		await h.create(p, WS, "a");
+		await h.flushed(p);
+		// A stray copy of event 1 at offset 3, with offset 2 missing (as a write landing late could leave).
+		const k1 = cpKeys.plog(h.appId, 1, 1);
+		const k3 = cpKeys.plog(h.appId, 1, 3);
+		await h.base.put(k3.pKey, k3.cCols, (await h.base.get(k1.pKey, k1.cCols)) as Uint8Array);
+		expect((await h.check()).problems).toEqual(["PLog 1: offset 3 is stored after the end 1 (a gap)"]);
+		await h.crash();
+		p = await h.deploy(1);
+		// The PLog ends at the gap: nothing beyond it is actualized or read.
+		expect(p.stats().actualizedEvents).toBe(0);
+		expect((await p.readPLog({ from: 1 })).map((e) => e.offset)).toEqual([1]);
+		expect(await h.create(p, WS, "b")).toEqual({ CurrentWLogOffset: 2, NewIDs: { "1": crec(1) }, plogOffset: 2 });
+		// Offset 3 holds the stray: level 0 detects it and the partition moves on.
+		expect((await rejection(h.create(p, WS, "c"))).code).toBe("CP_CONFLICT");
+		await p.ready();
+		expect(await h.create(p, WS, "c")).toEqual({ CurrentWLogOffset: 3, NewIDs: { "1": crec(2) }, plogOffset: 4 });
+		const report = await h.check({ allowCorruptedOffsets: true });
+		expect([report.problems, report.corruptedOffsets]).toEqual([[], 1]);
+	} finally {
+		await h.close();
+	}
+}
+
 type Target = "plog" | "record" | "wlog";
 const PREFIX: Record<Target, number> = {
 	plog: PKEY_PREFIX_PLOG,
@@ -285,6 +313,10 @@ export function recoveryCases(): CpSuiteCase[] {
 		{
 			name: "a crash while marking an event corrupted: recovery finishes the marking",
 			run: crashWhileMarking,
+		},
+		{
+			name: "the PLog ends at its first gap: a stray event after it is not actualized, and is detected when reached",
+			run: strayAfterGap,
 		},
 	];
 	for (const level of [0, 2] as const) {
