@@ -136,17 +136,27 @@ async function strayAfterGap(storage: TTLStorage): Promise<void> {
 		const k1 = cpKeys.plog(h.appId, 1, 1);
 		const k3 = cpKeys.plog(h.appId, 1, 3);
 		await h.base.put(k3.pKey, k3.cCols, (await h.base.get(k1.pKey, k1.cCols)) as Uint8Array);
-		expect((await h.check()).problems).toEqual(["PLog 1: offset 3 is stored after the end 1 (a gap)"]);
+		expect((await h.check()).problems).toEqual([
+			"PLog 1: offset 3 is stored after the end 1 (a gap)",
+		]);
 		await h.crash();
 		p = await h.deploy(1);
 		// The PLog ends at the gap: nothing beyond it is actualized or read.
 		expect(p.stats().actualizedEvents).toBe(0);
 		expect((await p.readPLog({ from: 1 })).map((e) => e.offset)).toEqual([1]);
-		expect(await h.create(p, WS, "b")).toEqual({ CurrentWLogOffset: 2, NewIDs: { "1": crec(1) }, plogOffset: 2 });
+		expect(await h.create(p, WS, "b")).toEqual({
+			CurrentWLogOffset: 2,
+			NewIDs: { "1": crec(1) },
+			plogOffset: 2,
+		});
 		// Offset 3 holds the stray: level 0 detects it and the partition moves on.
 		expect((await rejection(h.create(p, WS, "c"))).code).toBe("CP_CONFLICT");
 		await p.ready();
-		expect(await h.create(p, WS, "c")).toEqual({ CurrentWLogOffset: 3, NewIDs: { "1": crec(2) }, plogOffset: 4 });
+		expect(await h.create(p, WS, "c")).toEqual({
+			CurrentWLogOffset: 3,
+			NewIDs: { "1": crec(2) },
+			plogOffset: 4,
+		});
 		const report = await h.check({ allowCorruptedOffsets: true });
 		expect([report.problems, report.corruptedOffsets]).toEqual([[], 1]);
 	} finally {
