@@ -63,7 +63,7 @@ async function restartFromTail(storage: TTLStorage): Promise<void> {
 			(c) => c.operation === "read" && prefix(c.args[0]) === PKEY_PREFIX_PLOG,
 		);
 		expect(plogReads).toHaveLength(1);
-		expect((plogReads[0]?.args[1] as { from?: Uint8Array }).from).toEqual(u64(31));
+		expect((plogReads[0]?.args[1] as { from?: Uint8Array } | undefined)?.from).toEqual(u64(31));
 		const s = p.stats();
 		expect([s.actualizations, s.actualizedEvents, s.reappliedEvents, s.conflicts]).toEqual([
 			1, 6, 6, 0,

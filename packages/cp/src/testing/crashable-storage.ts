@@ -67,8 +67,9 @@ export function createCrashableStorage(storage: TTLStorage): CrashableStorage {
 	async function run<T>(call: CrashCall, through: () => Promise<T>): Promise<T> {
 		if (crashed) throw crashedError(call.operation);
 		calls.push(call);
-		if (rule !== undefined && rule.match(call)) {
-			const { landed } = rule;
+		const r = rule;
+		if (r?.match(call)) {
+			const { landed } = r;
 			rule = undefined;
 			if (landed) await through().catch(() => undefined);
 			crashed = true;
