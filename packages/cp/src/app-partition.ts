@@ -519,7 +519,7 @@ export class AppPartitionImpl implements AppPartition {
 			);
 		this.#ctx.log({
 			level: "error",
-			event: "storage-error",
+			event: "command-error",
 			partitionId: this.partitionId,
 			message: `command failed: ${error instanceof Error ? error.message : String(error)}`,
 			error,

@@ -41,7 +41,8 @@ export interface PartitionStats {
 }
 
 /**
- * Something worth a log line: a consumed corrupted offset, a sequences violation, a storage error.
+ * Something worth a log line: a consumed corrupted offset, a sequences violation, a command that
+ * failed unexpectedly (an application command's exception).
  *
  * @example
  * ```ts
@@ -50,7 +51,7 @@ export interface PartitionStats {
  */
 export interface CpLogEntry {
 	readonly level: "warn" | "error";
-	readonly event: "corrupted-offset" | "conflict" | "storage-error";
+	readonly event: "corrupted-offset" | "conflict" | "command-error";
 	readonly partitionId: number;
 	readonly plogOffset?: number;
 	readonly key?: CpKeyInfo;
