@@ -51,6 +51,8 @@ export interface CommandProcessorOptions {
 	 * the next batch. Default `true`.
 	 */
 	readonly coalesceWrites?: boolean;
+	/** With group commit: batches at the storage at once (later ones queue and merge). Default 2. */
+	readonly writeBatchesInFlight?: number;
 	/** Log lines (corrupted offsets, conflicts, unexpected errors); default console.warn/error. */
 	readonly onLog?: (entry: CpLogEntry) => void;
 	/**
@@ -135,6 +137,7 @@ class CommandProcessorImpl implements CommandProcessor {
 		for (const [name, v, min] of [
 			["retryAfterMs", options.retryAfterMs, 0],
 			["maxQueuedCommands", options.maxQueuedCommands, 1],
+			["writeBatchesInFlight", options.writeBatchesInFlight, 1],
 		] as const)
 			if (v !== undefined && (!Number.isSafeInteger(v) || v < min))
 				throw new RangeError(`[@vvm/cp] ${name} must be an integer >= ${min}, got ${v}`);

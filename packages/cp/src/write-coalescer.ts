@@ -16,24 +16,28 @@ const keyOf = (item: BatchItem): string =>
 	`${Buffer.from(item.pKey.buffer, item.pKey.byteOffset, item.pKey.byteLength).toString("latin1")}\u0000${Buffer.from(item.cCols.buffer, item.cCols.byteOffset, item.cCols.byteLength).toString("latin1")}`;
 
 /**
- * @internal Group commit of unconditional writes: while one `putBatch` is at the storage, the
- * `put`/`putBatch` calls that arrive are queued and then sent as one `putBatch`. Every caller's
- * promise settles with the outcome of the batch that carried its items (a failed batch fails all
- * of them, and each caller recovers as from its own failure). Writes are sent in arrival order,
- * one batch at a time; a key already waiting starts a new batch, so a later write of a key is
- * never reordered before an earlier one. Conditional writes and reads go straight through.
+ * @internal Group commit of unconditional writes: the `put`/`putBatch` calls that arrive while
+ * `maxInFlight` batches are at the storage are queued and then sent as one `putBatch`. Every
+ * caller's promise settles with the outcome of the batch that carried its items (a failed batch
+ * fails all of them, and each caller recovers as from its own failure). Batches leave in arrival
+ * order; a batch waits while one in flight holds any of its keys, and a key already queued starts a
+ * new batch, so a later write of a key never overtakes an earlier one. Conditional writes and reads
+ * go straight through.
  */
 export class CoalescingStorage implements TTLStorage {
 	readonly #storage: TTLStorage;
 	readonly #maxItems: number;
+	readonly #maxInFlight: number;
 	readonly #queue: Group[] = [];
-	#sending: Promise<void> | undefined;
+	readonly #inFlightKeys = new Set<string>();
+	readonly #inFlight = new Set<Promise<void>>();
 	/** Batches sent (for the benchmark and tests). */
 	batches = 0;
 
-	constructor(storage: TTLStorage, maxItems = 512) {
+	constructor(storage: TTLStorage, options: { maxInFlight?: number; maxItems?: number } = {}) {
 		this.#storage = storage;
-		this.#maxItems = maxItems;
+		this.#maxItems = options.maxItems ?? 512;
+		this.#maxInFlight = options.maxInFlight ?? 2;
 	}
 
 	putBatch(items: readonly BatchItem[]): Promise<void> {
@@ -54,21 +58,43 @@ export class CoalescingStorage implements TTLStorage {
 			g.items.push(...items);
 			for (const k of keys) g.keys.add(k);
 			g.waiters.push({ resolve, reject });
-			if (this.#sending === undefined) this.#sending = this.#pump();
+			this.#pump();
 		});
 	}
 
-	async #pump(): Promise<void> {
-		for (let g = this.#queue.shift(); g !== undefined; g = this.#queue.shift()) {
-			this.batches++;
-			try {
-				await this.#storage.putBatch(g.items);
-				for (const w of g.waiters) w.resolve();
-			} catch (error) {
-				for (const w of g.waiters) w.reject(error);
-			}
+	#pump(): void {
+		while (this.#inFlight.size < this.#maxInFlight) {
+			const g = this.#queue[0];
+			if (g === undefined) return;
+			for (const k of g.keys) if (this.#inFlightKeys.has(k)) return;
+			this.#queue.shift();
+			this.#send(g);
 		}
-		this.#sending = undefined;
+	}
+
+	#send(g: Group): void {
+		this.batches++;
+		for (const k of g.keys) this.#inFlightKeys.add(k);
+		let written: Promise<void>;
+		try {
+			written = this.#storage.putBatch(g.items);
+		} catch (error) {
+			written = Promise.reject(error);
+		}
+		const sent: Promise<void> = written.then(
+			() => {
+				for (const w of g.waiters) w.resolve();
+			},
+			(error: unknown) => {
+				for (const w of g.waiters) w.reject(error);
+			},
+		);
+		this.#inFlight.add(sent);
+		void sent.then(() => {
+			this.#inFlight.delete(sent);
+			for (const k of g.keys) this.#inFlightKeys.delete(k);
+			this.#pump();
+		});
 	}
 
 	put(pKey: Bytes, cCols: Bytes, value: Bytes, ttlSeconds = 0): Promise<void> {
@@ -107,7 +133,7 @@ export class CoalescingStorage implements TTLStorage {
 
 	/** Waits for queued writes; the underlying storage stays open (its owner closes it). */
 	async close(): Promise<void> {
-		await this.#sending;
+		while (this.#inFlight.size > 0) await Promise.all([...this.#inFlight]);
 	}
 
 	[Symbol.asyncDispose](): Promise<void> {

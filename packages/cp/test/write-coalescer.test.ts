@@ -9,7 +9,7 @@ const item = (k: string, v = k) => ({ pKey: utf8("p"), cCols: utf8(k), value: ut
 describe("CoalescingStorage", () => {
 	it("sends the first write at once and the ones arriving meanwhile as one batch, in order", async () => {
 		const inner = withFaults(createMemTTLStorage());
-		const c = new CoalescingStorage(inner);
+		const c = new CoalescingStorage(inner, { maxInFlight: 1 });
 		await Promise.all([
 			c.put(utf8("p"), utf8("a"), utf8("1")),
 			c.putBatch([item("b"), item("c")]),
@@ -22,7 +22,7 @@ describe("CoalescingStorage", () => {
 
 	it("a key already waiting starts a new batch, so a later write never overtakes an earlier one", async () => {
 		const inner = withFaults(createMemTTLStorage());
-		const c = new CoalescingStorage(inner);
+		const c = new CoalescingStorage(inner, { maxInFlight: 1 });
 		await Promise.all([
 			c.putBatch([item("x", "0")]),
 			c.putBatch([item("k", "1")]),
@@ -37,9 +37,39 @@ describe("CoalescingStorage", () => {
 		expect(await inner.get(utf8("p"), utf8("k"))).toEqual(utf8("2"));
 	});
 
+	it("with two batches in flight, a batch waits while one in flight holds any of its keys", async () => {
+		const inner = withFaults(createMemTTLStorage());
+		const c = new CoalescingStorage(inner, { maxInFlight: 2 });
+		const gates: Array<() => void> = [];
+		inner.inject({
+			on: "putBatch",
+			action: faults.hook(() => new Promise<void>((r) => gates.push(r))),
+		});
+		const names = (n: number): string[] =>
+			(inner.calls[n]?.args[0] as Array<{ cCols: Uint8Array }>).map((i) =>
+				new TextDecoder().decode(i.cCols),
+			);
+		const all = Promise.all([
+			c.putBatch([item("a", "1")]),
+			c.putBatch([item("b")]),
+			c.putBatch([item("a", "2")]),
+		]);
+		await new Promise((r) => setImmediate(r));
+		// "a" and "b" went out at once; the second "a" waits for the first.
+		expect([inner.calls.length, names(0), names(1)]).toEqual([2, ["a"], ["b"]]);
+		gates.shift()?.();
+		await new Promise((r) => setImmediate(r));
+		expect([inner.calls.length, names(2)]).toEqual([3, ["a"]]);
+		for (const g of gates.splice(0)) g();
+		await new Promise((r) => setImmediate(r));
+		for (const g of gates.splice(0)) g();
+		await all;
+		expect(await inner.get(utf8("p"), utf8("a"))).toEqual(utf8("2"));
+	});
+
 	it("a failed batch fails every caller in it and no other; bad items fail only their caller", async () => {
 		const inner = withFaults(createMemTTLStorage());
-		const c = new CoalescingStorage(inner);
+		const c = new CoalescingStorage(inner, { maxInFlight: 1 });
 		inner.inject({
 			on: "putBatch",
 			match: (x) => x.callNumber === 2,
