@@ -46,7 +46,7 @@ describe("CoalescingStorage", () => {
 			action: faults.hook(() => new Promise<void>((r) => gates.push(r))),
 		});
 		const names = (n: number): string[] =>
-			(inner.calls[n]?.args[0] as Array<{ cCols: Uint8Array }>).map((i) =>
+			((inner.calls[n]?.args[0] ?? []) as Array<{ cCols: Uint8Array }>).map((i) =>
 				new TextDecoder().decode(i.cCols),
 			);
 		const all = Promise.all([
