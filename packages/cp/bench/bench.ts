@@ -3,11 +3,13 @@
 // commands in flight, on level (classic-level on disk), Cassandra and DynamoDB Local.
 //
 // Run: pnpm --filter @vvm/cp bench
-//   BENCH_DRIVERS=level,cas,dyn  which storages (default level)
+//   BENCH_DRIVERS=level,cas,dyn  which storages (default level; mem measures the processor alone)
 //   BENCH_OPS=20000              commands per row (default 20000 on level, 3000 on cas/dyn)
 //   BENCH_PARTITIONS=32          partitions (wsid mod partitions)
 //   BENCH_WORKSPACES=10000       workspaces, chosen uniformly at random per command
+//   BENCH_WARMUP=10000           warm-up creates (default: one per workspace)
 //   BENCH_LEVELS=0,2  BENCH_CONCURRENCY=1,16  BENCH_COALESCE=0 (turn group commit off)
+//   BENCH_IN_FLIGHT=2            group-commit batches at the storage at once
 import { randomInt } from "node:crypto";
 import { mkdtemp, rm } from "node:fs/promises";
 import { availableParallelism, cpus, tmpdir } from "node:os";
@@ -17,6 +19,7 @@ import type { TTLStorage } from "@vvm/ttlstorage";
 import { createCassandraTTLStorage, ensureCassandraSchema } from "@vvm/ttlstorage-cas";
 import { createDynamoTTLStorage, ensureDynamoTTLTable } from "@vvm/ttlstorage-dyn";
 import { createLevelTTLStorage } from "@vvm/ttlstorage-level";
+import { createMemTTLStorage } from "@vvm/ttlstorage-mem";
 import { Client } from "cassandra-driver";
 import { ClassicLevel } from "classic-level";
 import type { AppPartition, SequencesTrustLevel } from "../src/index.ts";
@@ -30,6 +33,7 @@ const list = (v: string | undefined, dflt: string): string[] =>
 const drivers = list(process.env.BENCH_DRIVERS, "level");
 const partitions = Number(process.env.BENCH_PARTITIONS ?? 32);
 const workspaces = Number(process.env.BENCH_WORKSPACES ?? 10_000);
+const warmup = Number(process.env.BENCH_WARMUP ?? workspaces);
 const levels = list(process.env.BENCH_LEVELS, "0,2").map(Number) as SequencesTrustLevel[];
 const concurrencies = list(process.env.BENCH_CONCURRENCY, "1,16").map(Number);
 const coalesce = process.env.BENCH_COALESCE !== "0";
@@ -108,7 +112,18 @@ async function dynBackend(): Promise<Backend> {
 	};
 }
 
+/** In memory: no I/O, so it measures the processor's own CPU cost. */
+async function memBackend(): Promise<Backend> {
+	return {
+		// No TTL records here: the periodic expiry sweep (a full scan) would only measure itself.
+		storage: async () => createMemTTLStorage({ sweepEveryWrites: 2 ** 30 }),
+		release: (s) => s.close(),
+		async done() {},
+	};
+}
+
 const backends: Record<string, () => Promise<Backend>> = {
+	mem: memBackend,
 	level: levelBackend,
 	cas: casBackend,
 	dyn: dynBackend,
@@ -163,7 +178,9 @@ async function benchDriver(driver: string): Promise<Row[]> {
 	const make = backends[driver];
 	if (make === undefined) throw new Error(`unknown driver ${driver} (level, cas, dyn)`);
 	const backend = await make();
-	const ops = Number(process.env.BENCH_OPS ?? (driver === "level" ? 20_000 : 3_000));
+	const ops = Number(
+		process.env.BENCH_OPS ?? (driver === "level" || driver === "mem" ? 20_000 : 3_000),
+	);
 	const rows: Row[] = [];
 	try {
 		for (const level of levels) {
@@ -181,7 +198,7 @@ async function benchDriver(driver: string): Promise<Row[]> {
 				await Promise.all(parts.map((p) => p.ready()));
 				// Warm-up: JIT, connections, and one record in every workspace, so the sequencers hold
 				// every workspace's numbers (as a running VVM would).
-				await run(parts, workspaces, 16, undefined, true);
+				await run(parts, warmup, 16, undefined, true);
 				for (const concurrency of concurrencies) {
 					const latencies = new Float64Array(ops);
 					const cpu0 = process.cpuUsage();

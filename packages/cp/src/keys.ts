@@ -25,23 +25,42 @@ export interface StorageKey {
 
 const TWO_32 = 0x1_0000_0000;
 
-function putU64(v: DataView, at: number, n: number): void {
-	v.setUint32(at, Math.floor(n / TWO_32));
-	v.setUint32(at + 4, n >>> 0);
+// Bytes are written directly (no DataView per key): keys are built several times per command.
+function putU32(b: Uint8Array, at: number, n: number): void {
+	b[at] = n >>> 24;
+	b[at + 1] = (n >>> 16) & 0xff;
+	b[at + 2] = (n >>> 8) & 0xff;
+	b[at + 3] = n & 0xff;
+}
+
+function putU64(b: Uint8Array, at: number, n: number): void {
+	putU32(b, at, Math.floor(n / TWO_32));
+	putU32(b, at + 4, n >>> 0);
 }
 
 /** @internal 8-byte big-endian encoding of a safe non-negative integer. */
 export function u64(n: number): Uint8Array {
 	const b = new Uint8Array(8);
-	putU64(new DataView(b.buffer), 0, n);
+	putU64(b, 0, n);
 	return b;
 }
 
 /** @internal Decodes 8 big-endian bytes; `undefined` unless exactly 8 bytes of a safe integer. */
 export function readU64(b: Uint8Array): number | undefined {
 	if (b.length !== 8) return undefined;
-	const v = new DataView(b.buffer, b.byteOffset, 8);
-	const n = v.getUint32(0) * TWO_32 + v.getUint32(4);
+	const hi =
+		(((b[0] as number) << 24) |
+			((b[1] as number) << 16) |
+			((b[2] as number) << 8) |
+			(b[3] as number)) >>>
+		0;
+	const lo =
+		(((b[4] as number) << 24) |
+			((b[5] as number) << 16) |
+			((b[6] as number) << 8) |
+			(b[7] as number)) >>>
+		0;
+	const n = hi * TWO_32 + lo;
 	return Number.isSafeInteger(n) ? n : undefined;
 }
 
@@ -53,21 +72,20 @@ export function bucketOf(n: number): number {
 /** @internal pKey `u32(5) u32(appId) u16(partitionId) u64(bucket)`, 18 bytes. */
 export function plogPKey(appId: number, partitionId: number, bucket: number): Uint8Array {
 	const b = new Uint8Array(18);
-	const v = new DataView(b.buffer);
-	v.setUint32(0, PKEY_PREFIX_PLOG);
-	v.setUint32(4, appId);
-	v.setUint16(8, partitionId);
-	putU64(v, 10, bucket);
+	putU32(b, 0, PKEY_PREFIX_PLOG);
+	putU32(b, 4, appId);
+	b[8] = partitionId >>> 8;
+	b[9] = partitionId & 0xff;
+	putU64(b, 10, bucket);
 	return b;
 }
 
 function wsPKey(prefix: number, appId: number, wsid: number, bucket: number): Uint8Array {
 	const b = new Uint8Array(24);
-	const v = new DataView(b.buffer);
-	v.setUint32(0, prefix);
-	v.setUint32(4, appId);
-	putU64(v, 8, wsid);
-	putU64(v, 16, bucket);
+	putU32(b, 0, prefix);
+	putU32(b, 4, appId);
+	putU64(b, 8, wsid);
+	putU64(b, 16, bucket);
 	return b;
 }
 
