@@ -10,6 +10,7 @@
 //   BENCH_WARMUP=10000           warm-up creates (default: one per workspace)
 //   BENCH_LEVELS=0,2  BENCH_CONCURRENCY=1,16  BENCH_COALESCE=0 (turn group commit off)
 //   BENCH_IN_FLIGHT=2            group-commit batches at the storage at once
+//   BENCH_LEVEL_WRITE_BUFFER_MB=4  LevelDB's memtable size (classic-level's default is 4 MiB)
 import { randomInt } from "node:crypto";
 import { mkdtemp, rm } from "node:fs/promises";
 import { availableParallelism, cpus, tmpdir } from "node:os";
@@ -64,7 +65,8 @@ async function levelBackend(): Promise<Backend> {
 	return {
 		async storage() {
 			const dir = await mkdtemp(join(tmpdir(), "vvm-cp-bench-"));
-			const s = createLevelTTLStorage({ db: new ClassicLevel(dir), ownsDb: true });
+			const writeBufferSize = Number(process.env.BENCH_LEVEL_WRITE_BUFFER_MB ?? 4) * 1024 * 1024;
+			const s = createLevelTTLStorage({ db: new ClassicLevel(dir, { writeBufferSize }), ownsDb: true });
 			dirs.set(s, dir);
 			return s;
 		},
