@@ -66,7 +66,10 @@ async function levelBackend(): Promise<Backend> {
 		async storage() {
 			const dir = await mkdtemp(join(tmpdir(), "vvm-cp-bench-"));
 			const writeBufferSize = Number(process.env.BENCH_LEVEL_WRITE_BUFFER_MB ?? 4) * 1024 * 1024;
-			const s = createLevelTTLStorage({ db: new ClassicLevel(dir, { writeBufferSize }), ownsDb: true });
+			const s = createLevelTTLStorage({
+				db: new ClassicLevel(dir, { writeBufferSize }),
+				ownsDb: true,
+			});
 			dirs.set(s, dir);
 			return s;
 		},

@@ -1,6 +1,5 @@
 import { createSequencer } from "@vvm/isequencer";
 import { createSeqStorage } from "@vvm/seqstorage";
-import { faults } from "@vvm/ttlstorage/testing";
 import { createMemTTLStorage } from "@vvm/ttlstorage-mem";
 import { describe, expect, it } from "vitest";
 import {
@@ -155,16 +154,7 @@ describe("createCommandProcessor", () => {
 					fields: { name: `n${i}` },
 				});
 			await h.flushed(p);
-			h.faults.inject({
-				on: ["put", "putBatch"],
-				match: (c) => {
-					const first = Array.isArray(c.args[0])
-						? (c.args[0][0] as { pKey: Uint8Array }).pKey
-						: (c.args[0] as Uint8Array);
-					return first[3] === 2 || first[3] === 3;
-				},
-				action: faults.fail(),
-			});
+			h.stallFlusher();
 			for (let i = 0; i < 10; i++) await h.create(p, 1001, `tail${i}`);
 			await h.crash();
 			p = await h.deploy(1);

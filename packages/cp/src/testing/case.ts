@@ -25,6 +25,17 @@ export const crec = (n: number): number => 322_685_000_131_072 + n;
 /** @internal The first OWRecord ID plus `n`. */
 export const owrec = (n: number): number => 322_680_000_131_072 + n;
 
+/** @internal The result of a command that created one record with raw ID 1. */
+export const created = (
+	wlogOffset: number,
+	id: number,
+	plogOffset: number,
+): { CurrentWLogOffset: number; NewIDs: Record<string, number>; plogOffset: number } => ({
+	CurrentWLogOffset: wlogOffset,
+	NewIDs: { "1": id },
+	plogOffset,
+});
+
 /** @internal A workspace of partition 1 of 4, and others. */
 export const WS = 1001;
 export const WS_SAME_PARTITION = 1005;

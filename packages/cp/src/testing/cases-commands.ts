@@ -5,13 +5,8 @@ import type { AppPartition } from "../app-partition.ts";
 import { PKEY_PREFIX_PLOG } from "../keys.ts";
 import type { CommandResult } from "../request.ts";
 import type { CpSuiteCase } from "./case.ts";
-import { crec, owrec, rejection, WS } from "./case.ts";
-import { Harness, waitFor } from "./harness.ts";
-
-const prefixOf = (pKey: unknown): number =>
-	pKey instanceof Uint8Array && pKey.length >= 4
-		? new DataView(pKey.buffer, pKey.byteOffset).getUint32(0)
-		: -1;
+import { created, crec, owrec, rejection, WS } from "./case.ts";
+import { Harness, isSequencerWrite, prefixOf, waitFor } from "./harness.ts";
 
 async function apiShapes(storage: TTLStorage): Promise<void> {
 	const h = new Harness({ storage, trustLevel: 0 });
@@ -381,11 +376,7 @@ async function badInput(storage: TTLStorage): Promise<void> {
 		expect(h.writes()).toBe(writesBefore);
 		expect(p.stats().nextPLogOffset).toBe(1);
 		expect(p.stats().rejected).toBe(cases.length);
-		expect(await h.create(p, WS, "ok")).toEqual({
-			CurrentWLogOffset: 1,
-			NewIDs: { "1": crec(0) },
-			plogOffset: 1,
-		});
+		expect(await h.create(p, WS, "ok")).toEqual(created(1, crec(0), 1));
 		// An ODoc, once created by a command, is immutable.
 		const inv = await p.executeCommand({
 			wsid: WS,
@@ -429,11 +420,7 @@ async function busyWhileActualizing(storage: TTLStorage): Promise<void> {
 		expect(p.stats().busy).toBe(1);
 		release();
 		await p.ready();
-		expect(await h.create(p, WS, "later")).toEqual({
-			CurrentWLogOffset: 1,
-			NewIDs: { "1": crec(0) },
-			plogOffset: 1,
-		});
+		expect(await h.create(p, WS, "later")).toEqual(created(1, crec(0), 1));
 	} finally {
 		await h.close();
 	}
@@ -448,15 +435,7 @@ async function busyOnFlushBacklog(storage: TTLStorage): Promise<void> {
 	});
 	try {
 		const p = await h.deploy(1);
-		const isSeqWrite = (c: { args: readonly unknown[] }): boolean => {
-			const first = Array.isArray(c.args[0]) ? (c.args[0][0] as { pKey: unknown }).pKey : c.args[0];
-			return prefixOf(first) === 2 || prefixOf(first) === 3;
-		};
-		const stop = h.faults.inject({
-			on: ["put", "putBatch"],
-			match: isSeqWrite,
-			action: faults.fail(),
-		});
+		const stop = h.stallFlusher();
 		await h.create(p, 1001, "a");
 		await h.create(p, 1005, "b"); // 4 unflushed values > 2
 		const callsBefore = h.faults.calls.length;
@@ -464,14 +443,10 @@ async function busyOnFlushBacklog(storage: TTLStorage): Promise<void> {
 		expect(e.code).toBe("CP_BUSY");
 		expect(e.retryAfterMs).toBe(1000);
 		// Nothing was written but the sequencer's own retries.
-		expect(h.faults.calls.slice(callsBefore).every((c) => isSeqWrite(c))).toBe(true);
+		expect(h.faults.calls.slice(callsBefore).every(isSequencerWrite)).toBe(true);
 		stop();
 		await h.flushed(p);
-		expect(await h.create(p, 1009, "c")).toEqual({
-			CurrentWLogOffset: 1,
-			NewIDs: { "1": crec(0) },
-			plogOffset: 3,
-		});
+		expect(await h.create(p, 1009, "c")).toEqual(created(1, crec(0), 3));
 	} finally {
 		await h.close();
 	}

@@ -1,26 +1,15 @@
 import type { TTLStorage } from "@vvm/ttlstorage";
 import { bytesEqual } from "@vvm/ttlstorage";
-import type { FaultAction, FaultCall } from "@vvm/ttlstorage/testing";
+import type { FaultAction } from "@vvm/ttlstorage/testing";
 import { faults } from "@vvm/ttlstorage/testing";
 import { expect } from "vitest";
 import { decodeLogValue } from "../event.ts";
 import type { SequencesTrustLevel } from "../event-writer.ts";
 import { cpKeys, PKEY_PREFIX_PLOG, PKEY_PREFIX_RECORDS, PKEY_PREFIX_WLOG, u64 } from "../keys.ts";
 import type { CpSuiteCase } from "./case.ts";
-import { crec, GARBAGE, rejection, WS } from "./case.ts";
+import { created, crec, GARBAGE, rejection, WS } from "./case.ts";
 import type { CrashCall } from "./crashable-storage.ts";
-import { Harness, storedNextOffset, waitFor } from "./harness.ts";
-
-const prefix = (pKey: unknown): number =>
-	pKey instanceof Uint8Array && pKey.length >= 4
-		? new DataView(pKey.buffer, pKey.byteOffset).getUint32(0)
-		: -1;
-
-/** Whether a call writes a key with this pKey prefix (a batch: any of its keys). */
-const touches = (c: FaultCall, p: number): boolean =>
-	Array.isArray(c.args[0])
-		? (c.args[0] as Array<{ pKey: unknown }>).some((i) => prefix(i.pKey) === p)
-		: prefix(c.args[0]) === p;
+import { Harness, prefixOf, storedNextOffset, touches, waitFor } from "./harness.ts";
 
 const WRITES = [
 	"insertIfNotExists",
@@ -41,11 +30,7 @@ async function restartFromTail(storage: TTLStorage): Promise<void> {
 		await h.flushed(p);
 		expect(await storedNextOffset(h.base, h.appId, 1)).toBe(31);
 		// The flusher falls behind: from now on its writes fail (it keeps retrying).
-		h.faults.inject({
-			on: ["put", "putBatch"],
-			match: (c) => touches(c, 2) || touches(c, 3),
-			action: faults.fail(),
-		});
+		h.stallFlusher();
 		const a = (await h.create(p, WS, "A")).NewIDs["1"] as number;
 		await p.updateRecord({ wsid: WS, table: "app1pkg.Customer", id: a, fields: { vip: true } });
 		for (let i = 0; i < 3; i++) await h.create(p, 1005, `t${i}`);
@@ -60,7 +45,7 @@ async function restartFromTail(storage: TTLStorage): Promise<void> {
 		p = await h.deploy(1);
 		// Actualization read the PLog once, from the stored offset: the 6 events of the tail only.
 		const plogReads = h.faults.calls.filter(
-			(c) => c.operation === "read" && prefix(c.args[0]) === PKEY_PREFIX_PLOG,
+			(c) => c.operation === "read" && prefixOf(c.args[0]) === PKEY_PREFIX_PLOG,
 		);
 		expect(plogReads).toHaveLength(1);
 		expect((plogReads[0]?.args[1] as { from?: Uint8Array } | undefined)?.from).toEqual(u64(31));
@@ -71,11 +56,7 @@ async function restartFromTail(storage: TTLStorage): Promise<void> {
 		// Re-applying is idempotent: no conflict, and the later update of A was not undone.
 		expect((await p.readRecord({ wsid: WS, id: a })).vip).toBe(true);
 		// Every sequence continues after the tail.
-		expect(await h.create(p, WS, "next")).toEqual({
-			CurrentWLogOffset: 14,
-			NewIDs: { "1": crec(11) },
-			plogOffset: 37,
-		});
+		expect(await h.create(p, WS, "next")).toEqual(created(14, crec(11), 37));
 		const again = await p.executeCommand({
 			wsid: WS,
 			command: "app1pkg.MakeInvoice",
@@ -109,11 +90,7 @@ async function corruptedOffsets(storage: TTLStorage): Promise<void> {
 			3, 4,
 		]);
 		// Consumed: the next event goes to offset 5; the WLog and record IDs were not consumed.
-		expect(await h.create(p, WS, "c")).toEqual({
-			CurrentWLogOffset: 3,
-			NewIDs: { "1": crec(2) },
-			plogOffset: 5,
-		});
+		expect(await h.create(p, WS, "c")).toEqual(created(3, crec(2), 5));
 		expect((await p.readPLog({ from: 3 })).map((e) => [e.offset, e.event === undefined])).toEqual([
 			[3, true],
 			[4, true],
@@ -144,19 +121,11 @@ async function strayAfterGap(storage: TTLStorage): Promise<void> {
 		// The PLog ends at the gap: nothing beyond it is actualized or read.
 		expect(p.stats().actualizedEvents).toBe(0);
 		expect((await p.readPLog({ from: 1 })).map((e) => e.offset)).toEqual([1]);
-		expect(await h.create(p, WS, "b")).toEqual({
-			CurrentWLogOffset: 2,
-			NewIDs: { "1": crec(1) },
-			plogOffset: 2,
-		});
+		expect(await h.create(p, WS, "b")).toEqual(created(2, crec(1), 2));
 		// Offset 3 holds the stray: level 0 detects it and the partition moves on.
 		expect((await rejection(h.create(p, WS, "c"))).code).toBe("CP_CONFLICT");
 		await p.ready();
-		expect(await h.create(p, WS, "c")).toEqual({
-			CurrentWLogOffset: 3,
-			NewIDs: { "1": crec(2) },
-			plogOffset: 4,
-		});
+		expect(await h.create(p, WS, "c")).toEqual(created(3, crec(2), 4));
 		const report = await h.check({ allowCorruptedOffsets: true });
 		expect([report.problems, report.corruptedOffsets]).toEqual([[], 1]);
 	} finally {
@@ -187,11 +156,7 @@ async function faultCase(
 			level === 2 || (level === 1 && target === "record") ? "putBatch" : "insertIfNotExists";
 		h.faults.inject({ on: op, match: (c) => touches(c, PREFIX[target]), action, times: 1 });
 		if (expected.succeeds) {
-			expect(await h.create(p, WS, "b")).toEqual({
-				CurrentWLogOffset: 2,
-				NewIDs: { "1": crec(1) },
-				plogOffset: 2,
-			});
+			expect(await h.create(p, WS, "b")).toEqual(created(2, crec(1), 2));
 		} else {
 			const e = await rejection(h.create(p, WS, "b"));
 			expect([e.code, e.committed]).toEqual(["CP_STORAGE", expected.committed]);
@@ -208,11 +173,7 @@ async function faultCase(
 		}
 		expect(p.stats().conflicts).toBe(0);
 		const next = await h.create(p, WS, "c");
-		expect(next).toEqual(
-			durable
-				? { CurrentWLogOffset: 3, NewIDs: { "1": crec(2) }, plogOffset: 3 }
-				: { CurrentWLogOffset: 2, NewIDs: { "1": crec(1) }, plogOffset: 2 },
-		);
+		expect(next).toEqual(durable ? created(3, crec(2), 3) : created(2, crec(1), 2));
 		expect((await h.check()).problems).toEqual([]);
 	} finally {
 		await h.close();
@@ -283,7 +244,7 @@ async function crashWhileMarking(storage: TTLStorage): Promise<void> {
 			await h.base.put(rk.pKey, rk.cCols, GARBAGE);
 			// The conflict makes the command mark its event corrupted: crash on that put.
 			h.process.crashOn(
-				(c) => c.operation === "put" && prefix(c.keys[0]?.pKey) === PKEY_PREFIX_PLOG,
+				(c) => c.operation === "put" && prefixOf(c.keys[0]?.pKey) === PKEY_PREFIX_PLOG,
 				{ landed },
 			);
 			expect((await rejection(h.create(p, WS, "b"))).code).toBe("CP_CONFLICT");
@@ -297,11 +258,7 @@ async function crashWhileMarking(storage: TTLStorage): Promise<void> {
 			expect(plog === undefined ? undefined : decodeLogValue(plog)?.kind).toBe("marker");
 			expect(wlog !== undefined && plog !== undefined && bytesEqual(wlog, plog)).toBe(true);
 			expect(await h.base.get(rk.pKey, rk.cCols)).toEqual(GARBAGE);
-			expect(await h.create(p, WS, "c")).toEqual({
-				CurrentWLogOffset: 3,
-				NewIDs: { "1": crec(2) },
-				plogOffset: 3,
-			});
+			expect(await h.create(p, WS, "c")).toEqual(created(3, crec(2), 3));
 			expect((await h.check()).problems).toEqual([]);
 		} finally {
 			await h.close();

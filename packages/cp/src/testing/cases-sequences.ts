@@ -7,6 +7,7 @@ import type { StorageKey } from "../keys.ts";
 import { cpKeys } from "../keys.ts";
 import type { CpSuiteCase } from "./case.ts";
 import {
+	created,
 	crec,
 	GARBAGE,
 	owrec,
@@ -23,10 +24,10 @@ async function builtInSequences(storage: TTLStorage): Promise<void> {
 		const p1 = await h.deploy(1);
 		// CDoc: CRecord IDs from 322685000131072; WLog and PLog offsets from 1.
 		const customer = await h.create(p1, WS, "Ada");
-		expect(customer).toEqual({ CurrentWLogOffset: 1, NewIDs: { "1": crec(0) }, plogOffset: 1 });
+		expect(customer).toEqual(created(1, crec(0), 1));
 		// WDoc: OWRecord IDs from 322680000131072.
 		const note = await p1.createRecord({ wsid: WS, table: "app1pkg.Note", fields: { text: "hi" } });
-		expect(note).toEqual({ CurrentWLogOffset: 2, NewIDs: { "1": owrec(0) }, plogOffset: 2 });
+		expect(note).toEqual(created(2, owrec(0), 2));
 		// CRecord continues the CRecord sequence.
 		const address = await p1.executeCommand({
 			wsid: WS,
@@ -63,7 +64,7 @@ async function builtInSequences(storage: TTLStorage): Promise<void> {
 		expect(invoice2.Result).toEqual({ number: 1001 });
 		// Per workspace: another workspace of the same partition starts again; the PLog goes on.
 		const other = await h.create(p1, WS_SAME_PARTITION, "Bob");
-		expect(other).toEqual({ CurrentWLogOffset: 1, NewIDs: { "1": crec(0) }, plogOffset: 6 });
+		expect(other).toEqual(created(1, crec(0), 6));
 		const otherInvoice = await p1.executeCommand({
 			wsid: WS_SAME_PARTITION,
 			command: "app1pkg.MakeInvoice",
@@ -72,19 +73,11 @@ async function builtInSequences(storage: TTLStorage): Promise<void> {
 		expect(otherInvoice.Result).toEqual({ number: 1000 });
 		// Per partition: another partition's PLog starts at 1.
 		const p2 = await h.deploy(2);
-		expect(await h.create(p2, WS_OTHER_PARTITION, "Eve")).toEqual({
-			CurrentWLogOffset: 1,
-			NewIDs: { "1": crec(0) },
-			plogOffset: 1,
-		});
+		expect(await h.create(p2, WS_OTHER_PARTITION, "Eve")).toEqual(created(1, crec(0), 1));
 		// The values survive a restart (from the stored numbers and the PLog tail).
 		await h.crash();
 		const again = await h.deploy(1);
-		expect(await h.create(again, WS, "Zoe")).toEqual({
-			CurrentWLogOffset: 6,
-			NewIDs: { "1": crec(2) },
-			plogOffset: 8,
-		});
+		expect(await h.create(again, WS, "Zoe")).toEqual(created(6, crec(2), 8));
 		expect((await h.check()).problems).toEqual([]);
 	} finally {
 		await h.close();
@@ -107,7 +100,7 @@ async function trustLevelCase(
 	try {
 		const p = await h.deploy(1);
 		const first = await h.create(p, WS, "first");
-		expect(first).toEqual({ CurrentWLogOffset: 1, NewIDs: { "1": crec(0) }, plogOffset: 1 });
+		expect(first).toEqual(created(1, crec(0), 1));
 		// The next command would take record ID crec(1), PLog offset 2, WLog offset 2.
 		const keys: Record<Target, StorageKey> = {
 			record: cpKeys.record(h.appId, WS, crec(1)),
@@ -121,7 +114,7 @@ async function trustLevelCase(
 		if (!detects) {
 			// Trusted: the command succeeds and overwrites the corrupted key.
 			const second = await h.create(p, WS, "second");
-			expect(second).toEqual({ CurrentWLogOffset: 2, NewIDs: { "1": crec(1) }, plogOffset: 2 });
+			expect(second).toEqual(created(2, crec(1), 2));
 			const now = await get(corrupted);
 			expect(now !== undefined && !bytesEqual(now, GARBAGE)).toBe(true);
 			expect((await p.readRecord({ wsid: WS, id: crec(1) })).name).toBe("second");
@@ -148,7 +141,7 @@ async function trustLevelCase(
 		const plog2 = await get(keys.PLog);
 		const record1 = await get(keys.record);
 		const wlog2 = await get(keys.WLog);
-		let next: { CurrentWLogOffset: number; NewIDs: Record<string, number>; plogOffset: number };
+		let next: ReturnType<typeof created>;
 		if (target === "PLog") {
 			// Nothing was written; the garbage at offset 2 is consumed as corrupted; the numbers the
 			// failed command took are taken again.
@@ -156,7 +149,7 @@ async function trustLevelCase(
 			expect(wlog2).toBeUndefined();
 			expect(p.stats().corruptedOffsets).toBe(1);
 			expect(h.logs.some((l) => l.event === "corrupted-offset" && l.plogOffset === 2)).toBe(true);
-			next = { CurrentWLogOffset: 2, NewIDs: { "1": crec(1) }, plogOffset: 3 };
+			next = created(2, crec(1), 3);
 		} else {
 			// The event is in the PLog, marked corrupted; its numbers stay consumed.
 			const marker = plog2 === undefined ? undefined : decodeLogValue(plog2);
@@ -171,7 +164,7 @@ async function trustLevelCase(
 			}
 			const [entry] = await p.readPLog({ from: 2, limit: 1 });
 			expect(entry?.event?.corrupted).toContain("sequences violation");
-			next = { CurrentWLogOffset: 3, NewIDs: { "1": crec(2) }, plogOffset: 3 };
+			next = created(3, crec(2), 3);
 		}
 		expect(await h.create(p, WS, "third")).toEqual(next);
 		expect((await p.readRecord({ wsid: WS, id: next.NewIDs["1"] as number })).name).toBe("third");

@@ -1,17 +1,10 @@
 import type { BatchItem, Bytes, ReadRange, StoredRecord, TTLStorage } from "@vvm/ttlstorage";
 import { TTLStorageError } from "@vvm/ttlstorage";
+import type { StorageOperation } from "@vvm/ttlstorage/testing";
 
 /** A storage operation as the crash rules see it. */
 export interface CrashCall {
-	readonly operation:
-		| "insertIfNotExists"
-		| "compareAndSwap"
-		| "compareAndDelete"
-		| "get"
-		| "put"
-		| "putBatch"
-		| "read"
-		| "queryTTL";
+	readonly operation: StorageOperation;
 	/** The keys it touches (one, or a batch's). */
 	readonly keys: ReadonlyArray<{ readonly pKey: Bytes; readonly cCols?: Bytes }>;
 }

@@ -2,8 +2,8 @@ import { randomInt } from "node:crypto";
 import type { Sequencer, SequencerHandle } from "@vvm/isequencer";
 import { createSequencer } from "@vvm/isequencer";
 import type { TTLStorage } from "@vvm/ttlstorage";
-import type { FaultyTTLStorage } from "@vvm/ttlstorage/testing";
-import { withFaults } from "@vvm/ttlstorage/testing";
+import type { FaultCall, FaultyTTLStorage } from "@vvm/ttlstorage/testing";
+import { faults, withFaults } from "@vvm/ttlstorage/testing";
 import type { AppPartition } from "../app-partition.ts";
 import type { CommandProcessor, CommandProcessorOptions } from "../command-processor.ts";
 import { createCommandProcessor } from "../command-processor.ts";
@@ -15,6 +15,25 @@ import type { AcknowledgedCommand, CheckReport } from "./checker.ts";
 import { checkCpStorage } from "./checker.ts";
 import type { CrashableStorage } from "./crashable-storage.ts";
 import { createCrashableStorage } from "./crashable-storage.ts";
+
+/** @internal The pKey prefix (first 4 bytes) of a key, -1 when it has none. */
+export function prefixOf(pKey: unknown): number {
+	return pKey instanceof Uint8Array && pKey.length >= 4
+		? new DataView(pKey.buffer, pKey.byteOffset).getUint32(0)
+		: -1;
+}
+
+/** @internal Whether a call of the fault wrapper touches a key with this prefix (a batch: any item). */
+export function touches(call: Pick<FaultCall, "args">, prefix: number): boolean {
+	const first = call.args[0];
+	return Array.isArray(first)
+		? (first as Array<{ pKey: unknown }>).some((i) => prefixOf(i.pKey) === prefix)
+		: prefixOf(first) === prefix;
+}
+
+/** @internal Writes of the sequencer's storage (`@vvm/seqstorage` prefixes 2 and 3). */
+export const isSequencerWrite = (call: Pick<FaultCall, "args">): boolean =>
+	touches(call, 2) || touches(call, 3);
 
 /** @internal A run-unique application ID, so cases never share keys on a shared server. */
 export function uniqueAppId(): number {
@@ -175,6 +194,18 @@ export class Harness {
 			partitions: this.partitions,
 			acknowledged: this.acked,
 			...options,
+		});
+	}
+
+	/**
+	 * Makes the sequencer's flusher fall behind: its writes fail (it keeps retrying) until the
+	 * returned function is called. Use with `coalesceWrites: false`, so no command shares its batch.
+	 */
+	stallFlusher(): () => void {
+		return this.faults.inject({
+			on: ["put", "putBatch"],
+			match: isSequencerWrite,
+			action: faults.fail(),
 		});
 	}
 
