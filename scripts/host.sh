@@ -7,4 +7,9 @@ cd "$ROOT"
 . scripts/bootstrap.sh >&2
 echo "host: building" >&2
 pnpm turbo run build --filter=@vvm/vvm-host... --output-logs=errors-only >&2
-exec node apps/vvm-host/dist/cli.mjs --storage level --data-dir "$ROOT/.vvm-data" "$@"
+# Not exec'd, so the host's own exit status is printed: on Ctrl-C npm (which gets the SIGINT
+# too) reports "code 130" whatever the host did; the line below says what the host did.
+status=0
+node apps/vvm-host/dist/cli.mjs --storage level --data-dir "$ROOT/.vvm-data" "$@" || status=$?
+echo "host: vvm-host exited with code $status (0 = graceful shutdown)" >&2
+exit "$status"

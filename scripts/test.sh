@@ -22,6 +22,7 @@ bash tooling/servers/start-all.sh > .test-results/servers.log 2>&1 &
 servers_pid=$!
 
 . scripts/bootstrap.sh
+bash scripts/test-packages.sh
 
 servers_ok=1
 wait "$servers_pid" || servers_ok=0

@@ -1,6 +1,12 @@
 #!/usr/bin/env node
 import { ConfigError, helpText, parseHostConfig } from "./config.ts";
 import { EXIT, runHost } from "./host.ts";
+import { hostVersion } from "./version.ts";
+
+/** `vvm-host <version> (Node.js <version>)`. */
+function versionText(): string {
+	return `vvm-host ${hostVersion()} (Node.js ${process.version})`;
+}
 
 async function main(): Promise<number> {
 	let parsed: ReturnType<typeof parseHostConfig>;
@@ -14,7 +20,7 @@ async function main(): Promise<number> {
 		return EXIT.BAD_CONFIG;
 	}
 	if (parsed.help) {
-		process.stdout.write(`${helpText()}\n`);
+		process.stdout.write(`${parsed.show === "help" ? helpText() : versionText()}\n`);
 		return EXIT.OK;
 	}
 	return runHost(parsed.config);

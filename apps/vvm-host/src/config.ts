@@ -1,5 +1,6 @@
 import type { ParseArgsConfig } from "node:util";
 import { parseArgs } from "node:util";
+import { validateCassandraIdentifier } from "@vvm/ttlstorage-cas/names";
 
 /** Storage kinds the host can run on. */
 export type StorageKind = "level" | "mem" | "cas" | "dyn";
@@ -11,6 +12,7 @@ export interface HostConfig {
 	readonly leadershipSeconds: number;
 	readonly acquireTimeoutMs: number;
 	readonly acquireRetryMs: number;
+	readonly maxClockSkewMs: number;
 	readonly numVVM: number;
 	/**
 	 * `undefined`: `<httpHost>:<bound HTTP port>`. The leader record stores
@@ -32,6 +34,7 @@ export interface HostConfig {
 /** A bad flag or environment variable; the CLI prints `message` and exits with code 2. */
 export class ConfigError extends Error {
 	override readonly name: string = "ConfigError";
+	readonly code = "HOST_BAD_CONFIG" as const;
 }
 
 interface OptionSpec {
@@ -113,6 +116,14 @@ const SPECS: readonly OptionSpec[] = [
 		def: "20",
 		parse: int(1, 31_536_000),
 		help: "leadership duration (TTL of the leader record); renewal every 1/4, the process may act until 0.8 of it after the last renewal",
+	},
+	{
+		key: "maxClockSkewMs",
+		flag: "max-clock-skew-ms",
+		env: ["VVM_MAX_CLOCK_SKEW_MS"],
+		def: "0",
+		parse: int(0, 2_147_483_647),
+		help: "wall-clock skew between hosts you guarantee (NTP); the lease and the killer end that much before the leader record expires (at most half the leadership duration)",
 	},
 	{
 		key: "acquireTimeoutMs",
@@ -199,7 +210,7 @@ const SPECS: readonly OptionSpec[] = [
 		flag: "cas-keyspace",
 		env: ["VVM_CAS_KEYSPACE"],
 		def: "vvm",
-		parse: oneOfIdent,
+		parse: keyspace,
 		help: "cas: keyspace (created with SimpleStrategy RF 1 if missing)",
 	},
 	{
@@ -228,11 +239,13 @@ const SPECS: readonly OptionSpec[] = [
 	},
 ];
 
-function oneOfIdent(raw: string, source: string): string {
-	if (!/^[A-Za-z][A-Za-z0-9_]{0,47}$/.test(raw)) {
-		throw new ConfigError(
-			`${source} must be a Cassandra identifier (letters, digits, _), got "${raw}"`,
-		);
+/** A keyspace exactly as the Cassandra driver accepts it (its own check, shared). */
+function keyspace(raw: string, source: string): string {
+	try {
+		validateCassandraIdentifier("keyspace", raw);
+	} catch (error) {
+		const rule = error instanceof Error ? error.message.replace(/^\[[^\]]*\] keyspace /, "") : "";
+		throw new ConfigError(`${source} ${rule}`);
 	}
 	return raw;
 }
@@ -251,7 +264,13 @@ export function helpText(): string {
 		lines.push(`      ${s.help}`);
 		lines.push(`      env ${s.env.join(" | ")}; default ${s.def ?? "(see above)"}`);
 	}
-	lines.push("  -h, --help", "      show this help", "");
+	lines.push(
+		"  -h, --help",
+		"      show this help",
+		"  -V, --version",
+		"      show the version",
+		"",
+	);
 	lines.push(
 		"HTTP: GET /healthz, GET /readyz (200 only while leader), GET /leadership, GET /metrics,",
 		"      POST /work (acts only while the lease is valid).",
@@ -261,9 +280,12 @@ export function helpText(): string {
 	return lines.join("\n");
 }
 
-/** Result of {@link parseHostConfig}. */
+/**
+ * Result of {@link parseHostConfig}: `help: true` means "print `show` (`--help` or `--version`)
+ * and exit 0".
+ */
 export type ParsedArgs =
-	| { readonly help: true }
+	| { readonly help: true; readonly show: "help" | "version" }
 	| { readonly help: false; readonly config: HostConfig };
 
 /**
@@ -281,6 +303,7 @@ export function parseHostConfig(
 ): ParsedArgs {
 	const options: NonNullable<ParseArgsConfig["options"]> = {
 		help: { type: "boolean", short: "h" },
+		version: { type: "boolean", short: "V" },
 	};
 	for (const s of SPECS) options[s.flag] = { type: "string" };
 	let values: Record<string, string | boolean | (string | boolean)[] | undefined>;
@@ -290,7 +313,8 @@ export function parseHostConfig(
 		const message = error instanceof Error ? error.message : String(error);
 		throw new ConfigError(message.replace(/\. To specify a positional.*$/s, ""));
 	}
-	if (values.help === true) return { help: true };
+	if (values.help === true) return { help: true, show: "help" };
+	if (values.version === true) return { help: true, show: "version" };
 	const config: Record<string, unknown> = {};
 	for (const s of SPECS) {
 		const flagValue = values[s.flag];
@@ -313,5 +337,11 @@ export function parseHostConfig(
 			config[s.key] = s.parse(raw, source);
 		}
 	}
-	return { help: false, config: config as unknown as HostConfig };
+	const checked = config as unknown as HostConfig;
+	if (checked.maxClockSkewMs > checked.leadershipSeconds * 500) {
+		throw new ConfigError(
+			`--max-clock-skew-ms ${checked.maxClockSkewMs} is more than half of --leadership-seconds ${checked.leadershipSeconds} (at most ${checked.leadershipSeconds * 500})`,
+		);
+	}
+	return { help: false, config: checked };
 }

@@ -1,8 +1,9 @@
 import { systemClock } from "@vvm/clock";
 import type { Killer } from "@vvm/ielections";
-import { processKiller, vvmLeadershipStorage } from "@vvm/ielections";
+import { processKiller, VVM_LEADER_PREFIX, vvmLeadershipStorage } from "@vvm/ielections";
 import type { VVM, VVMEvent } from "@vvm/orch";
 import { provideVVM, VVMError } from "@vvm/orch";
+import { u32 } from "@vvm/ttlstorage";
 import type { DestinationStream } from "pino";
 import type { HostConfig } from "./config.ts";
 import type { HttpApi, HttpApiState } from "./http.ts";
@@ -13,9 +14,28 @@ import { createHostLogger, describeError, logVVMEvent } from "./logger.ts";
 import { createHostMetrics } from "./metrics.ts";
 import type { OpenedStorage } from "./storage.ts";
 import { openStorage } from "./storage.ts";
+import { createWaitingReporter } from "./waiting-reporter.ts";
 
 /** Exit codes of the host. */
 export const EXIT = Object.freeze({ OK: 0, FAILURE: 1, BAD_CONFIG: 2 });
+
+/** Which flag to fix after a failed listen: the port when it is taken, else the host. */
+function listenHint(error: unknown): string {
+	const code = (error as { code?: unknown } | undefined)?.code;
+	if (code === "EADDRINUSE") return "the port is in use: choose another with --http-port";
+	if (code === "EACCES") return "no permission for this port: use --http-port above 1023";
+	return "this machine has no such address: check --http-host";
+}
+
+/**
+ * A host started with {@link startHost}: `done` resolves to the exit code; `stop()` (or
+ * `await using`) shuts it down gracefully, as SIGTERM would, and resolves to the exit code.
+ */
+export interface HostHandle extends AsyncDisposable {
+	readonly done: Promise<number>;
+	stop(): Promise<number>;
+	[Symbol.asyncDispose](): Promise<void>;
+}
 
 /** Options of {@link runHost}, mostly for tests. */
 export interface RunHostOptions {
@@ -75,26 +95,38 @@ export async function runHost(config: HostConfig, options: RunHostOptions = {}):
 			`vvm-host starting on ${config.storage} storage`,
 		);
 		try {
-			storage = await openStorage(config);
+			storage = await openStorage(config, { signal: stopCtl.signal });
 		} catch (error) {
+			if (stopCtl.signal.aborted) {
+				logger.info({ event: "exit", code: EXIT.OK }, "stopped during start-up");
+				return EXIT.OK;
+			}
 			return fail(describeError(error) ?? "cannot open the storage");
 		}
 		logger.info(
 			{ event: "storage-open", storage: config.storage, location: storage.location },
 			"storage open",
 		);
-		const leadershipStorage = vvmLeadershipStorage(storage.driver);
+		const driver = storage.driver;
+		const leadershipStorage = vvmLeadershipStorage(driver);
 
 		let address = config.address ?? "";
 		let current: VVM | undefined;
 		const worker = createLeaseWorker({
 			intervalMs: config.workIntervalMs,
 			logger,
-			leaseDeadline: () => current?.leadership()?.leaseDeadline,
+			leadership: () => current?.leadership(),
 		});
 		const metrics = createHostMetrics({
 			leadership: () => current?.leadership(),
 			leaseValid: () => current?.leaseValid() ?? false,
+			monotonic: () => systemClock.monotonic(),
+		});
+		const reportWaiting = createWaitingReporter({
+			logger,
+			leadership: leadershipStorage,
+			driver: storage.driver,
+			monotonic: () => systemClock.monotonic(),
 			now: () => systemClock.now(),
 		});
 		const state: HttpApiState = {
@@ -103,7 +135,9 @@ export async function runHost(config: HostConfig, options: RunHostOptions = {}):
 			address: () => address,
 			numVVM: config.numVVM,
 			now: () => systemClock.now(),
+			monotonic: () => systemClock.monotonic(),
 			holderOf: (slot) => leadershipStorage.get(slot),
+			expiresInOf: (slot) => driver.queryTTL(u32(VVM_LEADER_PREFIX), u32(slot)),
 			registry: metrics.registry,
 			worker,
 		};
@@ -112,7 +146,7 @@ export async function runHost(config: HostConfig, options: RunHostOptions = {}):
 			http = await startHttpApi(state, config.httpHost, config.httpPort);
 		} catch (error) {
 			return fail(
-				`cannot listen on ${config.httpHost}:${config.httpPort}: ${describeError(error)} (use --http-port)`,
+				`cannot listen on ${config.httpHost}:${config.httpPort}: ${describeError(error)} (${listenHint(error)})`,
 			);
 		}
 		if (address === "") address = `${config.httpHost}:${http.port}`;
@@ -135,14 +169,14 @@ export async function runHost(config: HostConfig, options: RunHostOptions = {}):
 			address: leaderValue,
 			numVVM: config.numVVM,
 			clock: systemClock,
-			killer:
-				options.killer ??
-				processKiller({ log: (line) => logger.fatal({ event: "killer", line }, line) }),
+			killer: options.killer ?? processKiller({ logger }),
 			acquireRetryMs: config.acquireRetryMs,
+			maxClockSkewMs: config.maxClockSkewMs,
 			services: [worker],
 			onEvent: (event: VVMEvent) => {
 				metrics.onEvent(event);
 				logVVMEvent(logger, event);
+				reportWaiting(event);
 				if (event.type === "services-started") state.phase = "leader";
 				if (event.type === "problem" && state.phase !== "stopping") state.phase = "failed";
 			},
@@ -181,4 +215,32 @@ export async function runHost(config: HostConfig, options: RunHostOptions = {}):
 		await http?.close().catch(() => {});
 		await storage?.close().catch(() => {});
 	}
+}
+
+/**
+ * Runs the host in this process without taking its signals: for embedding and tests.
+ *
+ * @example
+ * ```ts
+ * await using host = startHost(config);
+ * // … until the end of the scope, which stops it gracefully
+ * ```
+ */
+export function startHost(
+	config: HostConfig,
+	options: Omit<RunHostOptions, "stop"> = {},
+): HostHandle {
+	const stopCtl = new AbortController();
+	const done = runHost(config, { ...options, stop: stopCtl.signal });
+	const stop = (): Promise<number> => {
+		stopCtl.abort();
+		return done;
+	};
+	return {
+		done,
+		stop,
+		async [Symbol.asyncDispose]() {
+			await stop();
+		},
+	};
 }

@@ -5,6 +5,8 @@ import type { VVM } from "@vvm/orch";
 import type { Registry } from "prom-client";
 import type { LeaseWorker } from "./lease-worker.ts";
 import { describeError } from "./logger.ts";
+import { STATUS_PAGE_HTML } from "./status-page.ts";
+import { hostVersion } from "./version.ts";
 
 /** What the HTTP API reads. The VVM is set once created (the server starts before it). */
 export interface HttpApiState {
@@ -13,10 +15,25 @@ export interface HttpApiState {
 	phase: "starting" | "waiting" | "leader" | "stopping" | "failed";
 	readonly address: () => string;
 	readonly numVVM: number;
+	/** Wall ms: the times `/leadership` shows are wall times, for humans. */
 	readonly now: () => number;
+	/** The VVM clock's monotonic ms: the leadership's own times are on it. */
+	readonly monotonic: () => number;
 	readonly holderOf: (slot: number) => Promise<string | undefined>;
+	/** Seconds until a slot's leader record expires unless renewed; `undefined` when free. */
+	readonly expiresInOf: (slot: number) => Promise<number | undefined>;
+	/** Extra tables for the status page (partitions, flush lag), as they exist. */
+	readonly sections?: () => Promise<readonly StatusSection[]>;
 	readonly registry: Registry;
 	readonly worker: LeaseWorker;
+}
+
+/** One table of the status page beyond the built-in ones. */
+export interface StatusSection {
+	readonly id: string;
+	readonly title: string;
+	readonly columns: readonly string[];
+	readonly rows: ReadonlyArray<ReadonlyArray<string | number | boolean | null>>;
 }
 
 /** A started HTTP server. */
@@ -45,11 +62,14 @@ export type SlotView =
  * The `/leadership` body. `leader` is `leaseValid()`: a VVM whose leadership is still held but
  * whose lease deadline has passed (a renewal hangs) is not reported as leader; `held` is the raw
  * state. A storage error while reading a slot is `holderError`, never `holder: null` (free).
+ * Times are wall ms, converted from the leadership's monotonic readings at the moment of the
+ * request (so they shift with a wall-clock step; `timeLeftMs` does not).
  */
 async function leadershipBody(state: HttpApiState): Promise<unknown> {
 	const leadership = state.vvm?.leadership();
 	const leaseValid = state.vvm?.leaseValid() ?? false;
 	const now = state.now();
+	const wall = (mono: number): number => Math.round(now - (state.monotonic() - mono));
 	if (leadership !== undefined) {
 		return {
 			phase: state.phase,
@@ -59,11 +79,11 @@ async function leadershipBody(state: HttpApiState): Promise<unknown> {
 			slot: leadership.slot,
 			holder: leadership.address,
 			durationSeconds: leadership.durationSeconds,
-			acquiredAt: leadership.acquiredAt,
+			acquiredAt: wall(leadership.acquiredAt),
 			renewals: leadership.renewals,
-			lastRenewedAt: leadership.lastRenewedAt,
-			leaseDeadline: leadership.leaseDeadline,
-			timeLeftMs: Math.max(0, leadership.leaseDeadline - now),
+			lastRenewedAt: wall(leadership.lastRenewedAt),
+			leaseDeadline: wall(leadership.leaseDeadline),
+			timeLeftMs: Math.max(0, Math.round(leadership.leaseTimeLeftMs)),
 			leaseValid,
 		};
 	}
@@ -82,6 +102,49 @@ async function leadershipBody(state: HttpApiState): Promise<unknown> {
 		address: state.address(),
 		slots,
 		problem: state.vvm?.problem()?.message ?? null,
+	};
+}
+
+/**
+ * The `/status` body the status page renders: this host, its lease, every slot's leader record
+ * (up to 16) with the time until it expires, and the extra sections.
+ */
+async function statusBody(state: HttpApiState): Promise<unknown> {
+	const leadership = state.vvm?.leadership();
+	const leaseValid = state.vvm?.leaseValid() ?? false;
+	const slots: unknown[] = [];
+	for (let slot = 1; slot <= Math.min(state.numVVM, 16); slot++) {
+		try {
+			const [holder, expiresInSeconds] = await Promise.all([
+				state.holderOf(slot),
+				state.expiresInOf(slot),
+			]);
+			slots.push({ slot, holder: holder ?? null, expiresInSeconds });
+		} catch (error) {
+			slots.push({ slot, holderError: describeError(error) ?? "unknown storage error" });
+		}
+	}
+	return {
+		phase: state.phase,
+		leader: leaseValid,
+		address: state.address(),
+		pid: process.pid,
+		version: hostVersion(),
+		problem: state.vvm?.problem()?.message ?? null,
+		leadership:
+			leadership === undefined
+				? null
+				: {
+						slot: leadership.slot,
+						holder: leadership.address,
+						timeLeftMs: Math.max(0, Math.round(leadership.leaseTimeLeftMs)),
+						leaseMs: Math.round(leadership.leaseDeadline - leadership.lastRenewedAt),
+						renewals: leadership.renewals,
+						fencingToken: leadership.fencingToken ?? null,
+						leaseValid,
+					},
+		slots,
+		sections: (await state.sections?.()) ?? [],
 	};
 }
 
@@ -111,6 +174,17 @@ async function handle(
 		case "GET /leadership":
 			json(res, 200, await leadershipBody(state));
 			return;
+		case "GET /":
+			res.writeHead(200, {
+				"content-type": "text/html; charset=utf-8",
+				"cache-control": "no-store",
+				"content-length": Buffer.byteLength(STATUS_PAGE_HTML),
+			});
+			res.end(STATUS_PAGE_HTML);
+			return;
+		case "GET /status":
+			json(res, 200, await statusBody(state));
+			return;
 		case "GET /metrics": {
 			const body = await state.registry.metrics();
 			res.writeHead(200, { "content-type": state.registry.contentType });
@@ -123,7 +197,9 @@ async function handle(
 			return;
 		}
 		default:
-			if (["/healthz", "/readyz", "/leadership", "/metrics", "/work"].includes(path)) {
+			if (
+				["/", "/status", "/healthz", "/readyz", "/leadership", "/metrics", "/work"].includes(path)
+			) {
 				json(res, 405, { error: `method ${req.method} not allowed on ${path}` });
 			} else {
 				json(res, 404, { error: `no route ${path}` });

@@ -4,12 +4,25 @@ import { pino } from "pino";
 import { parseLeaderValue } from "./leader-value.ts";
 
 /**
+ * `CLOCK_MONOTONIC` in ms (`process.hrtime`): one clock for every process on a machine, never
+ * stepped, so the logs of hosts whose wall clocks differ (or are faked) can still be ordered.
+ */
+export function systemMonotonicMs(): number {
+	return Number(process.hrtime.bigint() / 1_000n) / 1_000;
+}
+
+/**
  * The host's structured logger: JSON lines on stdout (synchronous, so nothing is lost on exit),
- * `time` in epoch ms.
+ * `time` in epoch ms (this host's wall clock), `mono` = {@link systemMonotonicMs}.
  */
 export function createHostLogger(level: string, destination?: DestinationStream): Logger {
 	return pino(
-		{ level, base: { pid: process.pid }, messageKey: "msg" },
+		{
+			level,
+			base: { pid: process.pid },
+			messageKey: "msg",
+			mixin: () => ({ mono: systemMonotonicMs() }),
+		},
 		destination ?? pino.destination({ fd: 1, sync: true }),
 	);
 }
@@ -29,7 +42,9 @@ const describeError = (error: unknown): string | undefined => {
 /**
  * Logs one VVM or leadership event with an `event` field (the event type) and the slot; every
  * leadership change is logged at `info` or above, renewals at `debug`. Events that carry the
- * leader record's value log it as `holder` and its address part as `address`.
+ * leader record's value log it as `holder` and its address part as `address`. Lease times are
+ * logged as `leaseLeftMs` (from the monotonic deadline) and `leaseUntil`, the wall time it
+ * corresponds to when logged (for humans and for comparing logs of hosts on one machine).
  */
 export function logVVMEvent(logger: Logger, event: VVMEvent): void {
 	switch (event.type) {
@@ -54,7 +69,9 @@ export function logVVMEvent(logger: Logger, event: VVMEvent): void {
 					address: parseLeaderValue(event.value).address,
 					holder: event.value,
 					at: event.at,
-					leaseDeadline: event.leaseDeadline,
+					fencingToken: event.fencingToken,
+					leaseLeftMs: Math.round(event.leaseLeftMs),
+					leaseUntil: Math.round(event.at + event.leaseLeftMs),
 				},
 				`acquired leadership of slot ${event.key}`,
 			);
@@ -76,7 +93,8 @@ export function logVVMEvent(logger: Logger, event: VVMEvent): void {
 					event: event.type,
 					slot: event.key,
 					at: event.at,
-					leaseDeadline: event.leaseDeadline,
+					leaseLeftMs: Math.round(event.leaseLeftMs),
+					leaseUntil: Math.round(event.at + event.leaseLeftMs),
 					latencyMs: event.latencyMs,
 				},
 				"leadership renewed",
@@ -123,7 +141,8 @@ export function logVVMEvent(logger: Logger, event: VVMEvent): void {
 					slot: event.slot,
 					address: parseLeaderValue(event.address).address,
 					holder: event.address,
-					leaseDeadline: event.leaseDeadline,
+					leaseLeftMs: Math.round(event.leaseLeftMs),
+					leaseUntil: Math.round(event.at + event.leaseLeftMs),
 				},
 				`became leader of slot ${event.slot}`,
 			);

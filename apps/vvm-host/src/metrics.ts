@@ -19,14 +19,15 @@ export interface HostMetrics {
  * const metrics = createHostMetrics({
  *   leadership: () => vvm.leadership(),
  *   leaseValid: () => vvm.leaseValid(),
- *   now: () => Date.now(),
+ *   monotonic: () => systemClock.monotonic(),
  * });
  * ```
  */
 export function createHostMetrics(options: {
 	readonly leadership: () => VVMLeadership | undefined;
 	readonly leaseValid: () => boolean;
-	readonly now: () => number;
+	/** The VVM clock's `monotonic()`: the leadership's times are on it. */
+	readonly monotonic: () => number;
 }): HostMetrics {
 	const registry = new Registry();
 	const registers = [registry];
@@ -60,7 +61,7 @@ export function createHostMetrics(options: {
 		registers,
 		collect() {
 			const l = options.leadership();
-			this.set(l === undefined ? Number.NaN : (options.now() - l.lastRenewedAt) / 1000);
+			this.set(l === undefined ? Number.NaN : (options.monotonic() - l.lastRenewedAt) / 1000);
 		},
 	});
 	new Gauge({
@@ -69,7 +70,7 @@ export function createHostMetrics(options: {
 		registers,
 		collect() {
 			const l = options.leadership();
-			this.set(l === undefined ? Number.NaN : (l.leaseDeadline - options.now()) / 1000);
+			this.set(l === undefined ? Number.NaN : (l.leaseDeadline - options.monotonic()) / 1000);
 		},
 	});
 	const renewals = new Counter({
@@ -101,6 +102,13 @@ export function createHostMetrics(options: {
 		registers,
 	});
 	for (const to of ["leader", "follower"]) transitions.inc({ to }, 0);
+	// A leadership ends once: `lost` (then `released`/`release-failed` follow for the same slot),
+	// or a voluntary `released`/`release-failed` alone. Slots whose end was counted at `lost`:
+	const lostSlots = new Set<number>();
+	const ended = (slot: number): void => {
+		if (lostSlots.delete(slot)) return;
+		transitions.inc({ to: "follower" });
+	};
 	return {
 		registry,
 		onEvent(event) {
@@ -120,8 +128,12 @@ export function createHostMetrics(options: {
 					failures.inc();
 					return;
 				case "lost":
-				case "released":
 					transitions.inc({ to: "follower" });
+					lostSlots.add(event.key);
+					return;
+				case "released":
+				case "release-failed":
+					ended(event.key);
 					return;
 				default:
 					return;

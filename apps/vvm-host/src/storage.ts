@@ -15,6 +15,7 @@ export interface OpenedStorage {
 /** Opening the storage failed: the CLI prints the message and exits with code 1. */
 export class StorageOpenError extends Error {
 	override readonly name: string = "StorageOpenError";
+	readonly code = "HOST_STORAGE_OPEN" as const;
 }
 
 async function load<T>(specifier: string, what: string, loader: () => Promise<T>): Promise<T> {
@@ -34,11 +35,54 @@ const message = (error: unknown): string => {
 	return `${error.message}${cause}`;
 };
 
+/** Options of {@link openStorage}. */
+export interface OpenStorageOptions {
+	/**
+	 * A stop request (SIGTERM during start-up): every network step of opening gives up at once,
+	 * closes what it created and rejects with `signal.reason`.
+	 */
+	readonly signal?: AbortSignal;
+}
+
+/** Time one start-up request (a DynamoDB table check) may take before it fails. */
+const STARTUP_REQUEST_TIMEOUT_MS = 5_000;
+
+/** `work`, unless `signal` aborts first: then `undo` runs and the abort reason is thrown. */
+async function untilStopped<T>(
+	signal: AbortSignal | undefined,
+	work: Promise<T>,
+	undo: () => Promise<void>,
+): Promise<T> {
+	if (signal === undefined) return work;
+	signal.throwIfAborted();
+	let onAbort: () => void = () => {};
+	const stopped = new Promise<never>((_, reject) => {
+		onAbort = () => reject(signal.reason);
+		signal.addEventListener("abort", onAbort, { once: true });
+	});
+	try {
+		return await Promise.race([work, stopped]);
+	} catch (error) {
+		if (signal.aborted) {
+			work.catch(() => {}); // settles after the undo; its outcome no longer matters
+			await undo().catch(() => {});
+		}
+		throw error;
+	} finally {
+		signal.removeEventListener("abort", onAbort);
+	}
+}
+
 /**
  * Opens the configured driver. Drivers and their clients are imported lazily, one per storage
- * kind, so the host starts fast and a missing driver fails with a clear message.
+ * kind, so the host starts fast and a missing driver fails with a clear message. A stop request
+ * (`options.signal`) is honoured at every network step.
  */
-export async function openStorage(config: HostConfig): Promise<OpenedStorage> {
+export async function openStorage(
+	config: HostConfig,
+	options: OpenStorageOptions = {},
+): Promise<OpenedStorage> {
+	const { signal } = options;
 	switch (config.storage) {
 		case "mem": {
 			const { createMemTTLStorage } = await load(
@@ -94,9 +138,13 @@ export async function openStorage(config: HostConfig): Promise<OpenedStorage> {
 			});
 			const where = `${config.dynEndpoint ?? `AWS ${config.dynRegion}`} table ${config.dynTable}`;
 			try {
-				await ensureDynamoTTLTable(client, config.dynTable);
+				await ensureDynamoTTLTable(client, config.dynTable, {
+					requestTimeoutMs: STARTUP_REQUEST_TIMEOUT_MS,
+					...(signal === undefined ? {} : { signal }),
+				});
 			} catch (error) {
 				client.destroy();
+				if (signal?.aborted) throw signal.reason;
 				throw new StorageOpenError(`dyn storage: cannot use ${where}: ${message(error)}`, {
 					cause: error,
 				});
@@ -124,10 +172,17 @@ export async function openStorage(config: HostConfig): Promise<OpenedStorage> {
 			});
 			const where = `${config.casContactPoints.join(",")} keyspace ${config.casKeyspace}`;
 			try {
-				await client.connect();
-				await ensureCassandraSchema(client, { keyspace: config.casKeyspace });
+				await untilStopped(
+					signal,
+					(async () => {
+						await client.connect();
+						await ensureCassandraSchema(client, { keyspace: config.casKeyspace });
+					})(),
+					() => client.shutdown(),
+				);
 			} catch (error) {
 				await client.shutdown().catch(() => {});
+				if (signal?.aborted) throw signal.reason;
 				throw new StorageOpenError(`cas storage: cannot use ${where}: ${message(error)}`, {
 					cause: error,
 				});

@@ -52,7 +52,8 @@ describe("parseHostConfig", () => {
 		[["--num-vvm=-1"], "--num-vvm must be an integer"],
 		[["--acquire-retry-ms", "0"], "--acquire-retry-ms must be an integer in 1.."],
 		[["--dyn-endpoint", "localhost:8000"], "--dyn-endpoint must be an http(s) URL"],
-		[["--cas-keyspace", "bad-name"], "--cas-keyspace must be a Cassandra identifier"],
+		[["--cas-keyspace", "bad-name"], "--cas-keyspace must match ^[a-z][a-z0-9_]{0,47}$"],
+		[["--cas-keyspace", "Vvm"], "--cas-keyspace must match ^[a-z][a-z0-9_]{0,47}$"],
 		[["--address", " "], "--address must not be empty"],
 		[["--nope"], "Unknown option '--nope'"],
 		[["extra"], "Unexpected argument 'extra'"],
@@ -68,8 +69,10 @@ describe("parseHostConfig", () => {
 	});
 
 	it("--help lists every flag with its variable and default", () => {
-		expect(parseHostConfig(["--help"], {})).toEqual({ help: true });
-		expect(parseHostConfig(["-h"], {})).toEqual({ help: true });
+		expect(parseHostConfig(["--help"], {})).toEqual({ help: true, show: "help" });
+		expect(parseHostConfig(["-h"], {})).toEqual({ help: true, show: "help" });
+		expect(parseHostConfig(["--version"], {})).toEqual({ help: true, show: "version" });
+		expect(parseHostConfig(["-V"], {})).toEqual({ help: true, show: "version" });
 		const text = helpText();
 		for (const flag of [
 			"--storage",

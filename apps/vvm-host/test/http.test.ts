@@ -7,6 +7,8 @@ import { createLeaseWorker } from "../src/lease-worker.ts";
 import { createHostMetrics } from "../src/metrics.ts";
 
 const NOW = 1_700_000_000_000;
+/** The fake VVM's monotonic clock reads MONO while the wall clock reads NOW. */
+const MONO = 5_000_000;
 
 /** A VVM stand-in whose leadership and lease the test sets directly. */
 function fakeVVM(view: { held: VVMLeadership | undefined; leaseValid: boolean }): VVM {
@@ -16,6 +18,7 @@ function fakeVVM(view: { held: VVMLeadership | undefined; leaseValid: boolean })
 		leadership: () => view.held,
 		leaseValid: () => view.leaseValid,
 		problem: () => undefined,
+		[Symbol.asyncDispose]: () => Promise.resolve(),
 	};
 }
 
@@ -23,10 +26,12 @@ const held: VVMLeadership = {
 	slot: 2,
 	address: "10.0.0.5:8080#3f9a1c2e7b4d",
 	durationSeconds: 20,
-	acquiredAt: NOW - 30_000,
+	acquiredAt: MONO - 30_000,
 	renewals: 5,
-	lastRenewedAt: NOW - 17_000,
-	leaseDeadline: NOW - 1_000, // passed: the renewal in flight hangs
+	lastRenewedAt: MONO - 17_000,
+	leaseDeadline: MONO - 1_000, // passed: the renewal in flight hangs
+	leaseTimeLeftMs: -1_000,
+	fencingToken: 7,
 };
 
 const servers: HttpApi[] = [];
@@ -42,7 +47,7 @@ async function serve(
 	const metrics = createHostMetrics({
 		leadership: () => vvm.leadership(),
 		leaseValid: () => vvm.leaseValid(),
-		now: () => NOW,
+		monotonic: () => MONO,
 	});
 	const state: HttpApiState = {
 		vvm,
@@ -50,12 +55,14 @@ async function serve(
 		address: () => "10.0.0.5:8080",
 		numVVM,
 		now: () => NOW,
+		monotonic: () => MONO,
 		holderOf,
+		expiresInOf: async () => undefined,
 		registry: metrics.registry,
 		worker: createLeaseWorker({
 			intervalMs: 0,
 			logger: pino({ level: "silent" }),
-			leaseDeadline: () => vvm.leadership()?.leaseDeadline,
+			leadership: () => vvm.leadership(),
 		}),
 	};
 	const api = await startHttpApi(state, "127.0.0.1", 0);
@@ -81,6 +88,10 @@ describe("/leadership and /metrics report leader only with a valid lease", () =>
 			address: "10.0.0.5:8080",
 			holder: "10.0.0.5:8080#3f9a1c2e7b4d",
 			timeLeftMs: 0,
+			// monotonic readings shown as wall times for the operator
+			acquiredAt: NOW - 30_000,
+			lastRenewedAt: NOW - 17_000,
+			leaseDeadline: NOW - 1_000,
 		});
 		const text = await (await fetch(`${base}/metrics`)).text();
 		expect(text).toMatch(/^vvm_leader 0$/m);
@@ -90,7 +101,10 @@ describe("/leadership and /metrics report leader only with a valid lease", () =>
 
 	it("held with a valid lease: leader true; vvm_leader 1 with its slot", async () => {
 		const base = await serve(
-			fakeVVM({ held: { ...held, leaseDeadline: NOW + 5_000 }, leaseValid: true }),
+			fakeVVM({
+				held: { ...held, leaseDeadline: MONO + 5_000, leaseTimeLeftMs: 5_000 },
+				leaseValid: true,
+			}),
 		);
 		const { body } = await get(`${base}/leadership`);
 		expect(body).toMatchObject({ leader: true, held: true, leaseValid: true, timeLeftMs: 5_000 });

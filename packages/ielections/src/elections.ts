@@ -1,8 +1,11 @@
 import type { Clock, TimerHandle } from "@vvm/clock";
 import { systemClock } from "@vvm/clock";
+import type { Logger } from "@vvm/log";
+import { libraryLogger, silentLogger } from "@vvm/log";
 import { TTLStorageError } from "@vvm/ttlstorage";
 import type { ElectionsErrorCode } from "./errors.ts";
 import { ElectionsError } from "./errors.ts";
+import { logLeadershipEvent } from "./event-log.ts";
 import type { LeadershipEvent } from "./events.ts";
 import type { Killer } from "./killer.ts";
 import { processKiller } from "./process-killer.ts";
@@ -23,7 +26,7 @@ import type { ITTLStorage } from "./ttl-storage.ts";
  * await elections.cleanup();
  * ```
  */
-export interface Elections<K, V> {
+export interface Elections<K, V> extends AsyncDisposable {
 	/**
 	 * Inserts `(key, value)` with a TTL of `durationSeconds` and starts renewing it. Resolves to a
 	 * signal that stays live while leadership is held (its `reason` is an {@link ElectionsError}
@@ -48,28 +51,48 @@ export interface Elections<K, V> {
 	cleanup(): Promise<void>;
 	/** Local view of a held leadership, for hosts (e.g. an HTTP /leadership endpoint). */
 	leadership(key: K): LeadershipState<V> | undefined;
+	/**
+	 * Who leads `key` now, as storage says: the value of its live record, or `undefined` when
+	 * nobody does. One read; storage errors reject.
+	 */
+	currentLeader(key: K): Promise<V | undefined>;
+	/** `await using elections = createElections(…)`: {@link Elections.cleanup} at the end of scope. */
+	[Symbol.asyncDispose](): Promise<void>;
 }
 
 /**
- * A snapshot of one held leadership.
+ * A snapshot of one held leadership. Its times are readings of `clock.monotonic()` (they never
+ * step with the wall clock): compare them only with that clock.
  *
  * @example
  * ```ts
  * const s = elections.leadership(1);
- * if (s && clock.now() < s.leaseDeadline) doLeaderWork();
+ * if (s && clock.monotonic() < s.leaseDeadline) doLeaderWork();
  * ```
  */
 export interface LeadershipState<V> {
 	readonly value: V;
 	readonly durationSeconds: number;
-	/** Clock ms when leadership was acquired. */
+	/** `clock.monotonic()` when the insert that acquired the leadership was sent. */
 	readonly acquiredAt: number;
 	/** Successful renewals so far. */
 	readonly renewals: number;
-	/** Clock ms when the last successful compare-and-swap (or the insert) was SENT. */
+	/** `clock.monotonic()` when the last successful compare-and-swap (or the insert) was SENT. */
 	readonly lastRenewedAt: number;
-	/** `lastRenewedAt + 0.8 d`: the process may act as leader only before this. */
+	/**
+	 * `lastRenewedAt + 0.8 d` (minus `maxClockSkewMs`), on `clock.monotonic()`: the process may act
+	 * as leader only before this.
+	 */
 	readonly leaseDeadline: number;
+	/** `leaseDeadline - clock.monotonic()` when the snapshot was taken (negative once passed). */
+	readonly leaseTimeLeftMs: number;
+	/**
+	 * The fencing token of this acquisition: strictly greater than every earlier acquisition's of
+	 * the key (across expiries, restarts and processes); `undefined` when the storage keeps no
+	 * tokens ({@link ITTLStorage.fencing}). Put it on every write the leader makes and let the
+	 * resource reject a smaller one.
+	 */
+	readonly fencingToken: number | undefined;
 	readonly signal: AbortSignal;
 }
 
@@ -82,14 +105,30 @@ export interface LeadershipState<V> {
  * ```
  */
 export interface ElectionsOptions<K, V> {
-	/** Time for renewals and retries; default `systemClock`. */
+	/**
+	 * Time for renewals, retries and every deadline (all on `clock.monotonic()`; `clock.now()` only
+	 * stamps events for logs); default `systemClock`.
+	 */
 	readonly clock?: Clock;
 	/** Ends the process when a deadline passes; default {@link processKiller}`()`. */
 	readonly killer?: Killer;
-	/** Leadership events; a throwing listener is ignored and never breaks elections. */
+	/** Leadership events, for metrics; a throwing listener is ignored and never breaks elections. */
 	readonly onEvent?: (event: LeadershipEvent<K, V>) => void;
+	/**
+	 * Where leadership events are logged (acquired/released `info`, renewals `debug`, failed
+	 * attempts `warn`, losses `error`): any pino-compatible logger. Default: nothing is logged.
+	 */
+	readonly logger?: Logger;
 	/** Identity of a key for the local map (non-primitive keys); default `String(key)`. */
 	readonly keyToString?: (key: K) => string;
+	/**
+	 * The largest difference, in ms, between this host's wall clock and any other host's that the
+	 * deployment guarantees (default 0). It matters where record expiry is compared on the client
+	 * (DynamoDB, level): a host whose clock runs `s` ms ahead sees a record expire `s` ms early.
+	 * The lease then ends, and the killer fires, at least this long before the record's expiry:
+	 * lease = `min(0.8 d, d - maxClockSkewMs - 0.025 d)` after the send. At most `d / 2`.
+	 */
+	readonly maxClockSkewMs?: number;
 }
 
 /**
@@ -110,9 +149,8 @@ interface Leader<K, V> {
 	readonly value: V;
 	readonly durationSeconds: number;
 	readonly controller: AbortController;
-	/** Resolves when the signal aborts, for racing an in-flight storage call. */
-	readonly aborted: Promise<typeof ABORTED>;
 	readonly acquiredAt: number;
+	readonly fencingToken: number | undefined;
 	renewals: number;
 	lastRenewedAt: number;
 	leaseDeadline: number;
@@ -130,15 +168,43 @@ function isOutcomeUnknown(error: unknown): boolean {
 	return TTLStorageError.is(error) && error.code === "TTLSTORAGE_OUTCOME_UNKNOWN";
 }
 
+/**
+ * `promise`, or {@link ABORTED} as soon as `signal` aborts. The abort listener removes itself when
+ * the promise settles: a renewal must leave nothing behind on a signal that lives as long as the
+ * leadership (racing a long-lived promise instead keeps one reaction per renewal).
+ */
+function raceAbort<T>(promise: Promise<T>, signal: AbortSignal): Promise<T | typeof ABORTED> {
+	if (signal.aborted) {
+		promise.catch(() => {}); // settles later; its outcome no longer matters
+		return Promise.resolve(ABORTED);
+	}
+	return new Promise((resolve, reject) => {
+		const onAbort = (): void => resolve(ABORTED);
+		signal.addEventListener("abort", onAbort, { once: true });
+		promise.then(
+			(value) => {
+				signal.removeEventListener("abort", onAbort);
+				resolve(value);
+			},
+			(error: unknown) => {
+				signal.removeEventListener("abort", onAbort);
+				reject(error);
+			},
+		);
+	});
+}
+
 class ElectionsImpl<K, V> implements Elections<K, V> {
 	readonly #storage: ITTLStorage<K, V>;
 	readonly #clock: Clock;
 	readonly #killerOption: Killer | undefined;
 	#defaultKiller: Killer | undefined;
 	readonly #onEvent: ((event: LeadershipEvent<K, V>) => void) | undefined;
+	readonly #log: Logger;
 	readonly #keyToString: (key: K) => string;
 	readonly #timings: LeadershipTimings;
 	readonly #deleteOnRelease: (key: K, value: V) => Promise<boolean>;
+	readonly #maxClockSkewMs: number;
 
 	readonly #leaders = new Map<string, Leader<K, V>>();
 	readonly #pending = new Map<string, Promise<AbortSignal | undefined>>();
@@ -153,11 +219,14 @@ class ElectionsImpl<K, V> implements Elections<K, V> {
 	#finalized = false;
 	#cleanup: Promise<void> | undefined;
 	/**
-	 * The earliest killer deadline of a leadership that was lost (not released): it stays in force,
-	 * so renewals of another key held here can never push the killer past it (seed 001: the killer
-	 * is never cancelled).
+	 * The earliest killer deadline (monotonic) of a leadership that was lost (not released): it
+	 * stays in force, so renewals of another key held here can never push the killer past it, and a
+	 * voluntary release of another key never disarms it (seed 001: a lost leadership's killer is
+	 * never cancelled).
 	 */
 	#lostFloor: { deadline: number; reason: string } | undefined;
+	/** Whether a deadline was handed to the killer and not disarmed since. */
+	#killerArmed = false;
 
 	constructor(
 		storage: ITTLStorage<K, V>,
@@ -168,8 +237,16 @@ class ElectionsImpl<K, V> implements Elections<K, V> {
 		this.#clock = options.clock ?? systemClock;
 		this.#killerOption = options.killer;
 		this.#onEvent = options.onEvent;
+		this.#log = libraryLogger(options.logger, { pkg: "@vvm/ielections" });
 		this.#keyToString = options.keyToString ?? ((key: K) => String(key));
 		this.#timings = { ...LEADERSHIP_TIMINGS, ...internals.timings };
+		const skew = options.maxClockSkewMs ?? 0;
+		if (!Number.isSafeInteger(skew) || skew < 0) {
+			throw new RangeError(
+				`[@vvm/ielections] maxClockSkewMs must be an integer >= 0, got ${String(skew)}`,
+			);
+		}
+		this.#maxClockSkewMs = skew;
 		const del = internals.deleteOnRelease;
 		this.#deleteOnRelease =
 			del === undefined
@@ -184,6 +261,7 @@ class ElectionsImpl<K, V> implements Elections<K, V> {
 	}
 
 	#emit(event: LeadershipEvent<K, V>): void {
+		if (this.#log !== silentLogger) logLeadershipEvent(this.#log, event);
 		if (this.#onEvent === undefined) return;
 		try {
 			this.#onEvent(event);
@@ -214,12 +292,42 @@ class ElectionsImpl<K, V> implements Elections<K, V> {
 		return Math.round(durationSeconds * 1000 * fraction);
 	}
 
+	/**
+	 * The longest a process may live after sending a write of the record and still be gone before
+	 * any host (clock up to `maxClockSkewMs` ahead) sees that record expire: `d - skew - margin`.
+	 */
+	#limitMs(durationSeconds: number): number {
+		return (
+			durationSeconds * 1000 -
+			this.#maxClockSkewMs -
+			this.#ms(durationSeconds, this.#timings.killerMargin)
+		);
+	}
+
+	/** The local lease after a send: `min(0.8 d, limit)`. */
+	#leaseMs(durationSeconds: number): number {
+		return Math.min(
+			this.#ms(durationSeconds, this.#timings.killerAfterRenewal),
+			this.#limitMs(durationSeconds),
+		);
+	}
+
+	/** Monotonic now: every deadline of this class is on it (never `clock.now()`). */
+	#mono(): number {
+		return this.#clock.monotonic();
+	}
+
 	async acquireLeadership(
 		key: K,
 		value: V,
 		durationSeconds: number,
 	): Promise<AbortSignal | undefined> {
 		validateDuration(durationSeconds);
+		if (this.#maxClockSkewMs > durationSeconds * 500) {
+			throw new RangeError(
+				`[@vvm/ielections] maxClockSkewMs ${this.#maxClockSkewMs} is too large for a ${durationSeconds} s leadership: at most half of it, ${durationSeconds * 500} ms`,
+			);
+		}
 		const keyString = this.#keyToString(key);
 		const ending = this.#endings.get(keyString);
 		if (ending !== undefined) await ending;
@@ -242,7 +350,7 @@ class ElectionsImpl<K, V> implements Elections<K, V> {
 		value: V,
 		durationSeconds: number,
 	): Promise<AbortSignal | undefined> {
-		const sentAt = this.#clock.now();
+		const sentAt = this.#mono();
 		let inserted: boolean;
 		try {
 			inserted = await this.#storage.insertIfNotExist(key, value, durationSeconds);
@@ -257,8 +365,8 @@ class ElectionsImpl<K, V> implements Elections<K, V> {
 			return undefined;
 		}
 		if (!inserted) return this.#notAcquired(key, value, "held");
-		const leaseDeadline = sentAt + this.#ms(durationSeconds, this.#timings.killerAfterRenewal);
-		if (this.#clock.now() >= leaseDeadline) {
+		const leaseDeadline = sentAt + this.#leaseMs(durationSeconds);
+		if (this.#mono() >= leaseDeadline) {
 			// The insert took the whole lease: leading now would arm the killer at once.
 			this.#notAcquired(
 				key,
@@ -274,6 +382,31 @@ class ElectionsImpl<K, V> implements Elections<K, V> {
 			await this.#undoInsert(key, value, true);
 			return undefined;
 		}
+		let fencingToken: number | undefined;
+		if (this.#storage.fencing !== undefined) {
+			try {
+				fencingToken = await this.#nextFencingToken(key, leaseDeadline);
+			} catch (error) {
+				this.#notAcquired(key, value, "storage-error", error);
+				await this.#undoInsert(key, value, false);
+				return undefined;
+			}
+			if (fencingToken === undefined || this.#mono() >= leaseDeadline || this.#finalized) {
+				const finalized = this.#finalized;
+				this.#notAcquired(
+					key,
+					value,
+					finalized ? "finalized" : "storage-error",
+					finalized
+						? undefined
+						: new Error(
+								`[@vvm/ielections] no fencing token for ${keyString} before its lease deadline`,
+							),
+				);
+				await this.#undoInsert(key, value, finalized);
+				return undefined;
+			}
+		}
 		const controller = new AbortController();
 		const leader: Leader<K, V> = {
 			key,
@@ -281,10 +414,8 @@ class ElectionsImpl<K, V> implements Elections<K, V> {
 			value,
 			durationSeconds,
 			controller,
-			aborted: new Promise((resolve) =>
-				controller.signal.addEventListener("abort", () => resolve(ABORTED), { once: true }),
-			),
 			acquiredAt: sentAt,
+			fencingToken,
 			renewals: 0,
 			lastRenewedAt: sentAt,
 			leaseDeadline,
@@ -298,7 +429,7 @@ class ElectionsImpl<K, V> implements Elections<K, V> {
 			this.#scheduleKiller(
 				leader,
 				leaseDeadline,
-				`leadership of ${keyString} was not renewed within ${this.#ms(durationSeconds, this.#timings.killerAfterRenewal)} ms of its acquisition`,
+				`leadership of ${keyString}: no renewal succeeded within ${this.#leaseMs(durationSeconds)} ms of the insert that acquired it (its lease deadline passed)`,
 			);
 		} catch (error) {
 			await this.#undoInsert(key, value, true);
@@ -311,8 +442,39 @@ class ElectionsImpl<K, V> implements Elections<K, V> {
 		leader.loop = loop;
 		this.#loops.add(loop);
 		void loop.finally(() => this.#loops.delete(loop));
-		this.#emit({ type: "acquired", key, value, at: this.#clock.now(), leaseDeadline });
+		this.#emit({
+			type: "acquired",
+			key,
+			value,
+			at: this.#clock.now(),
+			leaseDeadline,
+			leaseLeftMs: leaseDeadline - this.#mono(),
+			...(fencingToken === undefined ? {} : { fencingToken }),
+		});
 		return controller.signal;
+	}
+
+	/**
+	 * Advances the key's fencing counter while the new lease is valid and returns the new token;
+	 * `undefined` once the lease deadline passed. Why this orders tokens: another process can only
+	 * insert the key after this record expired, which is after this lease deadline; every advance
+	 * here is sent before the deadline, and one that lands later finds the counter moved by the
+	 * next holder, fails, and is not retried past the deadline. So a token handed out here is
+	 * smaller than any later holder's.
+	 */
+	async #nextFencingToken(key: K, leaseDeadline: number): Promise<number | undefined> {
+		const fencing = this.#storage.fencing as NonNullable<ITTLStorage<K, V>["fencing"]>;
+		for (;;) {
+			if (this.#mono() >= leaseDeadline) return undefined;
+			const current = await fencing.read(key);
+			if (this.#mono() >= leaseDeadline) return undefined;
+			try {
+				if (await fencing.advance(key, current)) return current + 1;
+			} catch (error) {
+				// Unknown outcome: it may have landed; never reuse it, read again and skip past it.
+				if (!isOutcomeUnknown(error)) throw error;
+			}
+		}
 	}
 
 	/** Compare-and-deletes a record this instance inserted but does not hold. */
@@ -331,19 +493,33 @@ class ElectionsImpl<K, V> implements Elections<K, V> {
 	 */
 	#scheduleKiller(leader: Leader<K, V>, deadline: number, reason: string): void {
 		leader.killerDeadline = deadline;
-		leader.killerReason = `[@vvm/ielections] ${reason}`;
-		let target = { deadline: leader.killerDeadline, reason: leader.killerReason };
-		for (const other of this.#leaders.values()) {
-			if (other !== leader && !other.controller.signal.aborted) {
-				if (other.killerDeadline < target.deadline) {
-					target = { deadline: other.killerDeadline, reason: other.killerReason };
-				}
+		leader.killerReason = reason; // the killer prefixes its line with the package
+		this.#applyKiller(leader);
+	}
+
+	/**
+	 * Hands the killer the earliest deadline among the live leaderships (and `acquiring`, not yet in
+	 * the map) and the lost floor; with
+	 * none (every key released voluntarily, nothing lost) it disarms the killer.
+	 */
+	#applyKiller(acquiring?: Leader<K, V>): void {
+		let target: { deadline: number; reason: string } | undefined = this.#lostFloor;
+		const live = [...this.#leaders.values()];
+		// An acquisition arms the killer before the leader joins the map.
+		if (acquiring !== undefined && !live.includes(acquiring)) live.push(acquiring);
+		for (const leader of live) {
+			if (leader.controller.signal.aborted) continue;
+			if (target === undefined || leader.killerDeadline < target.deadline) {
+				target = { deadline: leader.killerDeadline, reason: leader.killerReason };
 			}
 		}
-		if (this.#lostFloor !== undefined && this.#lostFloor.deadline < target.deadline) {
-			target = this.#lostFloor;
+		if (target === undefined) {
+			if (this.#killerArmed) this.#killer.disarm?.();
+			this.#killerArmed = false;
+			return;
 		}
-		this.#killer.schedule(Math.max(0, target.deadline - this.#clock.now()), target.reason);
+		this.#killer.schedule(Math.max(0, target.deadline - this.#mono()), target.reason);
+		this.#killerArmed = true;
 	}
 
 	/**
@@ -354,7 +530,7 @@ class ElectionsImpl<K, V> implements Elections<K, V> {
 	#armLease(leader: Leader<K, V>): void {
 		leader.leaseTimer?.cancel();
 		leader.leaseTimer = this.#clock.setTimer(
-			Math.max(0, leader.leaseDeadline - this.#clock.now()),
+			Math.max(0, leader.leaseDeadline - this.#mono()),
 			() => {
 				void this.#end(
 					leader,
@@ -408,28 +584,29 @@ class ElectionsImpl<K, V> implements Elections<K, V> {
 		const signal = leader.controller.signal;
 		const t = this.#timings;
 		const beforeCAS = this.#ms(durationSeconds, t.killerBeforeCAS);
-		const afterRenewal = this.#ms(durationSeconds, t.killerAfterRenewal);
+		const afterRenewal = this.#leaseMs(durationSeconds);
 		const retryMs = this.#ms(durationSeconds, t.retryFraction);
+		const limit = this.#limitMs(durationSeconds);
+		const beforeExpiry = durationSeconds * 1000 - limit;
 		let lastError: unknown;
 		for (let attempt = 1; attempt <= 1 + t.maxRetries; attempt++) {
 			if (signal.aborted) return false;
-			// Seed 001: 0.75 d from this attempt. Capped at the expiry of the last record we wrote
-			// (its send time + d): on a retry, 0.75 d from now would let a stalled process outlive
-			// its record, and then another node may already lead.
-			const expiry = leader.lastRenewedAt + durationSeconds * 1000;
-			const deadline = Math.min(this.#clock.now() + beforeCAS, expiry);
+			// Seed 001: 0.75 d from this attempt. Capped at the margin (plus the clock skew allowed)
+			// before the expiry of the last record we wrote (its send time + d): an on-time tick's
+			// 0.75 d lands exactly on that expiry, a retry's after it, when another node may lead.
+			const sentAt = this.#mono();
+			const deadline = Math.min(sentAt + beforeCAS, leader.lastRenewedAt + limit);
 			this.#scheduleKiller(
 				leader,
 				deadline,
-				`renewal of the leadership of ${keyString} (attempt ${attempt}) did not finish by ${deadline - this.#clock.now()} ms from its start`,
+				`leadership of ${keyString}: renewal attempt ${attempt} did not finish within ${Math.round(deadline - sentAt)} ms (${beforeExpiry} ms before the last renewed record expires)`,
 			);
-			const sentAt = this.#clock.now();
 			let outcome: boolean | typeof ABORTED;
 			try {
-				outcome = await Promise.race([
+				outcome = await raceAbort(
 					this.#storage.compareAndSwap(key, value, value, durationSeconds),
-					leader.aborted,
-				]);
+					signal,
+				);
 			} catch (error) {
 				if (signal.aborted) return false;
 				lastError = error;
@@ -451,16 +628,17 @@ class ElectionsImpl<K, V> implements Elections<K, V> {
 			this.#scheduleKiller(
 				leader,
 				leader.leaseDeadline,
-				`leadership of ${keyString} was not renewed within ${afterRenewal} ms of the last successful renewal`,
+				`leadership of ${keyString}: no renewal succeeded within ${afterRenewal} ms of the last successful one (its lease deadline passed)`,
 			);
-			const at = this.#clock.now();
+			const returnedAt = this.#mono();
 			this.#emit({
 				type: "renewed",
 				key,
 				value,
-				at,
+				at: this.#clock.now(),
 				leaseDeadline: leader.leaseDeadline,
-				latencyMs: at - sentAt,
+				leaseLeftMs: leader.leaseDeadline - returnedAt,
+				latencyMs: returnedAt - sentAt,
 			});
 			return true;
 		}
@@ -486,10 +664,18 @@ class ElectionsImpl<K, V> implements Elections<K, V> {
 		leader.controller.abort(
 			new ElectionsError(code, messages[code], cause === undefined ? {} : { cause }),
 		);
+		// A voluntary release: the caller stopped acting as leader, so this key's deadline goes
+		// (the killer is disarmed once no key and no lost floor is left). A passed deadline stays
+		// final in the killer itself.
+		if (code === "ELECTIONS_RELEASED" || code === "ELECTIONS_CLEANUP") this.#applyKiller();
 		if (code === "ELECTIONS_LOST" || code === "ELECTIONS_STORAGE_ERROR") {
 			if (this.#lostFloor === undefined || leader.killerDeadline < this.#lostFloor.deadline) {
-				this.#lostFloor = { deadline: leader.killerDeadline, reason: leader.killerReason };
+				this.#lostFloor = {
+					deadline: leader.killerDeadline,
+					reason: `leadership of ${keyString} was lost (${code}) and this process was still running at its deadline`,
+				};
 			}
+			this.#applyKiller();
 			this.#emit({
 				type: "lost",
 				key,
@@ -537,6 +723,14 @@ class ElectionsImpl<K, V> implements Elections<K, V> {
 		return this.#cleanup;
 	}
 
+	[Symbol.asyncDispose](): Promise<void> {
+		return this.cleanup();
+	}
+
+	currentLeader(key: K): Promise<V | undefined> {
+		return this.#storage.get(key);
+	}
+
 	async #runCleanup(): Promise<void> {
 		this.#finalized = true;
 		await Promise.allSettled([...this.#pending.values()]);
@@ -568,6 +762,8 @@ class ElectionsImpl<K, V> implements Elections<K, V> {
 			renewals: leader.renewals,
 			lastRenewedAt: leader.lastRenewedAt,
 			leaseDeadline: leader.leaseDeadline,
+			leaseTimeLeftMs: leader.leaseDeadline - this.#mono(),
+			fencingToken: leader.fencingToken,
 			signal: leader.controller.signal,
 		});
 	}

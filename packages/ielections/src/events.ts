@@ -1,7 +1,9 @@
 import type { ElectionsErrorCode } from "./errors.ts";
 
 /**
- * What happened to a leadership, for metrics and structured logs. Times are `clock.now()` ms.
+ * What happened to a leadership, for metrics and structured logs. `at` is wall time
+ * (`clock.now()` ms, for logs); `leaseDeadline` is on `clock.monotonic()` (compare it only with
+ * that clock) and `leaseLeftMs` is the time left until it when the event was emitted.
  * Every leadership that was acquired ends with exactly one `released` or `release-failed` event;
  * `lost` comes first when it ended because renewal failed.
  *
@@ -20,7 +22,16 @@ import type { ElectionsErrorCode } from "./errors.ts";
  * ```
  */
 export type LeadershipEvent<K = unknown, V = unknown> =
-	| { type: "acquired"; key: K; value: V; at: number; leaseDeadline: number }
+	| {
+			type: "acquired";
+			key: K;
+			value: V;
+			at: number;
+			leaseDeadline: number;
+			leaseLeftMs: number;
+			/** The acquisition's fencing token, when the storage keeps tokens. */
+			fencingToken?: number;
+	  }
 	| {
 			type: "acquire-failed";
 			key: K;
@@ -29,7 +40,15 @@ export type LeadershipEvent<K = unknown, V = unknown> =
 			reason: "held" | "finalized" | "storage-error";
 			error?: unknown;
 	  }
-	| { type: "renewed"; key: K; value: V; at: number; leaseDeadline: number; latencyMs: number }
+	| {
+			type: "renewed";
+			key: K;
+			value: V;
+			at: number;
+			leaseDeadline: number;
+			leaseLeftMs: number;
+			latencyMs: number;
+	  }
 	| { type: "renewal-failed"; key: K; value: V; at: number; attempt: number; error: unknown }
 	| { type: "lost"; key: K; value: V; at: number; reason: ElectionsErrorCode; error?: unknown }
 	| { type: "released"; key: K; value: V; at: number; reason: ElectionsErrorCode }

@@ -1,16 +1,20 @@
 import { writeSync } from "node:fs";
 import { Worker } from "node:worker_threads";
+import type { Logger } from "@vvm/log";
+import { libraryLogger } from "@vvm/log";
 import type { Killer } from "./killer.ts";
 
 /** Options of {@link processKiller}. */
 export interface ProcessKillerOptions {
 	/**
-	 * Receives the line that says why the process is being killed, on the main thread, when the main
-	 * thread answers within 100 ms of the deadline. When it does not (its event loop is blocked),
-	 * or without `log`, the watchdog writes the line to stderr itself. Either way the line is
-	 * written before the kill.
+	 * Receives the line that says why the process is being killed (at `error`, fields
+	 * `{ event: "killer", line }`), on the main thread. The watchdog commits to the kill 100 ms
+	 * before the deadline, hands the line to the main thread, and waits for it until the deadline;
+	 * when the main thread does not answer (its event loop is blocked), or without `logger`, the
+	 * watchdog writes the line to stderr itself: a process about to be SIGKILLed always says why.
+	 * Either way the line is written before the kill, and the kill happens by the deadline.
 	 */
-	readonly log?: (line: string) => void;
+	readonly logger?: Logger;
 }
 
 const SLOTS = 64;
@@ -19,11 +23,13 @@ const LOG_GRACE_MS = 100;
 
 // Control words (Int32): [0] generation, bumped on every schedule so the watchdog re-reads;
 // [1] slot the watchdog asks the main thread to log (-1 none); [2] log acknowledged (0/1).
-// Deadlines (BigInt64, one per slot): monotonic ms (process.hrtime), 0 = none.
+// Deadlines (BigInt64, one per slot): monotonic ms (process.hrtime), 0 = none. A slot that logs
+// through the main thread commits LOG_GRACE_MS before its deadline (its "trigger"), so the line is
+// written and the process killed by the deadline itself.
 // Reasons: REASON_BYTES per slot, UTF-8, with an Int32 length per slot.
 //
 // The watchdog is plain CommonJS evaluated in a worker thread: it never returns to its own event
-// loop, it blocks in Atomics.wait until the earliest deadline or until the main thread changes
+// loop, it blocks in Atomics.wait until the earliest trigger or until the main thread changes
 // one, so it fires even when the main thread's event loop is blocked.
 const WATCHDOG_SOURCE = `
 "use strict";
@@ -35,32 +41,35 @@ const lengths = new Int32Array(workerData.lengths);
 const reasons = new Uint8Array(workerData.reasons);
 const logged = new Uint8Array(workerData.logged);
 const nowMs = () => process.hrtime.bigint() / 1000000n;
+const grace = (i) => (logged[i] === 1 ? ${LOG_GRACE_MS}n : 0n);
 for (;;) {
 	const generation = Atomics.load(ctrl, 0);
 	let slot = -1;
-	let earliest = 0n;
+	let trigger = 0n;
+	let deadline = 0n;
 	for (let i = 0; i < deadlines.length; i++) {
 		const d = Atomics.load(deadlines, i);
-		if (d !== 0n && (slot < 0 || d < earliest)) { slot = i; earliest = d; }
+		if (d !== 0n && (slot < 0 || d - grace(i) < trigger)) { slot = i; trigger = d - grace(i); deadline = d; }
 	}
 	const now = nowMs();
-	if (slot >= 0 && now >= earliest) {
+	if (slot >= 0 && now >= trigger) {
 		const len = Atomics.load(lengths, slot);
 		const reason = Buffer.from(reasons.subarray(slot * ${REASON_BYTES}, slot * ${REASON_BYTES} + len)).toString("utf8");
-		const line = "[@vvm/ielections] killer: " + reason + "; deadline passed " + String(now - earliest) +
-			" ms ago; killing process " + process.pid + " with SIGKILL\\n";
+		const when = now <= deadline ? "deadline in " + String(deadline - now) + " ms" : "deadline passed " + String(now - deadline) + " ms ago";
+		const line = "[@vvm/ielections] killer: " + reason + "; " + when + "; killing process " + process.pid + " with SIGKILL\\n";
 		let done = false;
 		if (logged[slot] === 1) {
 			Atomics.store(ctrl, 2, 0);
 			Atomics.store(ctrl, 1, slot);
 			parentPort.postMessage(line);
-			done = Atomics.wait(ctrl, 2, 0, ${LOG_GRACE_MS}) !== "timed-out" || Atomics.load(ctrl, 2) === 1;
+			const wait = Number(deadline - nowMs());
+			done = (wait > 0 && Atomics.wait(ctrl, 2, 0, wait) !== "timed-out") || Atomics.load(ctrl, 2) === 1;
 		}
 		if (!done) { try { writeSync(2, line); } catch {} }
 		process.kill(process.pid, "SIGKILL");
 		for (;;) Atomics.wait(ctrl, 0, Atomics.load(ctrl, 0));
 	}
-	const timeout = slot < 0 ? undefined : Number(earliest - now);
+	const timeout = slot < 0 ? undefined : Number(trigger - now);
 	Atomics.wait(ctrl, 0, generation, timeout);
 }
 `;
@@ -130,17 +139,36 @@ function monotonicMs(): bigint {
  * The production {@link Killer}: a watchdog in a worker thread (one per process, started lazily on
  * the first `schedule`, `unref`'d) that SIGKILLs the whole process at the deadline, even when the
  * main thread's event loop is blocked, after writing why (see {@link ProcessKillerOptions.log}).
- * Each call returns its own deadline slot; the process dies at the earliest pending deadline.
- * Deadlines use the monotonic clock (`process.hrtime`), so wall-clock steps do not move them.
+ * Each call returns its own deadline slot; the process dies at the earliest pending deadline, never
+ * after it (with `log`, the kill is committed 100 ms before the deadline so the line can be
+ * written first). Deadlines use the monotonic clock (`process.hrtime`), so wall-clock steps do not
+ * move them. A deadline within 100 ms (with `log`) or already passed is final: neither `schedule`
+ * nor `disarm` can rescue the process any more.
  *
  * @example
  * ```ts
- * const elections = createElections(storage, { killer: processKiller({ log: (l) => logger.error(l) }) });
+ * const elections = createElections(storage, { killer: processKiller({ logger: pino() }) });
  * ```
  */
 export function processKiller(options: ProcessKillerOptions = {}): Killer {
 	let slot: number | undefined;
 	const encoder = new TextEncoder();
+	const logger = options.logger;
+	const log =
+		logger === undefined
+			? undefined
+			: (line: string): void => {
+					libraryLogger(logger, { pkg: "@vvm/ielections" }).error({ event: "killer", line }, line);
+				};
+	const graceMs = log === undefined ? 0n : BigInt(LOG_GRACE_MS);
+	/** The slot's deadline is committed (passed, or within the log grace): wake the watchdog. */
+	const committed = (w: Watchdog, s: number): boolean => {
+		const current = Atomics.load(w.deadlines, s);
+		if (current === 0n || monotonicMs() < current - graceMs) return false;
+		Atomics.add(w.ctrl, 0, 1);
+		Atomics.notify(w.ctrl, 0);
+		return true;
+	};
 	return {
 		schedule(delayMs: number, reason: string): void {
 			if (typeof delayMs !== "number" || Number.isNaN(delayMs) || delayMs < 0) {
@@ -155,25 +183,28 @@ export function processKiller(options: ProcessKillerOptions = {}): Killer {
 				if (w.nextSlot >= SLOTS)
 					throw new RangeError(`[@vvm/ielections] at most ${SLOTS} process killers per process`);
 				slot = w.nextSlot++;
-				if (options.log !== undefined) {
-					w.logs.set(slot, options.log);
+				if (log !== undefined) {
+					w.logs.set(slot, log);
 					w.logged[slot] = 1;
 				}
 			}
 			// A deadline that already passed is final: after SIGSTOP/SIGCONT (or a long stall) the main
 			// thread may get here before the watchdog has woken up; re-arming would rescue a process
 			// that outlived its lease. Wake the watchdog instead and let it fire.
-			const current = Atomics.load(w.deadlines, slot);
-			if (current !== 0n && monotonicMs() >= current) {
-				Atomics.add(w.ctrl, 0, 1);
-				Atomics.notify(w.ctrl, 0);
-				return;
-			}
+			if (committed(w, slot)) return;
 			const bytes = encoder.encode(reason).subarray(0, REASON_BYTES);
 			w.reasons.set(bytes, slot * REASON_BYTES);
 			Atomics.store(w.lengths, slot, bytes.length);
 			const deadline = monotonicMs() + BigInt(Math.ceil(Math.min(delayMs, 1e15)));
 			Atomics.store(w.deadlines, slot, deadline === 0n ? 1n : deadline);
+			Atomics.add(w.ctrl, 0, 1);
+			Atomics.notify(w.ctrl, 0);
+		},
+		disarm(): void {
+			const w = watchdog;
+			if (w === undefined || slot === undefined || w.failure !== undefined) return;
+			if (committed(w, slot)) return;
+			Atomics.store(w.deadlines, slot, 0n);
 			Atomics.add(w.ctrl, 0, 1);
 			Atomics.notify(w.ctrl, 0);
 		},

@@ -10,12 +10,18 @@ export interface LeadershipTimings {
 	readonly killerAfterRenewal: number;
 	/** Killer deadline set before each compare-and-swap attempt: `duration * 0.75`. */
 	readonly killerBeforeCAS: number;
+	/**
+	 * Beyond seed 001: no killer deadline falls later than `expiry - duration * killerMargin`, where
+	 * expiry is the last written record's send time + `duration`: `duration * 0.025`.
+	 */
+	readonly killerMargin: number;
 }
 
 /**
  * The timings of seed 001 (voedger `arch-vvm-orch`): renew every `d/4`, retry a failed
  * compare-and-swap up to 2 more times `d/20` apart, killer at `0.8 d` on acquisition and after
- * each successful renewal, and at `0.75 d` before each compare-and-swap.
+ * each successful renewal, and at `0.75 d` before each compare-and-swap; plus our margin: no killer
+ * deadline later than `0.025 d` before the last written record expires.
  *
  * @example
  * ```ts
@@ -28,12 +34,14 @@ export const LEADERSHIP_TIMINGS: {
 	readonly maxRetries: 2;
 	readonly killerAfterRenewal: 0.8;
 	readonly killerBeforeCAS: 0.75;
+	readonly killerMargin: 0.025;
 } = Object.freeze({
 	renewFraction: 0.25,
 	retryFraction: 0.05,
 	maxRetries: 2,
 	killerAfterRenewal: 0.8,
 	killerBeforeCAS: 0.75,
+	killerMargin: 0.025,
 } as const);
 
 /** Longest leadership duration in seconds (365 days, the storage TTL limit). */

@@ -155,21 +155,22 @@ describe("createElections", () => {
 
 	it("with several keys, a healthy key's renewals never push back a failing key's deadline", async () => {
 		const { clock, killer, elections, driver } = setup();
-		const t0 = clock.now();
+		const t0 = clock.monotonic();
 		await elections.acquireLeadership(1, "a", 10);
 		await elections.acquireLeadership(2, "a", 4);
-		// Key 1's renewal hangs from t0 + 2.5 s, so its deadline stays t0 + 2.5 s + 7.5 s. Key 2
+		// Key 1's renewal hangs from t0 + 2.5 s, so its deadline stays t0 + 10 s - 250 ms (its
+		// record's expiry minus the margin). Key 2
 		// renews every second, each time asking for a deadline 3.2 s later (t0 + 10.2 s at t0 + 7 s).
 		driver.inject({
 			on: "compareAndSwap",
 			match: (c) => (c.args[1] as Uint8Array)[3] === 1,
 			action: faults.hook(() => new Promise<void>(() => {})),
 		});
-		await clock.advanceAsync(9_900);
+		await clock.advanceAsync(9_700);
 		expect(elections.leadership(2)?.renewals).toBe(9);
-		expect(killer.deadline).toBe(t0 + 10_000);
+		expect(killer.deadline).toBe(t0 + 9_750);
 		expect(killer.firedAt()).toBeUndefined();
-		expect(killer.firedAt(t0 + 10_000)).toBe(t0 + 10_000);
+		expect(killer.firedAt(t0 + 9_750)).toBe(t0 + 9_750);
 		await elections.cleanup();
 	});
 
@@ -180,6 +181,7 @@ describe("createElections", () => {
 			maxRetries: 2,
 			killerAfterRenewal: 0.8,
 			killerBeforeCAS: 0.75,
+			killerMargin: 0.025,
 		});
 		expect(Object.isFrozen(LEADERSHIP_TIMINGS)).toBe(true);
 	});
@@ -197,6 +199,7 @@ describe("lease deadline (beyond seed 001)", () => {
 	it("aborts the signal at the lease deadline when a renewal hangs, not when the call returns", async () => {
 		const { clock, driver, elections, killer } = setup();
 		const d = 20;
+		const t0 = clock.monotonic();
 		const signal = await elections.acquireLeadership(3, "a", d);
 		expect(signal).toBeDefined();
 		let release: () => void = () => {};
@@ -218,8 +221,12 @@ describe("lease deadline (beyond seed 001)", () => {
 		expect(ElectionsError.is(reason)).toBe(true);
 		expect(reason.code).toBe("ELECTIONS_STORAGE_ERROR");
 		expect(String((reason.cause as Error).message)).toContain("lease deadline");
-		// The killer stays armed (never cancelled), at the pre-CAS deadline of the hanging attempt.
-		expect(killer.scheduled.at(-1)?.delayMs).toBe(d * 750);
+		// The killer stays armed (never cancelled), at the pre-CAS deadline of the hanging attempt:
+		// the record's expiry (d after the insert was sent) minus the margin, and it says why.
+		expect(killer.deadline).toBe(t0 + d * 1000 - d * 25);
+		expect(killer.scheduled.at(-1)?.reason).toContain(
+			"leadership of 3 was lost (ELECTIONS_STORAGE_ERROR)",
+		);
 		release();
 		await elections.cleanup();
 	});
@@ -256,9 +263,10 @@ describe("review fixes", () => {
 		expect(first?.aborted).toBe(true);
 		expect(await storage.compareAndDelete(5, "B")).toBe(true);
 		// A acquires the key again while its old delete is still in flight: it must wait for it.
+		const inserts = driver.count("insertIfNotExists");
 		const again = elections.acquireLeadership(5, "A", d);
 		await new Promise((r) => setImmediate(r));
-		expect(driver.count("insertIfNotExists")).toBe(1);
+		expect(driver.count("insertIfNotExists")).toBe(inserts);
 		releaseDelete();
 		const second = await again;
 		expect(second).toBeDefined();
@@ -280,5 +288,130 @@ describe("review fixes", () => {
 		expect(await driver.get(u32(1), u32(6))).toBeUndefined();
 		expect(killer.scheduled).toEqual([]);
 		expect(events.at(-1)).toMatchObject({ type: "acquire-failed", reason: "storage-error" });
+	});
+});
+
+describe("the killer after a voluntary release", () => {
+	it("cleanup() disarms it, and it never fires afterwards", async () => {
+		const { clock, elections, killer } = setup();
+		await elections.acquireLeadership(1, "a", 20);
+		await clock.advanceAsync(5_000); // one renewal
+		await elections.cleanup();
+		expect(killer.disarmed).toBe(true);
+		await clock.advanceAsync(60_000);
+		expect(killer.firedAt()).toBeUndefined();
+	});
+
+	it("releasing one key keeps the other key's deadline; releasing the last disarms it", async () => {
+		const { clock, elections, killer } = setup();
+		const t0 = clock.monotonic();
+		await elections.acquireLeadership(1, "a", 10); // deadline t0 + 8 s
+		await elections.acquireLeadership(2, "a", 20); // deadline t0 + 16 s
+		expect(killer.deadline).toBe(t0 + 8_000);
+		await elections.releaseLeadership(1);
+		expect({ deadline: killer.deadline, reason: killer.scheduled.at(-1)?.reason }).toEqual({
+			deadline: t0 + 16_000,
+			reason: expect.stringContaining("leadership of 2:"),
+		});
+		await elections.releaseLeadership(2);
+		expect(killer.disarmed).toBe(true);
+	});
+
+	it("a lost leadership stays armed even when the other key is released", async () => {
+		const { clock, elections, killer, storage } = setup();
+		const t0 = clock.monotonic();
+		await elections.acquireLeadership(1, "a", 20);
+		await elections.acquireLeadership(2, "a", 40);
+		expect(await storage.compareAndSwap(1, "a", "b", 20)).toBe(true);
+		await clock.advanceAsync(5_000); // key 1's renewal returns false: lost
+		expect(elections.leadership(1)).toBeUndefined();
+		await elections.releaseLeadership(2);
+		await elections.cleanup();
+		expect(killer.disarmed).toBe(false);
+		// The floor is key 1's pre-CAS deadline: its record's expiry minus the margin.
+		expect(killer.deadline).toBe(t0 + 20_000 - 500);
+		expect(killer.scheduled.at(-1)?.reason).toContain("leadership of 1 was lost (ELECTIONS_LOST)");
+		expect(killer.firedAt(t0 + 20_000)).toBe(t0 + 19_500);
+	});
+});
+
+describe("maxClockSkewMs", () => {
+	it("shortens the lease and the killer so both end that long before the record expires", async () => {
+		const clock = new MockClock(1_000_000);
+		const driver = withFaults(createMiniTTLStorage(clock), { clock });
+		const killer = new RecordingKiller(clock);
+		const elections = createElections(vvmLeadershipStorage(driver), {
+			clock,
+			killer,
+			maxClockSkewMs: 6_000,
+		});
+		const t0 = clock.monotonic();
+		await elections.acquireLeadership(1, "a", 20);
+		// min(0.8 d, d - skew - 0.025 d) = min(16 s, 20 - 6 - 0.5 s)
+		expect(elections.leadership(1)?.leaseDeadline).toBe(t0 + 13_500);
+		expect(killer.deadline).toBe(t0 + 13_500);
+		driver.inject({ on: "compareAndSwap", action: faults.hook(() => new Promise(() => {})) });
+		clock.advance(5_000); // the renewal hangs: its killer is capped at the same limit
+		await new Promise((r) => setImmediate(r));
+		expect(killer.deadline).toBe(t0 + 13_500);
+		clock.advance(8_500);
+		expect(elections.leadership(1)).toBeUndefined(); // the signal aborted at the lease deadline
+		expect(killer.firedAt(t0 + 13_500)).toBe(t0 + 13_500);
+	});
+
+	it("a skew below 0.2 d - 0.025 d leaves the seed's 0.8 d lease as it is", async () => {
+		const clock = new MockClock(1_000_000);
+		const elections = createElections(vvmLeadershipStorage(createMiniTTLStorage(clock)), {
+			clock,
+			killer: new RecordingKiller(clock),
+			maxClockSkewMs: 3_500,
+		});
+		await elections.acquireLeadership(1, "a", 20);
+		expect(elections.leadership(1)?.leaseTimeLeftMs).toBe(16_000);
+	});
+
+	it("rejects a bad skew before any I/O", async () => {
+		const clock = new MockClock(1_000_000);
+		const driver = withFaults(createMiniTTLStorage(clock), { clock });
+		const storage = vvmLeadershipStorage(driver);
+		expect(() => createElections(storage, { maxClockSkewMs: -1 })).toThrow(RangeError);
+		expect(() => createElections(storage, { maxClockSkewMs: 1.5 })).toThrow(RangeError);
+		const elections = createElections(storage, {
+			clock,
+			killer: new RecordingKiller(clock),
+			maxClockSkewMs: 10_001,
+		});
+		await expect(elections.acquireLeadership(1, "a", 20)).rejects.toThrow(/at most half/);
+		expect(driver.count("insertIfNotExists")).toBe(0);
+	});
+});
+
+describe("logger", () => {
+	it("logs leadership events at their levels; nothing without a logger", async () => {
+		const clock = new MockClock(1_000_000);
+		const driver = withFaults(createMiniTTLStorage(clock), { clock });
+		const lines: Array<[string, Record<string, unknown>, string | undefined]> = [];
+		const at =
+			(level: string) =>
+			(fields: object, message?: string): void => {
+				lines.push([level, fields as Record<string, unknown>, message]);
+			};
+		const elections = createElections(vvmLeadershipStorage(driver), {
+			clock,
+			killer: new RecordingKiller(clock),
+			logger: { error: at("error"), warn: at("warn"), info: at("info"), debug: at("debug") },
+		});
+		await elections.acquireLeadership(1, "a", 20);
+		driver.inject({ on: "compareAndSwap", action: faults.fail(), times: 1 });
+		await clock.advanceAsync(6_000); // one failed attempt, then a successful retry
+		await elections.cleanup();
+		expect(lines.map(([level, f]) => `${level}:${String(f.event)}`)).toEqual([
+			"info:acquired",
+			"warn:renewal-failed",
+			"debug:renewed",
+			"info:released",
+		]);
+		expect(lines[0]?.[1]).toMatchObject({ pkg: "@vvm/ielections", key: "1", value: "a" });
+		expect(lines[0]?.[2]).toBe("acquired leadership of 1");
 	});
 });

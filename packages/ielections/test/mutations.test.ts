@@ -27,7 +27,7 @@ async function failingCases(internals: ElectionsInternals<string, string>): Prom
 }
 
 const KILLER =
-	"KillerDeadlines: renewal every d/4, killer at exactly 0.8 d and 0.75 d (capped at the record's expiry), retries d/20 apart";
+	"KillerDeadlines: renewal every d/4, killer at exactly 0.8 d and 0.75 d (capped at the record's expiry minus the margin), retries d/20 apart";
 
 describe("electionsTestSuite catches broken elections", () => {
 	it("passes on the real implementation (control)", async () => {
@@ -75,6 +75,10 @@ describe("electionsTestSuite catches broken elections", () => {
 		// The cap at the record's expiry hides it on an on-time first attempt; the deadline case
 		// sees it on the tick after a late (retried) renewal, where the cap does not bind.
 		expect(await failingCases({ timings: { killerBeforeCAS: 0.8 } })).toContain(KILLER);
+	});
+
+	it("catches a killer margin of 0 (a hung renewal's killer fires at the record's expiry)", async () => {
+		expect(await failingCases({ timings: { killerMargin: 0 } })).toContain(KILLER);
 	});
 
 	it("catches a release that deletes whatever value the record holds", async () => {

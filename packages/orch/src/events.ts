@@ -1,6 +1,10 @@
 import type { LeadershipEvent } from "@vvm/ielections";
 
-/** Lifecycle events of a VVM, in the order they normally happen. `at` is clock time in ms. */
+/**
+ * Lifecycle events of a VVM, in the order they normally happen. `at` is wall time
+ * (`clock.now()` ms, for logs); `leaseDeadline` is on `clock.monotonic()`, and `leaseLeftMs` the
+ * time left until it when the event was emitted.
+ */
 export type VVMLifecycleEvent =
 	| {
 			readonly type: "launching";
@@ -16,6 +20,7 @@ export type VVMLifecycleEvent =
 			readonly slot: number;
 			readonly address: string;
 			readonly leaseDeadline: number;
+			readonly leaseLeftMs: number;
 	  }
 	| { readonly type: "services-started"; readonly at: number; readonly services: readonly string[] }
 	| { readonly type: "problem"; readonly at: number; readonly error: Error }

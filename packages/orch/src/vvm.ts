@@ -8,6 +8,8 @@ import type {
 	LeadershipEvent,
 } from "@vvm/ielections";
 import { createElections } from "@vvm/ielections";
+import type { Logger } from "@vvm/log";
+import { libraryLogger, silentLogger } from "@vvm/log";
 import { VVMError } from "./errors.ts";
 import type { VVMEvent, VVMLifecycleEvent } from "./events.ts";
 import type { VVMService, VVMServiceContext } from "./service.ts";
@@ -46,29 +48,50 @@ export interface VVMConfig {
 	readonly killer?: Killer;
 	/** Services started in order once leader, stopped in reverse at shutdown. */
 	readonly services?: readonly VVMService[];
-	/** Lifecycle and leadership events; a throwing listener is ignored. */
+	/** Lifecycle and leadership events, for metrics; a throwing listener is ignored. */
 	readonly onEvent?: (event: VVMEvent) => void;
+	/**
+	 * Where lifecycle and leadership events are logged: any pino-compatible logger (see
+	 * `@vvm/log`). Default: nothing is logged.
+	 */
+	readonly logger?: Logger;
 	/** Pause between acquisition attempts, ms, on `clock` (Go sleeps a real second). Default 1000. */
 	readonly acquireRetryMs?: number;
 	/** Builds the elections; for tests and custom elections. Default `createElections`. */
 	readonly createElections?: ElectionsFactory;
+	/**
+	 * Wall-clock skew between hosts the deployment guarantees, in ms (default 0): the lease ends
+	 * and the killer fires that much earlier before the record's expiry. See `@vvm/ielections`
+	 * `ElectionsOptions.maxClockSkewMs`.
+	 */
+	readonly maxClockSkewMs?: number;
 }
 
-/** The local view of this VVM's leadership. */
+/**
+ * The local view of this VVM's leadership. Its times are readings of the VVM clock's
+ * `monotonic()`: compare them only with that clock.
+ */
 export interface VVMLeadership {
 	/** The slot held, in `1..numVVM`. */
 	readonly slot: number;
 	/** The value of the leader record (this VVM's address). */
 	readonly address: string;
 	readonly durationSeconds: number;
-	/** Clock ms when the leadership was acquired. */
+	/** `clock.monotonic()` when the insert that acquired the leadership was sent. */
 	readonly acquiredAt: number;
 	/** Successful renewals so far. */
 	readonly renewals: number;
-	/** Clock ms when the last successful renewal (or the insert) was sent. */
+	/** `clock.monotonic()` when the last successful renewal (or the insert) was sent. */
 	readonly lastRenewedAt: number;
-	/** `lastRenewedAt + 0.8 * duration`: the VVM may act as leader only before this moment. */
+	/**
+	 * `lastRenewedAt + 0.8 * duration` on `clock.monotonic()`: the VVM may act as leader only
+	 * before this moment.
+	 */
 	readonly leaseDeadline: number;
+	/** `leaseDeadline - clock.monotonic()` when read (negative once passed). */
+	readonly leaseTimeLeftMs: number;
+	/** The fencing token of the acquisition, when the storage keeps tokens. */
+	readonly fencingToken: number | undefined;
 }
 
 /**
@@ -83,7 +106,7 @@ export interface VVMLeadership {
  * const error = await vvm.shutdown();
  * ```
  */
-export interface VVM {
+export interface VVM extends AsyncDisposable {
 	/**
 	 * Acquires leadership of a slot in `1..numVVM` (scanning the slots, retrying every
 	 * `acquireRetryMs` until `acquisitionDurationMs` passed), starts the leadership monitor and the
@@ -103,10 +126,18 @@ export interface VVM {
 	shutdown(): Promise<Error | undefined>;
 	/** The leadership held, or `undefined`. */
 	leadership(): VVMLeadership | undefined;
-	/** `true` while the leadership is held and the clock is before its lease deadline. */
+	/**
+	 * `true` while the leadership is held and the monotonic clock is before its lease deadline (a
+	 * wall-clock step cannot extend or cut the lease).
+	 */
 	leaseValid(): boolean;
 	/** The first problem, or `undefined`. */
 	problem(): Error | undefined;
+	/**
+	 * `await using vvm = provideVVM(…)`: {@link VVM.shutdown} at the end of scope when launched
+	 * (its problem, if any, stays readable through {@link VVM.problem}); nothing before launch.
+	 */
+	[Symbol.asyncDispose](): Promise<void>;
 }
 
 type State = "idle" | "launched" | "shutting-down";
@@ -125,8 +156,11 @@ class VVMImpl implements VVM {
 	readonly #killer: Killer | undefined;
 	readonly #services: readonly VVMService[];
 	readonly #onEvent: ((event: VVMEvent) => void) | undefined;
+	readonly #logger: Logger | undefined;
+	readonly #log: Logger;
 	readonly #retryMs: number;
 	readonly #createElections: ElectionsFactory;
+	readonly #maxClockSkewMs: number | undefined;
 
 	#state: State = "idle";
 	/** The acquisition step of `launch`; settles once leader, failed, or stopped by shutdown. */
@@ -153,8 +187,11 @@ class VVMImpl implements VVM {
 		this.#killer = config.killer;
 		this.#services = [...(config.services ?? [])];
 		this.#onEvent = config.onEvent;
+		this.#logger = config.logger;
+		this.#log = libraryLogger(config.logger, { pkg: "@vvm/orch" });
 		this.#retryMs = config.acquireRetryMs ?? DEFAULT_ACQUIRE_RETRY_MS;
 		this.#createElections = config.createElections ?? createElections;
+		this.#maxClockSkewMs = config.maxClockSkewMs;
 	}
 
 	launch(
@@ -180,6 +217,12 @@ class VVMImpl implements VVM {
 				`[@vvm/orch] acquisitionDurationMs must be a finite number >= 0, got ${String(acquisitionDurationMs)}`,
 			);
 		}
+		const skew = this.#maxClockSkewMs ?? 0;
+		if (skew > leadershipDurationSeconds * 500) {
+			throw new RangeError(
+				`[@vvm/orch] maxClockSkewMs ${skew} is too large for a ${leadershipDurationSeconds} s leadership: at most half of it, ${leadershipDurationSeconds * 500} ms`,
+			);
+		}
 		this.#state = "launched";
 		return this.#launch(leadershipDurationSeconds, acquisitionDurationMs);
 	}
@@ -202,6 +245,8 @@ class VVMImpl implements VVM {
 			renewals: state.renewals,
 			lastRenewedAt: state.lastRenewedAt,
 			leaseDeadline: state.leaseDeadline,
+			leaseTimeLeftMs: state.leaseTimeLeftMs,
+			fencingToken: state.fencingToken,
 		};
 	}
 
@@ -210,12 +255,18 @@ class VVMImpl implements VVM {
 		if (held === undefined || held.signal.aborted) return false;
 		const state = this.#elections?.leadership(held.slot);
 		return (
-			state !== undefined && state.signal === held.signal && this.#clock.now() < state.leaseDeadline
+			state !== undefined &&
+			state.signal === held.signal &&
+			this.#clock.monotonic() < state.leaseDeadline
 		);
 	}
 
 	problem(): Error | undefined {
 		return this.#problem;
+	}
+
+	async [Symbol.asyncDispose](): Promise<void> {
+		if (this.#state !== "idle") await this.shutdown();
 	}
 
 	// --- launcher -------------------------------------------------------------------------------
@@ -259,6 +310,7 @@ class VVMImpl implements VVM {
 				slot: held.slot,
 				address: this.#address,
 				leaseDeadline: this.leadership()?.leaseDeadline ?? Number.NaN,
+				leaseLeftMs: this.leadership()?.leaseTimeLeftMs ?? Number.NaN,
 			});
 			return true;
 		} catch (error) {
@@ -279,18 +331,21 @@ class VVMImpl implements VVM {
 			clock: this.#clock,
 			onEvent: (event: LeadershipEvent<number, string>) => this.#emit(event),
 			...(this.#killer === undefined ? {} : { killer: this.#killer }),
+			...(this.#maxClockSkewMs === undefined ? {} : { maxClockSkewMs: this.#maxClockSkewMs }),
+			...(this.#logger === undefined ? {} : { logger: this.#logger }),
 		};
 		const elections = this.#createElections(this.#storage, options);
 		this.#elections = elections;
 		const shut = this.#shutCtl.signal;
-		const deadline = this.#clock.now() + acquisitionDurationMs;
+		// A deadline this process keeps for itself: monotonic, so a clock step cannot shorten it.
+		const deadline = this.#clock.monotonic() + acquisitionDurationMs;
 		let slot = 1;
 		for (;;) {
 			if (shut.aborted) return undefined;
 			const signal = await elections.acquireLeadership(slot, this.#address, durationSeconds);
 			if (signal !== undefined) return { slot, signal, durationSeconds };
 			slot = (slot % this.#numVVM) + 1;
-			const left = deadline - this.#clock.now();
+			const left = deadline - this.#clock.monotonic();
 			if (left <= 0 || shut.aborted) return undefined;
 			try {
 				await this.#clock.sleep(Math.min(this.#retryMs, left), shut);
@@ -322,6 +377,7 @@ class VVMImpl implements VVM {
 		const context: VVMServiceContext = {
 			signal: this.#servicesCtl.signal,
 			leaseValid: () => this.leaseValid(),
+			fencingToken: this.leadership()?.fencingToken,
 		};
 		for (const service of this.#services) {
 			if (this.#servicesCtl.signal.aborted) return; // shutdown or a problem: start no more
@@ -420,6 +476,8 @@ class VVMImpl implements VVM {
 	}
 
 	#emit(event: VVMLifecycleEvent | LeadershipEvent<number, string>): void {
+		// Leadership events are logged by the elections (they get the same logger).
+		if (this.#log !== silentLogger && isLifecycle(event)) logLifecycle(this.#log, event);
 		if (this.#onEvent === undefined) return;
 		try {
 			this.#onEvent(event);
@@ -427,6 +485,27 @@ class VVMImpl implements VVM {
 			// a listener must not break the VVM
 		}
 	}
+}
+
+const LIFECYCLE: ReadonlySet<string> = new Set([
+	"launching",
+	"leader",
+	"services-started",
+	"problem",
+	"shutdown-started",
+	"shutdown-done",
+]);
+
+function isLifecycle(event: VVMEvent): event is VVMLifecycleEvent {
+	return LIFECYCLE.has(event.type);
+}
+
+/** `info` for the lifecycle, `error` for a problem. */
+function logLifecycle(log: Logger, event: VVMLifecycleEvent): void {
+	const { type, ...rest } = event;
+	if (type === "problem")
+		log.error({ event: type, ...rest }, `VVM problem: ${event.error.message}`);
+	else log.info({ event: type, ...rest }, `VVM ${type}`);
 }
 
 function validateConfig(config: VVMConfig): void {
@@ -452,6 +531,12 @@ function validateConfig(config: VVMConfig): void {
 	if (n !== undefined && (!Number.isInteger(n) || n < 1 || n > MAX_SLOT)) {
 		throw new RangeError(
 			`[@vvm/orch] config.numVVM must be an integer in 1..${MAX_SLOT}, got ${String(n)}`,
+		);
+	}
+	const skew = config.maxClockSkewMs;
+	if (skew !== undefined && (!Number.isSafeInteger(skew) || skew < 0)) {
+		throw new RangeError(
+			`[@vvm/orch] config.maxClockSkewMs must be an integer >= 0, got ${String(skew)}`,
 		);
 	}
 	const r = config.acquireRetryMs;

@@ -96,15 +96,15 @@ export function createFakeElections(
 	return {
 		async acquireLeadership(key, value, durationSeconds) {
 			if (finalized || held.has(key)) return undefined;
-			const at = clock.now();
+			const at = clock.monotonic();
 			if (!(await storage.insertIfNotExist(key, value, durationSeconds))) {
-				emit({ type: "acquire-failed", key, value, at, reason: "held" });
+				emit({ type: "acquire-failed", key, value, at: clock.now(), reason: "held" });
 				return undefined;
 			}
 			if (finalized) {
 				// cleanup() began while the insert was in flight: undo it, as the real elections do
 				await storage.compareAndDelete(key, value);
-				emit({ type: "acquire-failed", key, value, at, reason: "finalized" });
+				emit({ type: "acquire-failed", key, value, at: clock.now(), reason: "finalized" });
 				return undefined;
 			}
 			const d = durationSeconds * 1000;
@@ -135,7 +135,7 @@ export function createFakeElections(
 				if (held.get(key) !== entry) return;
 				arm();
 				killer.schedule(0.75 * d, "before CAS");
-				const sent = clock.now();
+				const sent = clock.monotonic();
 				let ok = false;
 				try {
 					ok = await storage.compareAndSwap(key, value, value, durationSeconds);
@@ -152,8 +152,9 @@ export function createFakeElections(
 						type: "renewed",
 						key,
 						value,
-						at: sent,
+						at: clock.now(),
 						leaseDeadline: sent + 0.8 * d,
+						leaseLeftMs: sent + 0.8 * d - clock.monotonic(),
 						latencyMs: 0,
 					});
 				} else {
@@ -163,7 +164,14 @@ export function createFakeElections(
 			};
 			held.set(key, entry);
 			arm();
-			emit({ type: "acquired", key, value, at, leaseDeadline: entry.state.leaseDeadline });
+			emit({
+				type: "acquired",
+				key,
+				value,
+				at: clock.now(),
+				leaseDeadline: entry.state.leaseDeadline,
+				leaseLeftMs: entry.state.leaseDeadline - clock.monotonic(),
+			});
 			return entry.controller.signal;
 		},
 		async releaseLeadership(key) {
@@ -183,9 +191,20 @@ export function createFakeElections(
 				await release(key, entry);
 			}
 		},
+		currentLeader: (key) => storage.get(key),
+		async [Symbol.asyncDispose]() {
+			await this.cleanup();
+		},
 		leadership(key): LeadershipState<string> | undefined {
 			const entry = held.get(key);
-			return entry === undefined ? undefined : { ...entry.state, signal: entry.controller.signal };
+			return entry === undefined
+				? undefined
+				: {
+						...entry.state,
+						leaseTimeLeftMs: entry.state.leaseDeadline - clock.monotonic(),
+						fencingToken: undefined,
+						signal: entry.controller.signal,
+					};
 		},
 	};
 }

@@ -13,7 +13,8 @@ import type { Client } from "cassandra-driver";
 import { types } from "cassandra-driver";
 import type { StatementKind } from "./errors.ts";
 import { DRIVER_NAME, mapCassandraError } from "./errors.ts";
-import { DEFAULT_TABLE, validateCassandraIdentifier } from "./schema.ts";
+import { validateCassandraIdentifier } from "./names.ts";
+import { DEFAULT_TABLE } from "./schema.ts";
 import type { CassandraStatements } from "./statements.ts";
 import { cassandraStatements, parseApplied, remainingFromServer, serverTTL } from "./statements.ts";
 

@@ -3,12 +3,12 @@ export {
 	createCassandraTTLStorage,
 } from "./cassandra-ttl-storage.ts";
 export { CQL_ERROR_CODES, mapCassandraError, type StatementKind } from "./errors.ts";
+export { validateCassandraIdentifier } from "./names.ts";
 export {
 	type CassandraReplication,
 	type CassandraSchemaOptions,
 	cassandraSchemaStatements,
 	DEFAULT_TABLE,
 	ensureCassandraSchema,
-	validateCassandraIdentifier,
 } from "./schema.ts";
 export { TTL_GRACE_SECONDS } from "./statements.ts";

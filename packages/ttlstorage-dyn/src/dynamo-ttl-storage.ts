@@ -95,6 +95,11 @@ const realSleep = (ms: number): Promise<void> =>
 class DynamoTTLStorageImpl implements TTLStorage {
 	readonly #client: DynamoDBClient;
 	readonly #table: string;
+	/**
+	 * Wall time on purpose: an item's expiry is written by one host and compared in conditions
+	 * with the wall clock of whichever host writes next, so every host's clock counts; two leaders
+	 * cannot overlap only while the hosts' clocks stay within the skew bound of the elections.
+	 */
 	readonly #clock: Clock;
 	readonly #grace: number;
 	readonly #batchDeadlineMs: number;

@@ -26,11 +26,24 @@ function checkKeySchema(tableName: string, schema: readonly KeySchemaElement[] |
 	}
 }
 
+/** Options of {@link ensureDynamoTTLTable}. */
+export interface EnsureDynamoTTLTableOptions {
+	/** Stops the check (and the wait for the table) at once; it rejects with `signal.reason`. */
+	readonly signal?: AbortSignal;
+	/**
+	 * Timeout of each request in ms, so an endpoint that accepts connections but never answers
+	 * fails instead of hanging (`TTLSTORAGE_UNAVAILABLE`); 0 = none. Default 5000.
+	 */
+	readonly requestTimeoutMs?: number;
+}
+
 /**
  * Creates the table of a DynamoDB TTL storage unless it exists: on-demand billing, binary
  * partition key `pk` and sort key `ck`, and native TTL enabled on the seconds attribute `ttl` (so
  * DynamoDB eventually reaps dead items; the driver never relies on it). Safe to call when the table
  * exists: it then checks the key schema and enables TTL if needed. Waits until the table is active.
+ *
+ * Every request has a timeout (`requestTimeoutMs`) and `signal` stops it all.
  *
  * @returns `"created"` or `"exists"`.
  * @example
@@ -43,10 +56,25 @@ function checkKeySchema(tableName: string, schema: readonly KeySchemaElement[] |
 export async function ensureDynamoTTLTable(
 	client: DynamoDBClient,
 	tableName: string,
+	options: EnsureDynamoTTLTableOptions = {},
 ): Promise<"created" | "exists"> {
 	if (typeof tableName !== "string" || tableName.length === 0) {
 		throw new TypeError("[@vvm/ttlstorage-dyn] tableName must be a non-empty string");
 	}
+	const { signal, requestTimeoutMs = 5_000 } = options;
+	if (!Number.isSafeInteger(requestTimeoutMs) || requestTimeoutMs < 0) {
+		throw new RangeError(
+			`[@vvm/ttlstorage-dyn] requestTimeoutMs must be an integer >= 0, got ${String(requestTimeoutMs)}`,
+		);
+	}
+	signal?.throwIfAborted();
+	const request = (): { abortSignal?: AbortSignal } => {
+		const signals = [
+			...(requestTimeoutMs > 0 ? [AbortSignal.timeout(requestTimeoutMs)] : []),
+			...(signal === undefined ? [] : [signal]),
+		];
+		return signals.length === 0 ? {} : { abortSignal: AbortSignal.any(signals) };
+	};
 	const operation = "ensureDynamoTTLTable";
 	let result: "created" | "exists" = "created";
 	try {
@@ -64,20 +92,33 @@ export async function ensureDynamoTTLTable(
 						{ AttributeName: ATTR.ck, KeyType: "RANGE" },
 					],
 				}),
+				request(),
 			);
 		} catch (error) {
 			if (!isNamed(error, "ResourceInUseException")) throw error;
 			result = "exists";
 		}
 		await waitUntilTableExists(
-			{ client, maxWaitTime: 120, minDelay: 1, maxDelay: 5 },
+			{
+				client,
+				maxWaitTime: 120,
+				minDelay: 1,
+				maxDelay: 5,
+				...(signal === undefined ? {} : { abortSignal: signal }),
+			},
 			{ TableName: tableName },
 		);
 		if (result === "exists") {
-			const described = await client.send(new DescribeTableCommand({ TableName: tableName }));
+			const described = await client.send(
+				new DescribeTableCommand({ TableName: tableName }),
+				request(),
+			);
 			checkKeySchema(tableName, described.Table?.KeySchema);
 		}
-		const ttl = await client.send(new DescribeTimeToLiveCommand({ TableName: tableName }));
+		const ttl = await client.send(
+			new DescribeTimeToLiveCommand({ TableName: tableName }),
+			request(),
+		);
 		const status = ttl.TimeToLiveDescription?.TimeToLiveStatus;
 		const attribute = ttl.TimeToLiveDescription?.AttributeName;
 		if (status === "ENABLED" || status === "ENABLING") {
@@ -94,10 +135,12 @@ export async function ensureDynamoTTLTable(
 					TableName: tableName,
 					TimeToLiveSpecification: { AttributeName: ATTR.ttl, Enabled: true },
 				}),
+				request(),
 			);
 		}
 		return result;
 	} catch (error) {
+		if (signal?.aborted) throw signal.reason;
 		throw toStorageError(error, operation, false);
 	}
 }

@@ -2,4 +2,4 @@ export {
 	createDynamoTTLStorage,
 	type DynamoTTLStorageOptions,
 } from "./dynamo-ttl-storage.ts";
-export { ensureDynamoTTLTable } from "./ensure-table.ts";
+export { type EnsureDynamoTTLTableOptions, ensureDynamoTTLTable } from "./ensure-table.ts";

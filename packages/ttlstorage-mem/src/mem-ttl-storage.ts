@@ -41,6 +41,10 @@ const keyOf = (b: Bytes): string =>
 const copy = (b: Bytes): Bytes => Uint8Array.from(b);
 
 class MemTTLStorageImpl implements TTLStorage {
+	/**
+	 * Wall time, as the drivers it stands in for in tests (DynamoDB, level) compare expiries with
+	 * the wall clock; tests that share one instance between simulated hosts give it one clock.
+	 */
 	readonly #clock: Clock;
 	readonly #sweepEvery: number;
 	readonly #partitions = new Map<string, Map<string, Entry & { cCols: Bytes }>>();

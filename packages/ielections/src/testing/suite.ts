@@ -75,11 +75,11 @@ class EventLog {
 
 	/** Resolves with the `n`-th event of `type` (1-based), failing after a real-time guard. */
 	async nth<T extends Event["type"]>(type: T, n = 1): Promise<Extract<Event, { type: T }>> {
-		const started = Date.now();
+		const started = performance.now();
 		for (;;) {
 			const found = this.of(type)[n - 1];
 			if (found !== undefined) return found;
-			const left = this.#guardMs - (Date.now() - started);
+			const left = this.#guardMs - (performance.now() - started);
 			if (left <= 0) {
 				throw new Error(
 					`expected ${n} "${type}" event(s) within ${this.#guardMs} ms; got: ${this.events.map((e) => e.type).join(", ") || "none"}`,
@@ -139,6 +139,31 @@ async function hangNextRenewal(f: Fixture): Promise<{ open: () => void }> {
 	return cas;
 }
 
+/**
+ * `elector` acquires `k` as soon as the record of a leader whose renewal hangs has expired (mock:
+ * at the expiry; real: polling); fails when it cannot within the guard.
+ */
+async function takeOverAfterExpiry(
+	f: Fixture,
+	elector: Elector,
+	k: string,
+	value: string,
+): Promise<AbortSignal> {
+	let signal: AbortSignal | undefined;
+	if (f.mock) {
+		(f.clock as MockClock).advance(f.d * 1000 - f.interval(f.d));
+		signal = await elector.elections.acquireLeadership(k, value, f.d);
+	} else {
+		const until = performance.now() + f.guardMs;
+		while (signal === undefined && performance.now() < until) {
+			signal = await elector.elections.acquireLeadership(k, value, f.d);
+			if (signal === undefined) await systemClock.sleep(100);
+		}
+	}
+	expect(signal, `${value} could not take the expired key`).toBeDefined();
+	return signal as AbortSignal;
+}
+
 interface Elector {
 	readonly elections: Elections<string, string>;
 	readonly killer: RecordingKiller;
@@ -192,7 +217,7 @@ function defineCases(time: "mock" | "real"): Array<[string, CaseBody]> {
 			"BasicUsage",
 			async (f) => {
 				const k = f.key();
-				const t0 = f.clock.now();
+				const t0 = f.clock.monotonic();
 				const signal = await f.elections.acquireLeadership(k, "v", f.d);
 				expect(signal).toBeDefined();
 				expect(signal?.aborted).toBe(false);
@@ -398,19 +423,8 @@ function defineCases(time: "mock" | "real"): Array<[string, CaseBody]> {
 				const cas = await hangNextRenewal(f);
 				// A's renewal hangs while its record expires; B takes the key.
 				const b = f.elector();
-				let signalB: AbortSignal | undefined;
-				if (mock) {
-					(f.clock as MockClock).advance(f.d * 1000 - f.interval(f.d));
-					signalB = await b.elections.acquireLeadership(k, "B", f.d);
-				} else {
-					const until = Date.now() + f.guardMs;
-					while (signalB === undefined && Date.now() < until) {
-						signalB = await b.elections.acquireLeadership(k, "B", f.d);
-						if (signalB === undefined) await systemClock.sleep(100);
-					}
-				}
-				expect(signalB, "B could not take the expired key").toBeDefined();
-				const takeover = f.clock.now();
+				const signalB = await takeOverAfterExpiry(f, b, k, "B");
+				const takeover = f.clock.monotonic();
 				if (mock) {
 					// B took over exactly at expiry: A's killer (armed before its hanging attempt) is due.
 					const firedA = f.killer.firedAt(takeover);
@@ -437,9 +451,47 @@ function defineCases(time: "mock" | "real"): Array<[string, CaseBody]> {
 			},
 		],
 		[
+			"FencingTokens: every acquisition of a key gets a greater token (release, restart, expiry and takeover)",
+			async (f) => {
+				const k = f.key();
+				const tokens: number[] = [];
+				const record = (e: Elector): void => {
+					const token = e.elections.leadership(k)?.fencingToken;
+					expect(token, "no fencing token").toBeTypeOf("number");
+					expect(e.log.of("acquired").at(-1)?.fencingToken).toBe(token);
+					tokens.push(token as number);
+				};
+				expect(await f.elections.acquireLeadership(k, "A", f.d)).toBeDefined();
+				record(f);
+				await f.elections.releaseLeadership(k);
+				expect(await f.elections.acquireLeadership(k, "A", f.d)).toBeDefined();
+				record(f);
+				await f.elections.releaseLeadership(k);
+				const restarted = f.elector(); // another process on the same storage
+				expect(await restarted.elections.acquireLeadership(k, "B", f.d)).toBeDefined();
+				record(restarted);
+				await restarted.elections.releaseLeadership(k);
+				// A leads again; its renewal hangs while its record expires; C takes the key over.
+				expect(await f.elections.acquireLeadership(k, "A", f.d)).toBeDefined();
+				record(f);
+				const cas = await hangNextRenewal(f);
+				const c = f.elector();
+				await takeOverAfterExpiry(f, c, k, "C");
+				record(c);
+				cas.open();
+				expect(tokens[0]).toBeGreaterThanOrEqual(1);
+				for (let i = 1; i < tokens.length; i++) {
+					expect(tokens[i], `token ${i} after ${tokens.join(", ")}`).toBeGreaterThan(
+						tokens[i - 1] as number,
+					);
+				}
+			},
+		],
+		[
 			"Race: 10 electors for one key through one storage give exactly one leader",
 			async (f) => {
 				const k = f.key();
+				let lastToken = 0;
 				for (let round = 0; round < 2; round++) {
 					const electors = Array.from({ length: 10 }, () => f.elector());
 					const signals = await Promise.all(
@@ -449,6 +501,11 @@ function defineCases(time: "mock" | "real"): Array<[string, CaseBody]> {
 					expect(winners).toHaveLength(1);
 					const w = winners[0] as number;
 					expect(await f.storage.get(k)).toBe(`v${round}-${w}`);
+					const token = (electors[w] as Elector).elections.leadership(k)?.fencingToken ?? 0;
+					expect(token, "the winner's token is greater than the last round's").toBeGreaterThan(
+						lastToken,
+					);
+					lastToken = token;
 					for (const [i, e] of electors.entries()) {
 						if (i !== w) expect(e.log.of("acquire-failed")[0]?.reason).toBe("held");
 					}
@@ -541,12 +598,35 @@ function defineCases(time: "mock" | "real"): Array<[string, CaseBody]> {
 	];
 	if (mock) {
 		cases.push([
-			"KillerDeadlines: renewal every d/4, killer at exactly 0.8 d and 0.75 d (capped at the record's expiry), retries d/20 apart",
+			"FencingTokenOnlyWithinTheLease: a token that comes after the lease deadline is not used and the record is undone",
+			async (f) => {
+				const k = f.key();
+				const clock = f.clock as MockClock;
+				// The counter read (the first `get` of the acquisition) takes the whole lease.
+				f.driver.inject({
+					on: "get",
+					times: 1,
+					action: faults.hook(() => {
+						clock.advance(f.d * 1000 * T.killerAfterRenewal);
+					}),
+				});
+				expect(await f.elections.acquireLeadership(k, "A", f.d)).toBeUndefined();
+				expect(f.log.of("acquire-failed")[0]?.reason).toBe("storage-error");
+				expect(await f.storage.get(k), "the record was not undone").toBeUndefined();
+				expect(f.killer.scheduled, "nothing was armed").toEqual([]);
+				// The next acquisition gets a token again.
+				expect(await f.elections.acquireLeadership(k, "A", f.d)).toBeDefined();
+				expect(f.elections.leadership(k)?.fencingToken).toBeGreaterThanOrEqual(1);
+			},
+		]);
+		cases.push([
+			"KillerDeadlines: renewal every d/4, killer at exactly 0.8 d and 0.75 d (capped at the record's expiry minus the margin), retries d/20 apart",
 			async (f) => {
 				const d = 20;
 				const k = f.key();
 				const clock = f.clock as MockClock;
-				const t0 = clock.now();
+				const t0 = clock.monotonic();
+				const margin = d * 1000 * T.killerMargin; // 500 ms
 				const signal = await f.elections.acquireLeadership(k, "v", d);
 				const got = (): Array<[number, number]> =>
 					f.killer.scheduled.map((s) => [s.at - t0, s.delayMs]);
@@ -557,9 +637,11 @@ function defineCases(time: "mock" | "real"): Array<[string, CaseBody]> {
 				clock.advance(1);
 				await f.log.nth("renewed", 1);
 				expect(f.driver.count("compareAndSwap")).toBe(1);
+				// An on-time tick's 0.75 d lands exactly on the record's expiry (d after the insert was
+				// sent): the margin moves it earlier.
 				expect(got()).toEqual([
 					[0, 16_000],
-					[5_000, 15_000],
+					[5_000, 15_000 - margin],
 					[5_000, 16_000],
 				]);
 				expect(f.elections.leadership(k)?.leaseDeadline).toBe(t0 + 5_000 + 16_000);
@@ -572,10 +654,11 @@ function defineCases(time: "mock" | "real"): Array<[string, CaseBody]> {
 				expect(f.driver.count("compareAndSwap"), "retried before d/20").toBe(2);
 				clock.advance(1);
 				await f.log.nth("renewed", 2);
-				// The retry's 0.75 d is capped at the expiry of the last record written (5 s + d).
+				// Both attempts are capped at the expiry of the last record written (5 s + d) minus the
+				// margin; the retry's 0.75 d would fall after that expiry.
 				expect(got().slice(3)).toEqual([
-					[10_000, 15_000],
-					[11_000, 14_000],
+					[10_000, 15_000 - margin],
+					[11_000, 14_000 - margin],
 					[11_000, 16_000],
 				]);
 				// The next tick stays on the d/4 grid: retry time counts toward the interval. Its
