@@ -9,6 +9,7 @@ import type {
 	SequencerStats,
 } from "@vvm/isequencer";
 import { SequencerError } from "@vvm/isequencer";
+import type { Logger } from "@vvm/log";
 import { createSeqStorage } from "@vvm/seqstorage";
 import type { TTLStorage } from "@vvm/ttlstorage";
 import { TTLStorageError } from "@vvm/ttlstorage";
@@ -44,7 +45,7 @@ import {
 	planUpdate,
 } from "./request.ts";
 import { SerialQueue } from "./serial-queue.ts";
-import type { CpLogEntry, PartitionStats } from "./stats.ts";
+import type { PartitionStats } from "./stats.ts";
 import { Counters } from "./stats.ts";
 
 /**
@@ -124,8 +125,11 @@ export interface AppPartition extends AsyncDisposable {
 	readonly partitionId: number;
 	/** The partition's sequencer (`IAppPartition.Sequencer`), created on deploy. */
 	readonly sequencer: Sequencer & { stats(): SequencerStats };
-	/** Resolves once the sequencer has actualized (until then commands answer `CP_BUSY`). */
-	ready(): Promise<void>;
+	/**
+	 * Resolves once the sequencer has actualized (until then commands answer `CP_BUSY`); rejects
+	 * with `CP_CLOSED` once the partition is closed, or with `signal.reason`.
+	 */
+	ready(signal?: AbortSignal): Promise<void>;
 	createRecord(request: CreateRecordRequest): Promise<CommandResult>;
 	updateRecord(request: UpdateRecordRequest): Promise<CommandResult>;
 	executeCommand(request: ExecuteCommandRequest): Promise<CommandResult>;
@@ -149,8 +153,9 @@ export interface PartitionContext {
 	readonly clock: Clock;
 	readonly retryAfterMs: number;
 	readonly maxQueued: number;
-	readonly log: (entry: CpLogEntry) => void;
-	readonly newSequencer: (storage: SeqStorage) => SequencerHandle;
+	/** Already guarded and bound to the package (`libraryLogger`). */
+	readonly log: Logger;
+	readonly newSequencer: (storage: SeqStorage, onStorageError: () => void) => SequencerHandle;
 	readonly onClosed: (partitionId: number) => void;
 }
 
@@ -158,8 +163,6 @@ export interface PartitionContext {
 export type SequencerFactory = typeof createSequencer;
 
 type Phase = "prepare" | "plog" | "apply";
-
-const immediate = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
 
 /** @internal The implementation of {@link AppPartition}. */
 export class AppPartitionImpl implements AppPartition {
@@ -171,7 +174,6 @@ export class AppPartitionImpl implements AppPartition {
 	readonly #counters = new Counters();
 	/** Highest PLog offset whose event this process applied (all below it too). */
 	#appliedThrough = 0;
-	#actualizedWaiters: Array<() => void> = [];
 	#closed = false;
 	#closing: Promise<void> | undefined;
 
@@ -200,10 +202,11 @@ export class AppPartitionImpl implements AppPartition {
 			) => {
 				this.#counters.actualizations++;
 				await base.actualizeSequencesFromPLog(offset, batcher, signal);
-				this.#wakeActualizedWaiters();
 			},
 		};
-		this.#handle = ctx.newSequencer(seqStorage);
+		this.#handle = ctx.newSequencer(seqStorage, () => {
+			this.#counters.sequencerStorageErrors++;
+		});
 		this.sequencer = this.#handle.sequencer;
 	}
 
@@ -223,13 +226,15 @@ export class AppPartitionImpl implements AppPartition {
 		if (offset <= this.#appliedThrough) return;
 		if (decoded === undefined) {
 			this.#counters.corruptedOffsets++;
-			this.#ctx.log({
-				level: "warn",
-				event: "corrupted-offset",
-				partitionId: this.partitionId,
-				plogOffset: offset,
-				message: `PLog offset ${offset} holds a value that is not an event of this partition (${bytes.length} bytes); it is consumed as corrupted`,
-			});
+			this.#ctx.log.warn(
+				{
+					event: "corrupted-offset",
+					partitionId: this.partitionId,
+					plogOffset: offset,
+					bytes: bytes.length,
+				},
+				`PLog offset ${offset} of partition ${this.partitionId} holds a value that is not an event of this partition; it is consumed as corrupted`,
+			);
 		} else if (decoded.kind === "marker") {
 			this.#counters.reappliedEvents++;
 			await this.#ctx.writer.rollBack(decoded.event, bytes);
@@ -238,37 +243,28 @@ export class AppPartitionImpl implements AppPartition {
 			const conflict = await this.#ctx.writer.apply({ event: decoded.event, bytes }, true);
 			if (conflict !== undefined) {
 				this.#counters.conflicts++;
-				this.#ctx.log({
-					level: "error",
-					event: "conflict",
-					partitionId: this.partitionId,
-					plogOffset: offset,
-					key: conflict.key,
-					message: `${conflict.error().message}; the event is marked corrupted`,
-				});
+				this.#ctx.log.error(
+					{
+						event: "conflict",
+						partitionId: this.partitionId,
+						plogOffset: offset,
+						key: conflict.key,
+					},
+					`${conflict.error().message}; the event is marked corrupted`,
+				);
 			}
 		}
 		this.#appliedThrough = offset;
 	}
 
-	#wakeActualizedWaiters(): void {
-		const waiters = this.#actualizedWaiters;
-		this.#actualizedWaiters = [];
-		for (const w of waiters) w();
-	}
-
-	async ready(): Promise<void> {
-		for (;;) {
-			if (this.#closed) throw closedError();
-			if (!this.sequencer.stats().actualizing) return;
-			// The sequencer clears its flag in promise continuations of the scan it awaited: after one
-			// macrotask turn a finished scan shows, and an unfinished one will wake us.
-			await immediate();
-			if (!this.sequencer.stats().actualizing) return;
-			await new Promise<void>((resolve) => {
-				this.#actualizedWaiters.push(resolve);
-			});
-			await immediate();
+	async ready(signal?: AbortSignal): Promise<void> {
+		if (this.#closed) throw closedError();
+		try {
+			await this.#handle.sequencer.ready(signal);
+		} catch (error) {
+			throw SequencerError.is(error) && error.code === "SEQUENCER_CLEANED_UP"
+				? closedError()
+				: error;
 		}
 	}
 
@@ -517,13 +513,10 @@ export class AppPartitionImpl implements AppPartition {
 				committed,
 				phase === "apply" ? "applying the event" : "the command",
 			);
-		this.#ctx.log({
-			level: "error",
-			event: "command-error",
-			partitionId: this.partitionId,
-			message: `command failed: ${error instanceof Error ? error.message : String(error)}`,
-			error,
-		});
+		this.#ctx.log.error(
+			{ event: "command-error", partitionId: this.partitionId, err: error },
+			`command failed: ${error instanceof Error ? error.message : String(error)}`,
+		);
 		return new CpError(
 			"CP_INTERNAL",
 			`the command failed: ${error instanceof Error ? error.message : String(error)}`,
@@ -634,7 +627,6 @@ export class AppPartitionImpl implements AppPartition {
 		this.#closing = (async () => {
 			// Cleanup first: a command waiting on the sequencer (a storage read) is cut short.
 			await this.#handle.cleanup();
-			this.#wakeActualizedWaiters();
 			await this.#queue.idle();
 			this.#ctx.onClosed(this.partitionId);
 		})();

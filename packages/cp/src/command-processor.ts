@@ -2,6 +2,8 @@ import type { Clock } from "@vvm/clock";
 import { systemClock } from "@vvm/clock";
 import type { RetryOptions, SeqStorage, SequencerParams } from "@vvm/isequencer";
 import { createSequencer } from "@vvm/isequencer";
+import type { Logger } from "@vvm/log";
+import { libraryLogger } from "@vvm/log";
 import type { TTLStorage } from "@vvm/ttlstorage";
 import type { App } from "./app-def.ts";
 import type { AppPartition, SequencerFactory } from "./app-partition.ts";
@@ -10,8 +12,7 @@ import { demoApp } from "./demo-app.ts";
 import type { SequencesTrustLevel } from "./event-writer.ts";
 import { EventWriter } from "./event-writer.ts";
 import { checkPartitions, partitionOf } from "./partition.ts";
-import type { CpLogEntry, PartitionStats } from "./stats.ts";
-import { consoleLog } from "./stats.ts";
+import type { PartitionStats } from "./stats.ts";
 import { CoalescingStorage } from "./write-coalescer.ts";
 
 /**
@@ -39,7 +40,7 @@ export interface CommandProcessorOptions {
 	readonly sequencer?: Omit<SequencerParams, "seqTypes">;
 	/** Backoff of the sequencer's storage retries (default 500/500 ms, as voedger). */
 	readonly sequencerRetry?: RetryOptions;
-	/** Reports each failed storage call of the sequencer; default its own rate-limited console.error. */
+	/** Called on each failed (and retried) storage call of a sequencer, for metrics. */
 	readonly onSequencerStorageError?: (error: unknown, operation: string, attempt: number) => void;
 	/** The `retryAfterMs` of `CP_BUSY`; default 1000. */
 	readonly retryAfterMs?: number;
@@ -53,8 +54,12 @@ export interface CommandProcessorOptions {
 	readonly coalesceWrites?: boolean;
 	/** With group commit: batches at the storage at once (later ones queue and merge). Default 2. */
 	readonly writeBatchesInFlight?: number;
-	/** Log lines (corrupted offsets, conflicts, unexpected errors); default console.warn/error. */
-	readonly onLog?: (entry: CpLogEntry) => void;
+	/**
+	 * Any pino-compatible logger (`@vvm/log`): corrupted offsets (warn), conflicts found by
+	 * recovery and application commands that threw (error), and the sequencers' storage retries
+	 * (warn). Default: nothing is logged.
+	 */
+	readonly logger?: Logger;
 	/**
 	 * Builds each partition's sequencer; default `createSequencer` of `@vvm/isequencer`. For
 	 * instrumentation in tests.
@@ -182,14 +187,16 @@ class CommandProcessorImpl implements CommandProcessor {
 				clock: o.clock ?? systemClock,
 				retryAfterMs: o.retryAfterMs ?? 1000,
 				maxQueued: o.maxQueuedCommands ?? 1000,
-				log: o.onLog ?? consoleLog,
-				newSequencer: (storage: SeqStorage) =>
+				log: libraryLogger(o.logger, { pkg: "@vvm/cp" }),
+				newSequencer: (storage: SeqStorage, count: () => void) =>
 					factory({ ...o.sequencer, seqTypes }, storage, {
 						...(o.clock === undefined ? {} : { clock: o.clock }),
 						...(o.sequencerRetry === undefined ? {} : { retry: o.sequencerRetry }),
-						...(o.onSequencerStorageError === undefined
-							? {}
-							: { onStorageError: o.onSequencerStorageError }),
+						...(o.logger === undefined ? {} : { logger: o.logger }),
+						onStorageError: (error, operation, attempt) => {
+							count();
+							o.onSequencerStorageError?.(error, operation, attempt);
+						},
 					}),
 				onClosed: (id) => {
 					if (this.#deployed.get(id) === partition) this.#deployed.delete(id);
@@ -225,6 +232,7 @@ class CommandProcessorImpl implements CommandProcessor {
 				actualizations: sum((s) => s.actualizations),
 				actualizedEvents: sum((s) => s.actualizedEvents),
 				reappliedEvents: sum((s) => s.reappliedEvents),
+				sequencerStorageErrors: sum((s) => s.sequencerStorageErrors),
 				queued: sum((s) => s.queued),
 				unflushedValues: sum((s) => s.unflushedValues),
 				actualizing: sum((s) => (s.actualizing ? 1 : 0)),

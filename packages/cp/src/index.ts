@@ -66,4 +66,4 @@ export {
 	MAX_CUDS,
 	type UpdateRecordRequest,
 } from "./request.ts";
-export type { CpLogEntry, PartitionStats } from "./stats.ts";
+export type { PartitionStats } from "./stats.ts";

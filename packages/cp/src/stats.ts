@@ -1,5 +1,3 @@
-import type { CpKeyInfo } from "./errors.ts";
-
 /**
  * Counters of one partition (since it was deployed) and its sequencer's state, for metrics.
  *
@@ -30,6 +28,8 @@ export interface PartitionStats {
 	readonly actualizedEvents: number;
 	/** Of those, events re-applied (their records and WLog entry written again, idempotently). */
 	readonly reappliedEvents: number;
+	/** Failed storage calls of the sequencer (each retried). */
+	readonly sequencerStorageErrors: number;
 	/** Commands queued or running. */
 	readonly queued: number;
 	/** The sequencer is actualizing (commands are answered `CP_BUSY`). */
@@ -38,25 +38,6 @@ export interface PartitionStats {
 	readonly nextPLogOffset: number;
 	/** Flush lag: sequence values the sequencer has not written to storage yet. */
 	readonly unflushedValues: number;
-}
-
-/**
- * Something worth a log line: a consumed corrupted offset, a sequences violation, a command that
- * failed unexpectedly (an application command's exception).
- *
- * @example
- * ```ts
- * const onLog = (e: CpLogEntry) => logger[e.level]({ partition: e.partitionId, offset: e.plogOffset }, e.message);
- * ```
- */
-export interface CpLogEntry {
-	readonly level: "warn" | "error";
-	readonly event: "corrupted-offset" | "conflict" | "command-error";
-	readonly partitionId: number;
-	readonly plogOffset?: number;
-	readonly key?: CpKeyInfo;
-	readonly message: string;
-	readonly error?: unknown;
 }
 
 /** @internal Mutable counters behind {@link PartitionStats}. */
@@ -71,11 +52,5 @@ export class Counters {
 	actualizations = 0;
 	actualizedEvents = 0;
 	reappliedEvents = 0;
-}
-
-/** @internal The default log: `console.warn` / `console.error` with the package prefix. */
-export function consoleLog(entry: CpLogEntry): void {
-	const line = `[@vvm/cp] partition ${entry.partitionId}: ${entry.message}`;
-	if (entry.level === "error") console.error(line, entry.error ?? "");
-	else console.warn(line);
+	sequencerStorageErrors = 0;
 }

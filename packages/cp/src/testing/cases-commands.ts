@@ -412,6 +412,10 @@ async function busyWhileActualizing(storage: TTLStorage): Promise<void> {
 		});
 		const p = h.cp.deploy(1);
 		await waitFor(() => h.faults.count("read") === 1, "the actualization to read the PLog");
+		const aborted = new AbortController();
+		const waiting = p.ready(aborted.signal);
+		aborted.abort(new Error("gave up"));
+		await expect(waiting).rejects.toThrow("gave up");
 		const writes = h.writes();
 		const e = await rejection(h.create(p, WS, "early"));
 		expect([e.code, e.retryAfterMs]).toEqual(["CP_BUSY", 250]);
@@ -442,8 +446,12 @@ async function busyOnFlushBacklog(storage: TTLStorage): Promise<void> {
 		const e = await rejection(h.create(p, 1009, "c"));
 		expect(e.code).toBe("CP_BUSY");
 		expect(e.retryAfterMs).toBe(1000);
-		// Nothing was written but the sequencer's own retries.
+		// Nothing was written but the sequencer's own retries, which are counted and logged.
 		expect(h.faults.calls.slice(callsBefore).every(isSequencerWrite)).toBe(true);
+		expect(p.stats().sequencerStorageErrors).toBeGreaterThan(0);
+		expect(
+			h.logs.some((l) => l.level === "warn" && l.operation === "writeValuesAndNextPLogOffset"),
+		).toBe(true);
 		stop();
 		await h.flushed(p);
 		expect(await h.create(p, 1009, "c")).toEqual(created(1, crec(0), 3));

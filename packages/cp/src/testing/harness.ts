@@ -10,7 +10,6 @@ import { createCommandProcessor } from "../command-processor.ts";
 import type { SequencesTrustLevel } from "../event-writer.ts";
 import { readU64 } from "../keys.ts";
 import type { CommandResult } from "../request.ts";
-import type { CpLogEntry } from "../stats.ts";
 import type { AcknowledgedCommand, CheckReport } from "./checker.ts";
 import { checkCpStorage } from "./checker.ts";
 import type { CrashableStorage } from "./crashable-storage.ts";
@@ -101,6 +100,7 @@ export class SequencerSpy {
 				inner.actualize();
 			},
 			stats: () => inner.stats(),
+			ready: (signal?: AbortSignal) => inner.ready(signal),
 		};
 		return { sequencer: spied, cleanup: handle.cleanup, [Symbol.asyncDispose]: handle.cleanup };
 	};
@@ -123,7 +123,9 @@ export class Harness {
 	readonly appId: number = uniqueAppId();
 	readonly partitions: number;
 	readonly trustLevel: SequencesTrustLevel;
-	readonly logs: CpLogEntry[] = [];
+	/** What the processor logged: the fields of each line, its level and message. */
+	readonly logs: Array<Record<string, unknown> & { level: string; message: string | undefined }> =
+		[];
 	readonly acked: AcknowledgedCommand[] = [];
 	readonly spy: SequencerSpy = new SequencerSpy();
 	readonly #extra: Partial<CommandProcessorOptions>;
@@ -148,9 +150,11 @@ export class Harness {
 			partitions: this.partitions,
 			trustLevel: this.trustLevel,
 			sequencerRetry: { baseDelayMs: 1, maxDelayMs: 20 },
-			onSequencerStorageError: () => {},
-			onLog: (e) => {
-				this.logs.push(e);
+			logger: {
+				error: (fields, message) => this.logs.push({ ...fields, level: "error", message }),
+				warn: (fields, message) => this.logs.push({ ...fields, level: "warn", message }),
+				info: () => {},
+				debug: () => {},
 			},
 			createSequencer: this.spy.factory,
 			...this.#extra,
