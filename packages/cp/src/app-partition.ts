@@ -341,7 +341,19 @@ export class AppPartitionImpl implements AppPartition {
 	async #execute(plan: Plan): Promise<CommandResult> {
 		if (this.#closed) throw closedError();
 		const { app, writer, clock } = this.#ctx;
-		const wsKind = app.wsKindOf(plan.wsid);
+		let wsKind: number;
+		try {
+			wsKind = app.wsKindOf(plan.wsid);
+		} catch (error) {
+			throw new CpError(
+				"CP_INTERNAL",
+				`wsid: the application has no workspace kind for ${plan.wsid}`,
+				{
+					cause: error,
+					field: "wsid",
+				},
+			);
+		}
 		// Everything that can be refused is refused before a number is taken.
 		const updates = await this.#resolveUpdates(plan.wsid, plan.updates);
 		checkRawIds({ creates: plan.creates, updates: updates.map(asPlanned) });

@@ -85,7 +85,7 @@ describe("createCommandProcessor", () => {
 	it("an application command that throws, or produces bad CUDs, writes nothing and gives its numbers back", async () => {
 		const app = defineApp({
 			workspaceKinds: { "p.W": 1 },
-			wsKindOf: () => "p.W",
+			wsKindOf: (wsid) => (wsid === 1005 ? "p.Nope" : "p.W"),
 			tables: { "p.Doc": { kind: "CDoc", fields: { n: { type: "int", required: true } } } },
 			sequences: { "p.Seq": { id: 16, initial: 10 } },
 			commands: {
@@ -124,6 +124,9 @@ describe("createCommandProcessor", () => {
 				"CP_INTERNAL",
 			);
 			await p.ready();
+			expect((await rejection(p.executeCommand({ wsid: 1005, command: "p.Ok" }))).field).toBe(
+				"wsid",
+			);
 			expect(h.writes()).toBe(writes);
 			expect(await p.executeCommand({ wsid: 1001, command: "p.Ok" })).toEqual({
 				CurrentWLogOffset: 1,
