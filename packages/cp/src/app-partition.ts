@@ -400,9 +400,9 @@ export class AppPartitionImpl implements AppPartition {
 			});
 			const encoded: EncodedEvent = { event, bytes: encodeJson(event) };
 			phase = "plog";
-			await writer.writePLog(encoded);
+			const applied = await writer.writePLog(encoded);
 			phase = "apply";
-			const conflict = await writer.apply(encoded, false);
+			const conflict = applied ? undefined : await writer.apply(encoded, false);
 			if (conflict !== undefined) throw conflict.error(conflict.markError);
 			this.sequencer.flush();
 			this.#appliedThrough = offset;

@@ -55,6 +55,13 @@ export interface CommandProcessorOptions {
 	/** With group commit: batches at the storage at once (later ones queue and merge). Default 2. */
 	readonly writeBatchesInFlight?: number;
 	/**
+	 * The storage applies each `putBatch` all or nothing: true of `@vvm/ttlstorage-level` (one
+	 * LevelDB write batch), NOT of Cassandra (batches split by size) or DynamoDB (BatchWriteItem).
+	 * At level 2 a command then writes its PLog entry and its effects in one batch (one storage
+	 * round trip instead of two). Default `false`.
+	 */
+	readonly atomicBatches?: boolean;
+	/**
 	 * Any pino-compatible logger (`@vvm/log`): corrupted offsets (warn), conflicts found by
 	 * recovery and application commands that threw (error), and the sequencers' storage retries
 	 * (warn). Default: nothing is logged.

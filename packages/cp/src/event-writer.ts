@@ -71,12 +71,20 @@ export class EventWriter {
 	readonly #writes: TTLStorage;
 	readonly #appId: number;
 	readonly #level: SequencesTrustLevel;
+	readonly #atomic: boolean;
 
-	constructor(storage: TTLStorage, writes: TTLStorage, appId: number, level: SequencesTrustLevel) {
+	constructor(
+		storage: TTLStorage,
+		writes: TTLStorage,
+		appId: number,
+		level: SequencesTrustLevel,
+		atomicBatches = false,
+	) {
 		this.#storage = storage;
 		this.#writes = writes;
 		this.#appId = appId;
 		this.#level = level;
+		this.#atomic = atomicBatches && level === 2;
 	}
 
 	plogKey(event: StoredEvent): StorageKey {
@@ -110,16 +118,22 @@ export class EventWriter {
 	/**
 	 * Writes the PLog entry. Rejects with a `CP_CONFLICT` CpError when another value is there (levels
 	 * 0 and 1), or with `CP_STORAGE` saying whether the event is durable. After a storage error the
-	 * key is read back: our own bytes there mean the write landed, and the command goes on.
+	 * key is read back: our own bytes there mean the write landed, and the command goes on. Resolves
+	 * to `true` when the event's effects went in the same all-or-nothing batch (level 2 with
+	 * `atomicBatches`): then there is nothing left to apply.
 	 */
-	async writePLog(e: EncodedEvent): Promise<void> {
+	async writePLog(e: EncodedEvent): Promise<boolean> {
 		const { pKey, cCols } = this.plogKey(e.event);
 		try {
+			if (this.#atomic) {
+				await this.#writes.putBatch([{ pKey, cCols, value: e.bytes }, ...this.#effects(e)]);
+				return true;
+			}
 			if (this.#level === 2) {
 				await this.#writes.put(pKey, cCols, e.bytes);
-				return;
+				return false;
 			}
-			if (await this.#storage.insertIfNotExists(pKey, cCols, e.bytes, 0)) return;
+			if (await this.#storage.insertIfNotExists(pKey, cCols, e.bytes, 0)) return false;
 		} catch (error) {
 			let existing: Uint8Array | undefined;
 			try {
@@ -127,7 +141,8 @@ export class EventWriter {
 			} catch {
 				throw storageFailure(error, "unknown", "PLog write");
 			}
-			if (existing !== undefined && bytesEqual(existing, e.bytes)) return;
+			// All or nothing: if the PLog entry landed, so did the effects batched with it.
+			if (existing !== undefined && bytesEqual(existing, e.bytes)) return this.#atomic;
 			if (existing !== undefined && this.#level !== 2)
 				throw new Conflict(this.#plogInfo(e.event)).error(error);
 			const sure =
@@ -139,8 +154,24 @@ export class EventWriter {
 		}
 		// insert-if-not-exists returned false: ours (a re-applied write) or a conflict.
 		const existing = await this.#storage.get(pKey, cCols);
-		if (existing !== undefined && bytesEqual(existing, e.bytes)) return;
+		if (existing !== undefined && bytesEqual(existing, e.bytes)) return false;
 		throw new Conflict(this.#plogInfo(e.event)).error();
+	}
+
+	/** Level 2: every effect of an event as puts (new records, the WLog entry, updates). */
+	#effects(e: EncodedEvent): BatchItem[] {
+		const { event } = e;
+		return [
+			...this.#records(
+				event,
+				event.cuds.filter((c) => c.n),
+			),
+			{ key: this.wlogKey(event), value: e.bytes },
+			...this.#records(
+				event,
+				event.cuds.filter((c) => !c.n),
+			),
+		].map((k) => ({ ...k.key, value: k.value }));
 	}
 
 	/** Inserts (level 0/1 events, level 0 records); identical bytes or `isOurs` count as written. */
@@ -175,9 +206,7 @@ export class EventWriter {
 		const wlog: Keyed = { key: this.wlogKey(event), value: e.bytes };
 		if (this.#level === 2 && !recovery) {
 			// Nothing can conflict: one batch of puts.
-			await this.#writes.putBatch(
-				[...creates, wlog, ...updates].map((k) => ({ ...k.key, value: k.value })),
-			);
+			await this.#writes.putBatch(this.#effects(e));
 			return undefined;
 		}
 		const ours = (cud: StoredCud) => (existing: Uint8Array) => {

@@ -110,7 +110,11 @@ describe("createCommandProcessor", () => {
 				},
 			},
 		});
-		const h = new Harness({ storage: createMemTTLStorage(), trustLevel: 0, extra: { app } });
+		const h = new Harness({
+			ctx: { storage: createMemTTLStorage(), options: {} },
+			trustLevel: 0,
+			extra: { app },
+		});
 		try {
 			const p = await h.deploy(1);
 			const writes = h.writes();
@@ -144,7 +148,7 @@ describe("createCommandProcessor", () => {
 
 	it("restart across a PLog bucket boundary reads one range per bucket, from the stored offset", async () => {
 		const h = new Harness({
-			storage: createMemTTLStorage(),
+			ctx: { storage: createMemTTLStorage(), options: {} },
 			trustLevel: 2,
 			extra: { coalesceWrites: false },
 		});

@@ -1,11 +1,21 @@
 import type { TTLStorage } from "@vvm/ttlstorage";
 import { expect } from "vitest";
+import type { CommandProcessorOptions } from "../command-processor.ts";
 import { CpError } from "../errors.ts";
+
+/**
+ * What a case runs on: a storage, and options every command processor of the case gets (a
+ * driver's own configuration, e.g. `atomicBatches` for the level driver).
+ */
+export interface CaseContext {
+	readonly storage: TTLStorage;
+	readonly options: Partial<CommandProcessorOptions>;
+}
 
 /** One case of {@link cpTestSuite}, runnable on its own. */
 export interface CpSuiteCase {
 	readonly name: string;
-	readonly run: (storage: TTLStorage) => Promise<void>;
+	readonly run: (ctx: CaseContext) => Promise<void>;
 }
 
 /** @internal The `CpError` a promise rejects with (fails the test otherwise). */

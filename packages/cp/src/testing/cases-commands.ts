@@ -1,15 +1,14 @@
-import type { TTLStorage } from "@vvm/ttlstorage";
 import { faults } from "@vvm/ttlstorage/testing";
 import { expect } from "vitest";
 import type { AppPartition } from "../app-partition.ts";
 import { PKEY_PREFIX_PLOG } from "../keys.ts";
 import type { CommandResult } from "../request.ts";
-import type { CpSuiteCase } from "./case.ts";
+import type { CaseContext, CpSuiteCase } from "./case.ts";
 import { created, crec, owrec, rejection, WS } from "./case.ts";
 import { Harness, isSequencerWrite, prefixOf, waitFor } from "./harness.ts";
 
-async function apiShapes(storage: TTLStorage): Promise<void> {
-	const h = new Harness({ storage, trustLevel: 0 });
+async function apiShapes(ctx: CaseContext): Promise<void> {
+	const h = new Harness({ ctx, trustLevel: 0 });
 	try {
 		const p = await h.deploy(1);
 		const ada = (await h.create(p, WS, "Ada")).NewIDs["1"] as number;
@@ -111,8 +110,8 @@ async function apiShapes(storage: TTLStorage): Promise<void> {
 	}
 }
 
-async function badInput(storage: TTLStorage): Promise<void> {
-	const h = new Harness({ storage, trustLevel: 0 });
+async function badInput(ctx: CaseContext): Promise<void> {
+	const h = new Harness({ ctx, trustLevel: 0 });
 	try {
 		const p = await h.deploy(1);
 		const writesBefore = h.writes();
@@ -397,8 +396,8 @@ async function badInput(storage: TTLStorage): Promise<void> {
 	}
 }
 
-async function busyWhileActualizing(storage: TTLStorage): Promise<void> {
-	const h = new Harness({ storage, trustLevel: 0, extra: { retryAfterMs: 250 } });
+async function busyWhileActualizing(ctx: CaseContext): Promise<void> {
+	const h = new Harness({ ctx, trustLevel: 0, extra: { retryAfterMs: 250 } });
 	try {
 		let release!: () => void;
 		const gate = new Promise<void>((resolve) => {
@@ -430,10 +429,10 @@ async function busyWhileActualizing(storage: TTLStorage): Promise<void> {
 	}
 }
 
-async function busyOnFlushBacklog(storage: TTLStorage): Promise<void> {
+async function busyOnFlushBacklog(ctx: CaseContext): Promise<void> {
 	// Not coalesced, so a failing sequencer write never shares a batch with a command's write.
 	const h = new Harness({
-		storage,
+		ctx,
 		trustLevel: 2,
 		extra: { coalesceWrites: false, sequencer: { maxNumUnflushedValues: 2 } },
 	});
@@ -460,8 +459,8 @@ async function busyOnFlushBacklog(storage: TTLStorage): Promise<void> {
 	}
 }
 
-async function serialization(storage: TTLStorage): Promise<void> {
-	const h = new Harness({ storage, trustLevel: 0 });
+async function serialization(ctx: CaseContext): Promise<void> {
+	const h = new Harness({ ctx, trustLevel: 0 });
 	try {
 		const [p1, p2] = [await h.deploy(1), await h.deploy(2)];
 		// Random latency on every write, so commands would interleave if nothing serialized them.

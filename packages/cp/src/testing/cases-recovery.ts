@@ -1,4 +1,3 @@
-import type { TTLStorage } from "@vvm/ttlstorage";
 import { bytesEqual } from "@vvm/ttlstorage";
 import type { FaultAction } from "@vvm/ttlstorage/testing";
 import { faults } from "@vvm/ttlstorage/testing";
@@ -6,7 +5,7 @@ import { expect } from "vitest";
 import { decodeLogValue } from "../event.ts";
 import type { SequencesTrustLevel } from "../event-writer.ts";
 import { cpKeys, PKEY_PREFIX_PLOG, PKEY_PREFIX_RECORDS, PKEY_PREFIX_WLOG, u64 } from "../keys.ts";
-import type { CpSuiteCase } from "./case.ts";
+import type { CaseContext, CpSuiteCase } from "./case.ts";
 import { created, crec, GARBAGE, rejection, WS } from "./case.ts";
 import type { CrashCall } from "./crashable-storage.ts";
 import { Harness, prefixOf, storedNextOffset, touches, waitFor } from "./harness.ts";
@@ -20,9 +19,9 @@ const WRITES = [
 ] as const;
 const isWrite = (c: CrashCall): boolean => (WRITES as readonly string[]).includes(c.operation);
 
-async function restartFromTail(storage: TTLStorage): Promise<void> {
+async function restartFromTail(ctx: CaseContext): Promise<void> {
 	// Not coalesced: the sequencer's failing writes must not share batches with commands' writes.
-	const h = new Harness({ storage, trustLevel: 0, extra: { coalesceWrites: false } });
+	const h = new Harness({ ctx, trustLevel: 0, extra: { coalesceWrites: false } });
 	try {
 		let p = await h.deploy(1);
 		const wsids = [1001, 1005, 1009];
@@ -69,8 +68,8 @@ async function restartFromTail(storage: TTLStorage): Promise<void> {
 	}
 }
 
-async function corruptedOffsets(storage: TTLStorage): Promise<void> {
-	const h = new Harness({ storage, trustLevel: 2 });
+async function corruptedOffsets(ctx: CaseContext): Promise<void> {
+	const h = new Harness({ ctx, trustLevel: 2 });
 	try {
 		let p = await h.deploy(1);
 		await h.create(p, WS, "a");
@@ -103,8 +102,8 @@ async function corruptedOffsets(storage: TTLStorage): Promise<void> {
 	}
 }
 
-async function strayAfterGap(storage: TTLStorage): Promise<void> {
-	const h = new Harness({ storage, trustLevel: 0 });
+async function strayAfterGap(ctx: CaseContext): Promise<void> {
+	const h = new Harness({ ctx, trustLevel: 0 });
 	try {
 		let p = await h.deploy(1);
 		await h.create(p, WS, "a");
@@ -142,13 +141,13 @@ const PREFIX: Record<Target, number> = {
 
 /** A storage fault on the write of one key of the next command, and what must follow. */
 async function faultCase(
-	storage: TTLStorage,
+	ctx: CaseContext,
 	level: SequencesTrustLevel,
 	target: Target,
 	action: FaultAction,
 	expected: { committed?: "no" | "yes" | "unknown"; succeeds?: boolean },
 ): Promise<void> {
-	const h = new Harness({ storage, trustLevel: level });
+	const h = new Harness({ ctx, trustLevel: level });
 	try {
 		const p = await h.deploy(1);
 		await h.create(p, WS, "a");
@@ -181,8 +180,8 @@ async function faultCase(
 }
 
 /** Counts the writes of one command and its flush, to crash at each of them. */
-async function writesPerCommand(storage: TTLStorage, level: SequencesTrustLevel): Promise<number> {
-	const h = new Harness({ storage, trustLevel: level });
+async function writesPerCommand(ctx: CaseContext, level: SequencesTrustLevel): Promise<number> {
+	const h = new Harness({ ctx, trustLevel: level });
 	try {
 		const p = await h.deploy(1);
 		await h.create(p, WS, "a");
@@ -196,12 +195,12 @@ async function writesPerCommand(storage: TTLStorage, level: SequencesTrustLevel)
 	}
 }
 
-async function crashAtEveryWrite(storage: TTLStorage, level: SequencesTrustLevel): Promise<void> {
-	const writes = await writesPerCommand(storage, level);
+async function crashAtEveryWrite(ctx: CaseContext, level: SequencesTrustLevel): Promise<void> {
+	const writes = await writesPerCommand(ctx, level);
 	expect(writes).toBeGreaterThanOrEqual(level === 2 ? 3 : 4);
 	for (let k = 1; k <= writes; k++)
 		for (const landed of [false, true]) {
-			const h = new Harness({ storage, trustLevel: level });
+			const h = new Harness({ ctx, trustLevel: level });
 			try {
 				let p = await h.deploy(1);
 				await h.create(p, WS, "a");
@@ -234,9 +233,9 @@ async function crashAtEveryWrite(storage: TTLStorage, level: SequencesTrustLevel
 		}
 }
 
-async function crashWhileMarking(storage: TTLStorage): Promise<void> {
+async function crashWhileMarking(ctx: CaseContext): Promise<void> {
 	for (const landed of [false, true]) {
-		const h = new Harness({ storage, trustLevel: 0 });
+		const h = new Harness({ ctx, trustLevel: 0 });
 		try {
 			let p = await h.deploy(1);
 			await h.create(p, WS, "a");
@@ -291,28 +290,30 @@ export function recoveryCases(): CpSuiteCase[] {
 		cases.push(
 			{
 				name: `${L}: the PLog write fails (unavailable): nothing committed, the numbers are taken again`,
-				run: (s) => faultCase(s, level, "plog", faults.fail(), { committed: "no" }),
+				run: (ctx) => faultCase(ctx, level, "plog", faults.fail(), { committed: "no" }),
 			},
 			{
 				name: `${L}: the PLog write's outcome is unknown but it landed: read back, the command succeeds`,
-				run: (s) => faultCase(s, level, "plog", faults.unknownOutcome(true), { succeeds: true }),
+				run: (ctx) =>
+					faultCase(ctx, level, "plog", faults.unknownOutcome(true), { succeeds: true }),
 			},
 			{
 				name: `${L}: the PLog write's outcome is unknown and it did not land: committed unknown, the offset is taken again`,
-				run: (s) =>
-					faultCase(s, level, "plog", faults.unknownOutcome(false), { committed: "unknown" }),
+				run: (ctx) =>
+					faultCase(ctx, level, "plog", faults.unknownOutcome(false), { committed: "unknown" }),
 			},
 			{
 				name: `${L}: the record write fails after the PLog write: recovery applies the event before the next command`,
-				run: (s) => faultCase(s, level, "record", faults.fail(), { committed: "yes" }),
+				run: (ctx) => faultCase(ctx, level, "record", faults.fail(), { committed: "yes" }),
 			},
 			{
 				name: `${L}: the WLog write lands but its outcome is unknown: recovery re-applies it, identical bytes are no conflict`,
-				run: (s) => faultCase(s, level, "wlog", faults.unknownOutcome(true), { committed: "yes" }),
+				run: (ctx) =>
+					faultCase(ctx, level, "wlog", faults.unknownOutcome(true), { committed: "yes" }),
 			},
 			{
 				name: `${L}: a crash at every write of a command and its flush, before and after it lands, loses and duplicates nothing`,
-				run: (s) => crashAtEveryWrite(s, level),
+				run: (ctx) => crashAtEveryWrite(ctx, level),
 			},
 		);
 	}

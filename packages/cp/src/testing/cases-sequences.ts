@@ -1,11 +1,10 @@
-import type { TTLStorage } from "@vvm/ttlstorage";
 import { bytesEqual } from "@vvm/ttlstorage";
 import { expect } from "vitest";
 import { decodeLogValue } from "../event.ts";
 import type { SequencesTrustLevel } from "../event-writer.ts";
 import type { StorageKey } from "../keys.ts";
 import { cpKeys } from "../keys.ts";
-import type { CpSuiteCase } from "./case.ts";
+import type { CaseContext, CpSuiteCase } from "./case.ts";
 import {
 	created,
 	crec,
@@ -18,8 +17,8 @@ import {
 } from "./case.ts";
 import { Harness } from "./harness.ts";
 
-async function builtInSequences(storage: TTLStorage): Promise<void> {
-	const h = new Harness({ storage, trustLevel: 0 });
+async function builtInSequences(ctx: CaseContext): Promise<void> {
+	const h = new Harness({ ctx, trustLevel: 0 });
 	try {
 		const p1 = await h.deploy(1);
 		// CDoc: CRecord IDs from 322685000131072; WLog and PLog offsets from 1.
@@ -92,11 +91,11 @@ type Target = "record" | "PLog" | "WLog";
  * assert what the level detects and what it overwrites.
  */
 async function trustLevelCase(
-	storage: TTLStorage,
+	ctx: CaseContext,
 	level: SequencesTrustLevel,
 	target: Target,
 ): Promise<void> {
-	const h = new Harness({ storage, trustLevel: level });
+	const h = new Harness({ ctx, trustLevel: level });
 	try {
 		const p = await h.deploy(1);
 		const first = await h.create(p, WS, "first");
@@ -187,7 +186,7 @@ export function sequenceCases(): CpSuiteCase[] {
 			const detects = level === 0 || (level === 1 && target !== "record");
 			cases.push({
 				name: `SequencesTrustLevel${level}: corrupted next ${target} key is ${detects ? "detected, not overwritten" : "overwritten"}`,
-				run: (storage) => trustLevelCase(storage, level, target),
+				run: (ctx) => trustLevelCase(ctx, level, target),
 			});
 		}
 	return cases;

@@ -10,6 +10,7 @@ import { createCommandProcessor } from "../command-processor.ts";
 import type { SequencesTrustLevel } from "../event-writer.ts";
 import { readU64 } from "../keys.ts";
 import type { CommandResult } from "../request.ts";
+import type { CaseContext } from "./case.ts";
 import type { AcknowledgedCommand, CheckReport } from "./checker.ts";
 import { checkCpStorage } from "./checker.ts";
 import type { CrashableStorage } from "./crashable-storage.ts";
@@ -108,7 +109,7 @@ export class SequencerSpy {
 
 /** @internal Options of {@link Harness}. */
 export interface HarnessOptions {
-	readonly storage: TTLStorage;
+	readonly ctx: CaseContext;
 	readonly trustLevel: SequencesTrustLevel;
 	readonly partitions?: number;
 	readonly extra?: Partial<CommandProcessorOptions>;
@@ -134,10 +135,10 @@ export class Harness {
 	cp!: CommandProcessor;
 
 	constructor(options: HarnessOptions) {
-		this.base = options.storage;
+		this.base = options.ctx.storage;
 		this.trustLevel = options.trustLevel;
 		this.partitions = options.partitions ?? 4;
-		this.#extra = options.extra ?? {};
+		this.#extra = { ...options.ctx.options, ...options.extra };
 		this.#newProcess();
 	}
 

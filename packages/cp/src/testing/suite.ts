@@ -1,5 +1,6 @@
 import type { TTLStorage } from "@vvm/ttlstorage";
 import { describe, it } from "vitest";
+import type { CommandProcessorOptions } from "../command-processor.ts";
 import type { CpSuiteCase } from "./case.ts";
 import { commandCases } from "./cases-commands.ts";
 import { recoveryCases } from "./cases-recovery.ts";
@@ -27,6 +28,13 @@ export interface CpSuiteOptions {
 	readonly skipTests?: readonly string[];
 	/** Per-case timeout; default 60 s. */
 	readonly timeoutMs?: number;
+	/**
+	 * Options for every command processor of the suite: a driver's own configuration (e.g.
+	 * `{ atomicBatches: true }` for a storage whose batches are all or nothing).
+	 */
+	readonly processorOptions?: Partial<
+		Pick<CommandProcessorOptions, "atomicBatches" | "coalesceWrites" | "writeBatchesInFlight">
+	>;
 }
 
 /**
@@ -34,7 +42,7 @@ export interface CpSuiteOptions {
  *
  * @example
  * ```ts
- * for (const c of cpTestCases(options)) await c.run(storage);
+ * for (const c of cpTestCases(options)) await c.run({ storage, options: {} });
  * ```
  */
 export function cpTestCases(options: Pick<CpSuiteOptions, "skipTests"> = {}): CpSuiteCase[] {
@@ -66,7 +74,7 @@ export function cpTestSuite(name: string, options: CpSuiteOptions): void {
 				async () => {
 					const storage = await options.createStorage();
 					try {
-						await c.run(storage);
+						await c.run({ storage, options: options.processorOptions ?? {} });
 					} finally {
 						await (options.disposeStorage ?? ((s: TTLStorage) => s.close()))(storage);
 					}
