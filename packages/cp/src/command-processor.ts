@@ -159,12 +159,19 @@ class CommandProcessorImpl implements CommandProcessor {
 		this.partitions = options.partitions;
 		this.trustLevel = level;
 		this.#coalescer =
-			options.coalesceWrites === false ? undefined : new CoalescingStorage(options.storage);
+			options.coalesceWrites === false
+				? undefined
+				: new CoalescingStorage(options.storage, {
+						...(options.writeBatchesInFlight === undefined
+							? {}
+							: { maxInFlight: options.writeBatchesInFlight }),
+					});
 		this.#writer = new EventWriter(
 			options.storage,
 			this.#coalescer ?? options.storage,
 			options.appId,
 			level,
+			options.atomicBatches === true,
 		);
 	}
 
