@@ -10,10 +10,11 @@
 //   BENCH_WARMUP=10000           warm-up creates (default: one per workspace)
 //   BENCH_LEVELS=0,2  BENCH_CONCURRENCY=1,16  BENCH_COALESCE=0 (turn group commit off)
 //   BENCH_IN_FLIGHT=2            group-commit batches at the storage at once
+//   BENCH_ATOMIC=level           drivers run with atomicBatches (default: level only; "" for none)
 //   BENCH_LEVEL_WRITE_BUFFER_MB=4  LevelDB's memtable size (classic-level's default is 4 MiB)
 import { randomInt } from "node:crypto";
 import { mkdtemp, rm } from "node:fs/promises";
-import { availableParallelism, cpus, tmpdir } from "node:os";
+import { availableParallelism, cpus, loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import { DeleteTableCommand, DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import type { TTLStorage } from "@vvm/ttlstorage";
@@ -40,6 +41,8 @@ const concurrencies = list(process.env.BENCH_CONCURRENCY, "1,16").map(Number);
 const coalesce = process.env.BENCH_COALESCE !== "0";
 const inFlight =
 	process.env.BENCH_IN_FLIGHT === undefined ? undefined : Number(process.env.BENCH_IN_FLIGHT);
+// The level driver's putBatch is one LevelDB write batch (all or nothing); the others' are not.
+const atomicOn = list(process.env.BENCH_ATOMIC, "level");
 
 interface Row {
 	driver: string;
@@ -197,6 +200,7 @@ async function benchDriver(driver: string): Promise<Row[]> {
 				trustLevel: level,
 				coalesceWrites: coalesce,
 				...(inFlight === undefined ? {} : { writeBatchesInFlight: inFlight }),
+				atomicBatches: atomicOn.includes(driver),
 			});
 			try {
 				const parts = Array.from({ length: partitions }, (_, p) => cp.deploy(p));
@@ -239,7 +243,9 @@ const rows: Row[] = [];
 for (const d of drivers) rows.push(...(await benchDriver(d)));
 const fmt = (n: number): string => n.toLocaleString("en-US");
 console.log(
-	`\n@vvm/cp, one-record create, ${fmt(workspaces)} workspaces, ${partitions} partitions, group commit ${coalesce ? "on" : "off"}; ${availableParallelism()} cores (${cpus()[0]?.model ?? "?"}), Node ${process.version}\n`,
+	`\n@vvm/cp, one-record create, ${fmt(workspaces)} workspaces, ${partitions} partitions, group commit ${coalesce ? "on" : "off"}, atomicBatches on ${atomicOn.join(",") || "none"}; ${availableParallelism()} cores (${cpus()[0]?.model ?? "?"}), Node ${process.version}, load average ${loadavg()
+		.map((l) => l.toFixed(1))
+		.join(" ")}\n`,
 );
 console.log(
 	"| storage | level | concurrency | commands | cmd/s | p50 ms | p99 ms | busy retries | CPU µs/cmd |",
