@@ -1,5 +1,6 @@
 import { createSequencer } from "@vvm/isequencer";
 import { createSeqStorage } from "@vvm/seqstorage";
+import { withFaults } from "@vvm/ttlstorage/testing";
 import { createMemTTLStorage } from "@vvm/ttlstorage-mem";
 import { describe, expect, it } from "vitest";
 import {
@@ -180,6 +181,32 @@ describe("createCommandProcessor", () => {
 			expect((await h.check()).problems).toEqual([]);
 		} finally {
 			await h.close();
+		}
+	});
+});
+
+describe("write modes", () => {
+	it("level 2 writes the PLog entry, then the effects; with atomicBatches both in one batch", async () => {
+		for (const atomicBatches of [false, true]) {
+			const storage = withFaults(createMemTTLStorage());
+			const cp = createCommandProcessor({
+				storage,
+				appId: 1,
+				partitions: 4,
+				trustLevel: 2,
+				atomicBatches,
+			});
+			const p = cp.deploy(1);
+			await p.ready();
+			await p.createRecord({ wsid: 1001, table: "app1pkg.Customer", fields: { name: "a" } });
+			const prefixes = storage.calls
+				.filter((c) => c.operation === "putBatch")
+				.map((c) => (c.args[0] as Array<{ pKey: Uint8Array }>).map((i) => i.pKey[3]));
+			// PLog 5, records 7, WLog 6 (the sequencer's writes, 3 and 2, may follow).
+			expect(prefixes.slice(0, atomicBatches ? 1 : 2)).toEqual(
+				atomicBatches ? [[5, 7, 6]] : [[5], [7, 6]],
+			);
+			await cp.close();
 		}
 	});
 });
