@@ -1,0 +1,286 @@
+import type { Clock } from "@vvm/clock";
+import { systemClock } from "@vvm/clock";
+import type { RetryOptions, SeqStorage, SequencerParams } from "@vvm/isequencer";
+import { createSequencer } from "@vvm/isequencer";
+import type { Logger } from "@vvm/log";
+import { libraryLogger } from "@vvm/log";
+import type { TTLStorage } from "@vvm/ttlstorage";
+import type { App } from "./app-def.ts";
+import type { AppPartition, SequencerFactory } from "./app-partition.ts";
+import { AppPartitionImpl } from "./app-partition.ts";
+import { demoApp } from "./demo-app.ts";
+import type { SequencesTrustLevel } from "./event-writer.ts";
+import { EventWriter } from "./event-writer.ts";
+import { checkPartitions, partitionOf } from "./partition.ts";
+import type { PartitionStats } from "./stats.ts";
+import { CoalescingStorage } from "./write-coalescer.ts";
+
+/**
+ * Options of {@link createCommandProcessor}.
+ *
+ * @example
+ * ```ts
+ * const options: CommandProcessorOptions = { storage, appId: 1, partitions: 10, trustLevel: 0 };
+ * ```
+ */
+export interface CommandProcessorOptions {
+	/** Any TTL storage driver (mem, level, cas, dyn); the caller owns it (closes it). */
+	readonly storage: TTLStorage;
+	/** The application; default {@link demoApp}. */
+	readonly app?: App;
+	/** Cluster application ID, `0..2^32-1`: every key is scoped by it. */
+	readonly appId: number;
+	/** The application's partition count (`1..65536`); `partition = wsid mod partitions`. Fixed for the app's lifetime. */
+	readonly partitions: number;
+	/** SequencesTrustLevel (`VVMConfig.SequencesTrustLevel`); default 0. */
+	readonly trustLevel?: SequencesTrustLevel;
+	/** Wall clock for event timestamps and the sequencer's timers; default the system clock. */
+	readonly clock?: Clock;
+	/** Sequencer parameters (`seqTypes` come from the app). */
+	readonly sequencer?: Omit<SequencerParams, "seqTypes">;
+	/** Backoff of the sequencer's storage retries (default 500/500 ms, as voedger). */
+	readonly sequencerRetry?: RetryOptions;
+	/** Called on each failed (and retried) storage call of a sequencer, for metrics. */
+	readonly onSequencerStorageError?: (error: unknown, operation: string, attempt: number) => void;
+	/** The `retryAfterMs` of `CP_BUSY`; default 1000. */
+	readonly retryAfterMs?: number;
+	/** Commands queued per partition before `CP_BUSY`; default 1000. */
+	readonly maxQueuedCommands?: number;
+	/**
+	 * Group commit: unconditional writes (level 2 events, level 1/2 records, updates, the
+	 * sequencer's flushes) of all partitions that arrive while one batch is at the storage go out as
+	 * the next batch. Default `true`.
+	 */
+	readonly coalesceWrites?: boolean;
+	/** With group commit: batches at the storage at once (later ones queue and merge). Default 2. */
+	readonly writeBatchesInFlight?: number;
+	/**
+	 * The storage applies each `putBatch` all or nothing: true of `@vvm/ttlstorage-level` (one
+	 * LevelDB write batch), NOT of Cassandra (batches split by size) or DynamoDB (BatchWriteItem).
+	 * At level 2 a command then writes its PLog entry and its effects in one batch (one storage
+	 * round trip instead of two). Default `false`.
+	 */
+	readonly atomicBatches?: boolean;
+	/**
+	 * Any pino-compatible logger (`@vvm/log`): corrupted offsets (warn), conflicts found by
+	 * recovery and application commands that threw (error), and the sequencers' storage retries
+	 * (warn). Default: nothing is logged.
+	 */
+	readonly logger?: Logger;
+	/**
+	 * Builds each partition's sequencer; default `createSequencer` of `@vvm/isequencer`. For
+	 * instrumentation in tests.
+	 * @internal
+	 */
+	readonly createSequencer?: SequencerFactory;
+}
+
+/**
+ * Counters of all deployed partitions, summed, and per partition.
+ *
+ * @example
+ * ```ts
+ * const { totals, partitions } = cp.stats();
+ * ```
+ */
+export interface CommandProcessorStats {
+	readonly totals: Omit<PartitionStats, "partitionId" | "actualizing" | "nextPLogOffset"> & {
+		readonly actualizing: number;
+	};
+	readonly partitions: readonly PartitionStats[];
+}
+
+/**
+ * The command processor of one application: deploys its partitions (one sequencer each) over a
+ * TTL storage driver.
+ *
+ * @example
+ * ```ts
+ * const cp = createCommandProcessor({ storage, appId: 1, partitions: 10 });
+ * const p = cp.deploy(cp.partitionOf(1001));
+ * await p.ready();
+ * ```
+ */
+export interface CommandProcessor extends AsyncDisposable {
+	readonly app: App;
+	readonly appId: number;
+	readonly partitions: number;
+	readonly trustLevel: SequencesTrustLevel;
+	/** `wsid mod partitions`. */
+	partitionOf(wsid: number): number;
+	/**
+	 * Deploys a partition: creates its sequencer, which actualizes from the durable PLog (recovery
+	 * re-applies the events whose effects may be missing). Throws a RangeError if it is deployed.
+	 */
+	deploy(partitionId: number): AppPartition;
+	/** The deployed partition, or `undefined`. */
+	partition(partitionId: number): AppPartition | undefined;
+	/** Closes a deployed partition (no-op when it is not deployed). */
+	undeploy(partitionId: number): Promise<void>;
+	stats(): CommandProcessorStats;
+	/** Undeploys every partition and waits for queued writes. The storage stays open. */
+	close(): Promise<void>;
+}
+
+class CommandProcessorImpl implements CommandProcessor {
+	readonly app: App;
+	readonly appId: number;
+	readonly partitions: number;
+	readonly trustLevel: SequencesTrustLevel;
+	readonly #deployed = new Map<number, AppPartitionImpl>();
+	readonly #options: CommandProcessorOptions;
+	readonly #coalescer: CoalescingStorage | undefined;
+	readonly #writer: EventWriter;
+	#closed = false;
+
+	constructor(options: CommandProcessorOptions) {
+		if (typeof options !== "object" || options === null)
+			throw new TypeError("[@vvm/cp] options are required");
+		if (typeof options.storage?.insertIfNotExists !== "function")
+			throw new TypeError("[@vvm/cp] options.storage must be a TTLStorage");
+		if (!Number.isInteger(options.appId) || options.appId < 0 || options.appId > 0xffff_ffff)
+			throw new RangeError(
+				`[@vvm/cp] appId must be an integer in 0..2^32-1, got ${String(options.appId)}`,
+			);
+		checkPartitions(options.partitions);
+		const level = options.trustLevel ?? 0;
+		if (level !== 0 && level !== 1 && level !== 2)
+			throw new RangeError(`[@vvm/cp] trustLevel must be 0, 1 or 2, got ${String(level)}`);
+		for (const [name, v, min] of [
+			["retryAfterMs", options.retryAfterMs, 0],
+			["maxQueuedCommands", options.maxQueuedCommands, 1],
+			["writeBatchesInFlight", options.writeBatchesInFlight, 1],
+		] as const)
+			if (v !== undefined && (!Number.isSafeInteger(v) || v < min))
+				throw new RangeError(`[@vvm/cp] ${name} must be an integer >= ${min}, got ${v}`);
+		this.#options = options;
+		this.app = options.app ?? demoApp;
+		this.appId = options.appId;
+		this.partitions = options.partitions;
+		this.trustLevel = level;
+		this.#coalescer =
+			options.coalesceWrites === false
+				? undefined
+				: new CoalescingStorage(options.storage, {
+						...(options.writeBatchesInFlight === undefined
+							? {}
+							: { maxInFlight: options.writeBatchesInFlight }),
+					});
+		this.#writer = new EventWriter(
+			options.storage,
+			this.#coalescer ?? options.storage,
+			options.appId,
+			level,
+			options.atomicBatches === true,
+		);
+	}
+
+	partitionOf(wsid: number): number {
+		return partitionOf(wsid, this.partitions);
+	}
+
+	deploy(partitionId: number): AppPartition {
+		if (this.#closed) throw new RangeError("[@vvm/cp] the command processor is closed");
+		if (!Number.isInteger(partitionId) || partitionId < 0 || partitionId >= this.partitions)
+			throw new RangeError(
+				`[@vvm/cp] partitionId must be an integer in 0..${this.partitions - 1}, got ${partitionId}`,
+			);
+		if (this.#deployed.has(partitionId))
+			throw new RangeError(`[@vvm/cp] partition ${partitionId} is already deployed`);
+		const o = this.#options;
+		const seqTypes = this.app.seqTypes;
+		const factory = o.createSequencer ?? createSequencer;
+		const partition = new AppPartitionImpl(
+			{
+				app: this.app,
+				appId: this.appId,
+				partitions: this.partitions,
+				storage: o.storage,
+				writes: this.#coalescer ?? o.storage,
+				writer: this.#writer,
+				clock: o.clock ?? systemClock,
+				retryAfterMs: o.retryAfterMs ?? 1000,
+				maxQueued: o.maxQueuedCommands ?? 1000,
+				log: libraryLogger(o.logger, { pkg: "@vvm/cp" }),
+				newSequencer: (storage: SeqStorage, count: () => void) =>
+					factory({ ...o.sequencer, seqTypes }, storage, {
+						...(o.clock === undefined ? {} : { clock: o.clock }),
+						...(o.sequencerRetry === undefined ? {} : { retry: o.sequencerRetry }),
+						...(o.logger === undefined ? {} : { logger: o.logger }),
+						onStorageError: (error, operation, attempt) => {
+							count();
+							o.onSequencerStorageError?.(error, operation, attempt);
+						},
+					}),
+				onClosed: (id) => {
+					if (this.#deployed.get(id) === partition) this.#deployed.delete(id);
+				},
+			},
+			partitionId,
+		);
+		this.#deployed.set(partitionId, partition);
+		return partition;
+	}
+
+	partition(partitionId: number): AppPartition | undefined {
+		return this.#deployed.get(partitionId);
+	}
+
+	async undeploy(partitionId: number): Promise<void> {
+		await this.#deployed.get(partitionId)?.close();
+	}
+
+	stats(): CommandProcessorStats {
+		const partitions = [...this.#deployed.values()].map((p) => p.stats());
+		const sum = (f: (s: PartitionStats) => number): number =>
+			partitions.reduce((a, s) => a + f(s), 0);
+		return {
+			totals: {
+				commands: sum((s) => s.commands),
+				failed: sum((s) => s.failed),
+				rejected: sum((s) => s.rejected),
+				conflicts: sum((s) => s.conflicts),
+				busy: sum((s) => s.busy),
+				storageErrors: sum((s) => s.storageErrors),
+				corruptedOffsets: sum((s) => s.corruptedOffsets),
+				actualizations: sum((s) => s.actualizations),
+				actualizedEvents: sum((s) => s.actualizedEvents),
+				reappliedEvents: sum((s) => s.reappliedEvents),
+				sequencerStorageErrors: sum((s) => s.sequencerStorageErrors),
+				queued: sum((s) => s.queued),
+				unflushedValues: sum((s) => s.unflushedValues),
+				actualizing: sum((s) => (s.actualizing ? 1 : 0)),
+			},
+			partitions,
+		};
+	}
+
+	async close(): Promise<void> {
+		this.#closed = true;
+		await Promise.all([...this.#deployed.values()].map((p) => p.close()));
+		await this.#coalescer?.close();
+	}
+
+	[Symbol.asyncDispose](): Promise<void> {
+		return this.close();
+	}
+}
+
+/**
+ * Creates the command processor of one application over a TTL storage driver. Deploy the
+ * partitions this VVM serves; each gets its sequencer (seed 004 `IAppPartition.Sequencer`).
+ * Bad options throw a RangeError/TypeError.
+ *
+ * @example
+ * ```ts
+ * const cp = createCommandProcessor({ storage: createMemTTLStorage(), appId: 1, partitions: 4, trustLevel: 0 });
+ * const p = cp.deploy(1);
+ * await p.ready();
+ * const r = await p.createRecord({ wsid: 1001, table: "app1pkg.Customer", fields: { name: "Ada" } });
+ * // r = { CurrentWLogOffset: 1, NewIDs: { "1": 322685000131072 }, plogOffset: 1 }
+ * await cp.close();
+ * ```
+ */
+export function createCommandProcessor(options: CommandProcessorOptions): CommandProcessor {
+	return new CommandProcessorImpl(options);
+}

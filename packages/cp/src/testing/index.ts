@@ -1,0 +1,13 @@
+export type { CpSuiteCase } from "./case.ts";
+export {
+	type AcknowledgedCommand,
+	type CheckOptions,
+	type CheckReport,
+	checkCpStorage,
+} from "./checker.ts";
+export {
+	type CrashableStorage,
+	type CrashCall,
+	createCrashableStorage,
+} from "./crashable-storage.ts";
+export { type CpSuiteOptions, cpTestCases, cpTestSuite } from "./suite.ts";
