@@ -81,7 +81,7 @@ launch_node() {
   mkdir -p "$dir/data" "$dir/logs" "$dir/triggers"
   sed -e "s/@ADDRESS@/$addr/g" -e "s/@SEED@/$(node_address 1)/g" \
     -e "s/@INITIAL_TOKEN@/${CLUSTER_TOKENS[$((n - 1))]}/g" \
-    "$CLUSTER_HERE/cassandra.yaml" >"$dir/cassandra.yaml"
+    "$CLUSTER_HERE/cassandra.yaml.template" >"$dir/cassandra.yaml"
   # The ring delay bounds the start-up "shadow round", in which a node asks the seed for the ring
   # (retrying every second for up to twice the delay). The seed asks nobody, so 100 ms spares it
   # the wait; the other nodes keep the default 30 s, so they may start before the seed is up.
