@@ -61,7 +61,9 @@ fi
 echo "bootstrap: Node $current ($(command -v node))"
 
 PNPM_VERSION="$(node -p "require('$ROOT/package.json').packageManager.split('@')[1]")"
-if [ ! -x "$TOOLS/node_modules/.bin/pnpm" ] || [ "$("$TOOLS/node_modules/.bin/pnpm" -v)" != "$PNPM_VERSION" ]; then
+# Read the installed version from its manifest: running an old pnpm here would try to switch itself.
+installed_pnpm="$(node -p "try { require('$TOOLS/node_modules/pnpm/package.json').version } catch { '' }")"
+if [ ! -x "$TOOLS/node_modules/.bin/pnpm" ] || [ "$installed_pnpm" != "$PNPM_VERSION" ]; then
 	echo "bootstrap: installing pnpm $PNPM_VERSION into .tools/"
 	npm install --silent --no-audit --no-fund --no-save --prefix "$TOOLS" "pnpm@$PNPM_VERSION" >/dev/null
 fi
