@@ -5,7 +5,7 @@ import { dirname, resolve } from "node:path";
 import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
 
-export const APP_DIR: string = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
+const APP_DIR: string = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
 
 export interface LogLine {
 	readonly level: number;
