@@ -28,6 +28,7 @@ else
 fi
 
 . scripts/bootstrap.sh
+bash scripts/test-packages.sh
 
 servers_ok=1
 if [ -n "$servers_pid" ]; then wait "$servers_pid" || servers_ok=0; fi

@@ -1,16 +1,11 @@
 #!/usr/bin/env node
-import { readFileSync } from "node:fs";
 import { ConfigError, helpText, parseHostConfig } from "./config.ts";
 import { EXIT, runHost } from "./host.ts";
+import { hostVersion } from "./version.ts";
 
-/** `vvm-host <version> (Node.js <version>)`; the manifest sits one level above src/ and dist/. */
+/** `vvm-host <version> (Node.js <version>)`. */
 function versionText(): string {
-	const manifest = JSON.parse(
-		readFileSync(new URL("../package.json", import.meta.url), "utf8"),
-	) as {
-		version: string;
-	};
-	return `vvm-host ${manifest.version} (Node.js ${process.version})`;
+	return `vvm-host ${hostVersion()} (Node.js ${process.version})`;
 }
 
 async function main(): Promise<number> {

@@ -12,6 +12,7 @@ export interface HostConfig {
 	readonly leadershipSeconds: number;
 	readonly acquireTimeoutMs: number;
 	readonly acquireRetryMs: number;
+	readonly maxClockSkewMs: number;
 	readonly numVVM: number;
 	/**
 	 * `undefined`: `<httpHost>:<bound HTTP port>`. The leader record stores
@@ -33,6 +34,7 @@ export interface HostConfig {
 /** A bad flag or environment variable; the CLI prints `message` and exits with code 2. */
 export class ConfigError extends Error {
 	override readonly name: string = "ConfigError";
+	readonly code = "HOST_BAD_CONFIG" as const;
 }
 
 interface OptionSpec {
@@ -114,6 +116,14 @@ const SPECS: readonly OptionSpec[] = [
 		def: "20",
 		parse: int(1, 31_536_000),
 		help: "leadership duration (TTL of the leader record); renewal every 1/4, the process may act until 0.8 of it after the last renewal",
+	},
+	{
+		key: "maxClockSkewMs",
+		flag: "max-clock-skew-ms",
+		env: ["VVM_MAX_CLOCK_SKEW_MS"],
+		def: "0",
+		parse: int(0, 2_147_483_647),
+		help: "wall-clock skew between hosts you guarantee (NTP); the lease and the killer end that much before the leader record expires (at most half the leadership duration)",
 	},
 	{
 		key: "acquireTimeoutMs",
@@ -327,5 +337,11 @@ export function parseHostConfig(
 			config[s.key] = s.parse(raw, source);
 		}
 	}
-	return { help: false, config: config as unknown as HostConfig };
+	const checked = config as unknown as HostConfig;
+	if (checked.maxClockSkewMs > checked.leadershipSeconds * 500) {
+		throw new ConfigError(
+			`--max-clock-skew-ms ${checked.maxClockSkewMs} is more than half of --leadership-seconds ${checked.leadershipSeconds} (at most ${checked.leadershipSeconds * 500})`,
+		);
+	}
+	return { help: false, config: checked };
 }

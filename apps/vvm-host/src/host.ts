@@ -1,8 +1,9 @@
 import { systemClock } from "@vvm/clock";
 import type { Killer } from "@vvm/ielections";
-import { processKiller, vvmLeadershipStorage } from "@vvm/ielections";
+import { processKiller, VVM_LEADER_PREFIX, vvmLeadershipStorage } from "@vvm/ielections";
 import type { VVM, VVMEvent } from "@vvm/orch";
 import { provideVVM, VVMError } from "@vvm/orch";
+import { u32 } from "@vvm/ttlstorage";
 import type { DestinationStream } from "pino";
 import type { HostConfig } from "./config.ts";
 import type { HttpApi, HttpApiState } from "./http.ts";
@@ -24,6 +25,16 @@ function listenHint(error: unknown): string {
 	if (code === "EADDRINUSE") return "the port is in use: choose another with --http-port";
 	if (code === "EACCES") return "no permission for this port: use --http-port above 1023";
 	return "this machine has no such address: check --http-host";
+}
+
+/**
+ * A host started with {@link startHost}: `done` resolves to the exit code; `stop()` (or
+ * `await using`) shuts it down gracefully, as SIGTERM would, and resolves to the exit code.
+ */
+export interface HostHandle extends AsyncDisposable {
+	readonly done: Promise<number>;
+	stop(): Promise<number>;
+	[Symbol.asyncDispose](): Promise<void>;
 }
 
 /** Options of {@link runHost}, mostly for tests. */
@@ -96,14 +107,15 @@ export async function runHost(config: HostConfig, options: RunHostOptions = {}):
 			{ event: "storage-open", storage: config.storage, location: storage.location },
 			"storage open",
 		);
-		const leadershipStorage = vvmLeadershipStorage(storage.driver);
+		const driver = storage.driver;
+		const leadershipStorage = vvmLeadershipStorage(driver);
 
 		let address = config.address ?? "";
 		let current: VVM | undefined;
 		const worker = createLeaseWorker({
 			intervalMs: config.workIntervalMs,
 			logger,
-			leaseTimeLeftMs: () => current?.leadership()?.leaseTimeLeftMs,
+			leadership: () => current?.leadership(),
 		});
 		const metrics = createHostMetrics({
 			leadership: () => current?.leadership(),
@@ -125,6 +137,7 @@ export async function runHost(config: HostConfig, options: RunHostOptions = {}):
 			now: () => systemClock.now(),
 			monotonic: () => systemClock.monotonic(),
 			holderOf: (slot) => leadershipStorage.get(slot),
+			expiresInOf: (slot) => driver.queryTTL(u32(VVM_LEADER_PREFIX), u32(slot)),
 			registry: metrics.registry,
 			worker,
 		};
@@ -156,10 +169,9 @@ export async function runHost(config: HostConfig, options: RunHostOptions = {}):
 			address: leaderValue,
 			numVVM: config.numVVM,
 			clock: systemClock,
-			killer:
-				options.killer ??
-				processKiller({ log: (line) => logger.fatal({ event: "killer", line }, line) }),
+			killer: options.killer ?? processKiller({ logger }),
 			acquireRetryMs: config.acquireRetryMs,
+			maxClockSkewMs: config.maxClockSkewMs,
 			services: [worker],
 			onEvent: (event: VVMEvent) => {
 				metrics.onEvent(event);
@@ -203,4 +215,32 @@ export async function runHost(config: HostConfig, options: RunHostOptions = {}):
 		await http?.close().catch(() => {});
 		await storage?.close().catch(() => {});
 	}
+}
+
+/**
+ * Runs the host in this process without taking its signals: for embedding and tests.
+ *
+ * @example
+ * ```ts
+ * await using host = startHost(config);
+ * // … until the end of the scope, which stops it gracefully
+ * ```
+ */
+export function startHost(
+	config: HostConfig,
+	options: Omit<RunHostOptions, "stop"> = {},
+): HostHandle {
+	const stopCtl = new AbortController();
+	const done = runHost(config, { ...options, stop: stopCtl.signal });
+	const stop = (): Promise<number> => {
+		stopCtl.abort();
+		return done;
+	};
+	return {
+		done,
+		stop,
+		async [Symbol.asyncDispose]() {
+			await stop();
+		},
+	};
 }

@@ -5,6 +5,8 @@ import type { VVM } from "@vvm/orch";
 import type { Registry } from "prom-client";
 import type { LeaseWorker } from "./lease-worker.ts";
 import { describeError } from "./logger.ts";
+import { STATUS_PAGE_HTML } from "./status-page.ts";
+import { hostVersion } from "./version.ts";
 
 /** What the HTTP API reads. The VVM is set once created (the server starts before it). */
 export interface HttpApiState {
@@ -18,8 +20,20 @@ export interface HttpApiState {
 	/** The VVM clock's monotonic ms: the leadership's own times are on it. */
 	readonly monotonic: () => number;
 	readonly holderOf: (slot: number) => Promise<string | undefined>;
+	/** Seconds until a slot's leader record expires unless renewed; `undefined` when free. */
+	readonly expiresInOf: (slot: number) => Promise<number | undefined>;
+	/** Extra tables for the status page (partitions, flush lag), as they exist. */
+	readonly sections?: () => Promise<readonly StatusSection[]>;
 	readonly registry: Registry;
 	readonly worker: LeaseWorker;
+}
+
+/** One table of the status page beyond the built-in ones. */
+export interface StatusSection {
+	readonly id: string;
+	readonly title: string;
+	readonly columns: readonly string[];
+	readonly rows: ReadonlyArray<ReadonlyArray<string | number | boolean | null>>;
 }
 
 /** A started HTTP server. */
@@ -91,6 +105,49 @@ async function leadershipBody(state: HttpApiState): Promise<unknown> {
 	};
 }
 
+/**
+ * The `/status` body the status page renders: this host, its lease, every slot's leader record
+ * (up to 16) with the time until it expires, and the extra sections.
+ */
+async function statusBody(state: HttpApiState): Promise<unknown> {
+	const leadership = state.vvm?.leadership();
+	const leaseValid = state.vvm?.leaseValid() ?? false;
+	const slots: unknown[] = [];
+	for (let slot = 1; slot <= Math.min(state.numVVM, 16); slot++) {
+		try {
+			const [holder, expiresInSeconds] = await Promise.all([
+				state.holderOf(slot),
+				state.expiresInOf(slot),
+			]);
+			slots.push({ slot, holder: holder ?? null, expiresInSeconds });
+		} catch (error) {
+			slots.push({ slot, holderError: describeError(error) ?? "unknown storage error" });
+		}
+	}
+	return {
+		phase: state.phase,
+		leader: leaseValid,
+		address: state.address(),
+		pid: process.pid,
+		version: hostVersion(),
+		problem: state.vvm?.problem()?.message ?? null,
+		leadership:
+			leadership === undefined
+				? null
+				: {
+						slot: leadership.slot,
+						holder: leadership.address,
+						timeLeftMs: Math.max(0, Math.round(leadership.leaseTimeLeftMs)),
+						leaseMs: Math.round(leadership.leaseDeadline - leadership.lastRenewedAt),
+						renewals: leadership.renewals,
+						fencingToken: leadership.fencingToken ?? null,
+						leaseValid,
+					},
+		slots,
+		sections: (await state.sections?.()) ?? [],
+	};
+}
+
 async function handle(
 	state: HttpApiState,
 	req: IncomingMessage,
@@ -117,6 +174,17 @@ async function handle(
 		case "GET /leadership":
 			json(res, 200, await leadershipBody(state));
 			return;
+		case "GET /":
+			res.writeHead(200, {
+				"content-type": "text/html; charset=utf-8",
+				"cache-control": "no-store",
+				"content-length": Buffer.byteLength(STATUS_PAGE_HTML),
+			});
+			res.end(STATUS_PAGE_HTML);
+			return;
+		case "GET /status":
+			json(res, 200, await statusBody(state));
+			return;
 		case "GET /metrics": {
 			const body = await state.registry.metrics();
 			res.writeHead(200, { "content-type": state.registry.contentType });
@@ -129,7 +197,9 @@ async function handle(
 			return;
 		}
 		default:
-			if (["/healthz", "/readyz", "/leadership", "/metrics", "/work"].includes(path)) {
+			if (
+				["/", "/status", "/healthz", "/readyz", "/leadership", "/metrics", "/work"].includes(path)
+			) {
 				json(res, 405, { error: `method ${req.method} not allowed on ${path}` });
 			} else {
 				json(res, 404, { error: `no route ${path}` });

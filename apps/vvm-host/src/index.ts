@@ -6,8 +6,14 @@ export {
 	parseHostConfig,
 	type StorageKind,
 } from "./config.ts";
-export { EXIT, type RunHostOptions, runHost } from "./host.ts";
-export { type HttpApi, type HttpApiState, type SlotView, startHttpApi } from "./http.ts";
+export { EXIT, type HostHandle, type RunHostOptions, runHost, startHost } from "./host.ts";
+export {
+	type HttpApi,
+	type HttpApiState,
+	type SlotView,
+	type StatusSection,
+	startHttpApi,
+} from "./http.ts";
 export { createLeaderValue, LEADER_VALUE_SEPARATOR, parseLeaderValue } from "./leader-value.ts";
 export { type ActResult, createLeaseWorker, type LeaseWorker } from "./lease-worker.ts";
 export { createHostLogger, logVVMEvent } from "./logger.ts";

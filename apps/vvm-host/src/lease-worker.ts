@@ -1,8 +1,30 @@
-import type { VVMService, VVMServiceContext } from "@vvm/orch";
+import type { VVMLeadership, VVMService, VVMServiceContext } from "@vvm/orch";
 import type { Logger } from "pino";
+import { parseLeaderValue } from "./leader-value.ts";
+import { systemMonotonicMs } from "./logger.ts";
+
+/**
+ * What one accepted unit of work was done under: the same fields go to the log line, so a checker
+ * can prove from the logs of every host that no two incarnations acted at overlapping times.
+ */
+export interface WorkDone {
+	readonly done: true;
+	/** This host's wall time, ms (it may be skewed or stepped). */
+	readonly at: number;
+	/** `CLOCK_MONOTONIC` in ms, the same clock for every process on one machine. */
+	readonly mono: number;
+	readonly slot: number;
+	/** The leader record's value, `address#nonce`. */
+	readonly holder: string;
+	/** The nonce: unique per process incarnation. */
+	readonly incarnation: string;
+	readonly fencingToken: number | undefined;
+	/** Lease time left when the work was accepted. */
+	readonly leaseLeftMs: number;
+}
 
 /** Result of one attempt to act as leader. */
-export type ActResult = { readonly done: true } | { readonly done: false; readonly reason: string };
+export type ActResult = WorkDone | { readonly done: false; readonly reason: string };
 
 /** A demo service that acts only while the lease is valid, and says so when it refuses. */
 export interface LeaseWorker extends VVMService {
@@ -20,8 +42,8 @@ export interface LeaseWorker extends VVMService {
 export function createLeaseWorker(options: {
 	readonly intervalMs: number;
 	readonly logger: Logger;
-	/** Lease time left in ms (negative once passed), `undefined` when not leader. */
-	readonly leaseTimeLeftMs: () => number | undefined;
+	/** The VVM's leadership, `undefined` when not leader. */
+	readonly leadership: () => VVMLeadership | undefined;
 }): LeaseWorker {
 	let context: VVMServiceContext | undefined;
 	let timer: NodeJS.Timeout | undefined;
@@ -35,21 +57,39 @@ export function createLeaseWorker(options: {
 		name: "lease-worker",
 		act(source) {
 			const ctx = context;
-			const leaseLeftMs = options.leaseTimeLeftMs();
+			const leadership = options.leadership();
 			const at = Date.now(); // for the log only
 			let reason: string | undefined;
 			if (ctx === undefined) reason = "not leader";
 			else if (ctx.signal.aborted) reason = "stopping";
-			else if (!ctx.leaseValid()) reason = "lease expired";
-			if (reason !== undefined) {
-				const line = { event: "refused", source, reason, at, leaseLeftMs };
+			else if (!ctx.leaseValid() || leadership === undefined) reason = "lease expired";
+			if (reason !== undefined || leadership === undefined) {
+				reason ??= "not leader";
+				const line = {
+					event: "refused",
+					source,
+					reason,
+					at,
+					leaseLeftMs: leadership?.leaseTimeLeftMs,
+				};
 				if (wasLeader) options.logger.warn(line, `refused to act: ${reason}`);
 				else options.logger.debug(line, `refused to act: ${reason}`);
 				return { done: false, reason };
 			}
 			count++;
-			options.logger.debug({ event: "work", source, n: count, at, leaseLeftMs }, "work done");
-			return { done: true };
+			const work: WorkDone = {
+				done: true,
+				at,
+				mono: systemMonotonicMs(),
+				slot: leadership.slot,
+				holder: leadership.address,
+				incarnation: parseLeaderValue(leadership.address).nonce ?? leadership.address,
+				fencingToken: leadership.fencingToken,
+				leaseLeftMs: Math.round(leadership.leaseTimeLeftMs),
+			};
+			const { done: _, ...fields } = work;
+			options.logger.debug({ event: "work", source, n: count, ...fields }, "work done");
+			return work;
 		},
 		async start(ctx) {
 			context = ctx;

@@ -4,12 +4,25 @@ import { pino } from "pino";
 import { parseLeaderValue } from "./leader-value.ts";
 
 /**
+ * `CLOCK_MONOTONIC` in ms (`process.hrtime`): one clock for every process on a machine, never
+ * stepped, so the logs of hosts whose wall clocks differ (or are faked) can still be ordered.
+ */
+export function systemMonotonicMs(): number {
+	return Number(process.hrtime.bigint() / 1_000n) / 1_000;
+}
+
+/**
  * The host's structured logger: JSON lines on stdout (synchronous, so nothing is lost on exit),
- * `time` in epoch ms.
+ * `time` in epoch ms (this host's wall clock), `mono` = {@link systemMonotonicMs}.
  */
 export function createHostLogger(level: string, destination?: DestinationStream): Logger {
 	return pino(
-		{ level, base: { pid: process.pid }, messageKey: "msg" },
+		{
+			level,
+			base: { pid: process.pid },
+			messageKey: "msg",
+			mixin: () => ({ mono: systemMonotonicMs() }),
+		},
 		destination ?? pino.destination({ fd: 1, sync: true }),
 	);
 }
@@ -56,6 +69,7 @@ export function logVVMEvent(logger: Logger, event: VVMEvent): void {
 					address: parseLeaderValue(event.value).address,
 					holder: event.value,
 					at: event.at,
+					fencingToken: event.fencingToken,
 					leaseLeftMs: Math.round(event.leaseLeftMs),
 					leaseUntil: Math.round(event.at + event.leaseLeftMs),
 				},

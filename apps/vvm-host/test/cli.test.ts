@@ -80,6 +80,20 @@ describe("vvm-host CLI", () => {
 
 		const work = await fetch(`${base}/work`, { method: "POST" });
 		expect(work.status).toBe(200);
+		// What the work was done under, as the chaos checker reads it (and as the log line says).
+		const done = (await work.json()) as Record<string, unknown>;
+		const acquired = host.lines.find((l) => l.event === "acquired");
+		expect(done).toMatchObject({
+			done: true,
+			slot: 1,
+			holder: acquired?.holder,
+			incarnation: String(acquired?.holder).split("#")[1],
+			fencingToken: acquired?.fencingToken,
+		});
+		expect(done.fencingToken).toBeGreaterThanOrEqual(1);
+		expect(typeof done.mono).toBe("number");
+		const logged = await host.waitFor((l) => l.event === "work" && l.source === "http");
+		expect(logged).toMatchObject({ slot: 1, holder: done.holder, fencingToken: done.fencingToken });
 		expect((await fetch(`${base}/nope`)).status).toBe(404);
 		expect((await fetch(`${base}/healthz`, { method: "DELETE" })).status).toBe(405);
 

@@ -18,6 +18,7 @@ function fakeVVM(view: { held: VVMLeadership | undefined; leaseValid: boolean })
 		leadership: () => view.held,
 		leaseValid: () => view.leaseValid,
 		problem: () => undefined,
+		[Symbol.asyncDispose]: () => Promise.resolve(),
 	};
 }
 
@@ -30,6 +31,7 @@ const held: VVMLeadership = {
 	lastRenewedAt: MONO - 17_000,
 	leaseDeadline: MONO - 1_000, // passed: the renewal in flight hangs
 	leaseTimeLeftMs: -1_000,
+	fencingToken: 7,
 };
 
 const servers: HttpApi[] = [];
@@ -55,11 +57,12 @@ async function serve(
 		now: () => NOW,
 		monotonic: () => MONO,
 		holderOf,
+		expiresInOf: async () => undefined,
 		registry: metrics.registry,
 		worker: createLeaseWorker({
 			intervalMs: 0,
 			logger: pino({ level: "silent" }),
-			leaseTimeLeftMs: () => vvm.leadership()?.leaseTimeLeftMs,
+			leadership: () => vvm.leadership(),
 		}),
 	};
 	const api = await startHttpApi(state, "127.0.0.1", 0);

@@ -1,8 +1,11 @@
 import type { Clock, TimerHandle } from "@vvm/clock";
 import { systemClock } from "@vvm/clock";
+import type { Logger } from "@vvm/log";
+import { libraryLogger, silentLogger } from "@vvm/log";
 import { TTLStorageError } from "@vvm/ttlstorage";
 import type { ElectionsErrorCode } from "./errors.ts";
 import { ElectionsError } from "./errors.ts";
+import { logLeadershipEvent } from "./event-log.ts";
 import type { LeadershipEvent } from "./events.ts";
 import type { Killer } from "./killer.ts";
 import { processKiller } from "./process-killer.ts";
@@ -23,7 +26,7 @@ import type { ITTLStorage } from "./ttl-storage.ts";
  * await elections.cleanup();
  * ```
  */
-export interface Elections<K, V> {
+export interface Elections<K, V> extends AsyncDisposable {
 	/**
 	 * Inserts `(key, value)` with a TTL of `durationSeconds` and starts renewing it. Resolves to a
 	 * signal that stays live while leadership is held (its `reason` is an {@link ElectionsError}
@@ -48,6 +51,13 @@ export interface Elections<K, V> {
 	cleanup(): Promise<void>;
 	/** Local view of a held leadership, for hosts (e.g. an HTTP /leadership endpoint). */
 	leadership(key: K): LeadershipState<V> | undefined;
+	/**
+	 * Who leads `key` now, as storage says: the value of its live record, or `undefined` when
+	 * nobody does. One read; storage errors reject.
+	 */
+	currentLeader(key: K): Promise<V | undefined>;
+	/** `await using elections = createElections(…)`: {@link Elections.cleanup} at the end of scope. */
+	[Symbol.asyncDispose](): Promise<void>;
 }
 
 /**
@@ -76,6 +86,13 @@ export interface LeadershipState<V> {
 	readonly leaseDeadline: number;
 	/** `leaseDeadline - clock.monotonic()` when the snapshot was taken (negative once passed). */
 	readonly leaseTimeLeftMs: number;
+	/**
+	 * The fencing token of this acquisition: strictly greater than every earlier acquisition's of
+	 * the key (across expiries, restarts and processes); `undefined` when the storage keeps no
+	 * tokens ({@link ITTLStorage.fencing}). Put it on every write the leader makes and let the
+	 * resource reject a smaller one.
+	 */
+	readonly fencingToken: number | undefined;
 	readonly signal: AbortSignal;
 }
 
@@ -95,10 +112,23 @@ export interface ElectionsOptions<K, V> {
 	readonly clock?: Clock;
 	/** Ends the process when a deadline passes; default {@link processKiller}`()`. */
 	readonly killer?: Killer;
-	/** Leadership events; a throwing listener is ignored and never breaks elections. */
+	/** Leadership events, for metrics; a throwing listener is ignored and never breaks elections. */
 	readonly onEvent?: (event: LeadershipEvent<K, V>) => void;
+	/**
+	 * Where leadership events are logged (acquired/released `info`, renewals `debug`, failed
+	 * attempts `warn`, losses `error`): any pino-compatible logger. Default: nothing is logged.
+	 */
+	readonly logger?: Logger;
 	/** Identity of a key for the local map (non-primitive keys); default `String(key)`. */
 	readonly keyToString?: (key: K) => string;
+	/**
+	 * The largest difference, in ms, between this host's wall clock and any other host's that the
+	 * deployment guarantees (default 0). It matters where record expiry is compared on the client
+	 * (DynamoDB, level): a host whose clock runs `s` ms ahead sees a record expire `s` ms early.
+	 * The lease then ends, and the killer fires, at least this long before the record's expiry:
+	 * lease = `min(0.8 d, d - maxClockSkewMs - 0.025 d)` after the send. At most `d / 2`.
+	 */
+	readonly maxClockSkewMs?: number;
 }
 
 /**
@@ -120,6 +150,7 @@ interface Leader<K, V> {
 	readonly durationSeconds: number;
 	readonly controller: AbortController;
 	readonly acquiredAt: number;
+	readonly fencingToken: number | undefined;
 	renewals: number;
 	lastRenewedAt: number;
 	leaseDeadline: number;
@@ -169,9 +200,11 @@ class ElectionsImpl<K, V> implements Elections<K, V> {
 	readonly #killerOption: Killer | undefined;
 	#defaultKiller: Killer | undefined;
 	readonly #onEvent: ((event: LeadershipEvent<K, V>) => void) | undefined;
+	readonly #log: Logger;
 	readonly #keyToString: (key: K) => string;
 	readonly #timings: LeadershipTimings;
 	readonly #deleteOnRelease: (key: K, value: V) => Promise<boolean>;
+	readonly #maxClockSkewMs: number;
 
 	readonly #leaders = new Map<string, Leader<K, V>>();
 	readonly #pending = new Map<string, Promise<AbortSignal | undefined>>();
@@ -204,8 +237,16 @@ class ElectionsImpl<K, V> implements Elections<K, V> {
 		this.#clock = options.clock ?? systemClock;
 		this.#killerOption = options.killer;
 		this.#onEvent = options.onEvent;
+		this.#log = libraryLogger(options.logger, { pkg: "@vvm/ielections" });
 		this.#keyToString = options.keyToString ?? ((key: K) => String(key));
 		this.#timings = { ...LEADERSHIP_TIMINGS, ...internals.timings };
+		const skew = options.maxClockSkewMs ?? 0;
+		if (!Number.isSafeInteger(skew) || skew < 0) {
+			throw new RangeError(
+				`[@vvm/ielections] maxClockSkewMs must be an integer >= 0, got ${String(skew)}`,
+			);
+		}
+		this.#maxClockSkewMs = skew;
 		const del = internals.deleteOnRelease;
 		this.#deleteOnRelease =
 			del === undefined
@@ -220,6 +261,7 @@ class ElectionsImpl<K, V> implements Elections<K, V> {
 	}
 
 	#emit(event: LeadershipEvent<K, V>): void {
+		if (this.#log !== silentLogger) logLeadershipEvent(this.#log, event);
 		if (this.#onEvent === undefined) return;
 		try {
 			this.#onEvent(event);
@@ -250,6 +292,26 @@ class ElectionsImpl<K, V> implements Elections<K, V> {
 		return Math.round(durationSeconds * 1000 * fraction);
 	}
 
+	/**
+	 * The longest a process may live after sending a write of the record and still be gone before
+	 * any host (clock up to `maxClockSkewMs` ahead) sees that record expire: `d - skew - margin`.
+	 */
+	#limitMs(durationSeconds: number): number {
+		return (
+			durationSeconds * 1000 -
+			this.#maxClockSkewMs -
+			this.#ms(durationSeconds, this.#timings.killerMargin)
+		);
+	}
+
+	/** The local lease after a send: `min(0.8 d, limit)`. */
+	#leaseMs(durationSeconds: number): number {
+		return Math.min(
+			this.#ms(durationSeconds, this.#timings.killerAfterRenewal),
+			this.#limitMs(durationSeconds),
+		);
+	}
+
 	/** Monotonic now: every deadline of this class is on it (never `clock.now()`). */
 	#mono(): number {
 		return this.#clock.monotonic();
@@ -261,6 +323,11 @@ class ElectionsImpl<K, V> implements Elections<K, V> {
 		durationSeconds: number,
 	): Promise<AbortSignal | undefined> {
 		validateDuration(durationSeconds);
+		if (this.#maxClockSkewMs > durationSeconds * 500) {
+			throw new RangeError(
+				`[@vvm/ielections] maxClockSkewMs ${this.#maxClockSkewMs} is too large for a ${durationSeconds} s leadership: at most half of it, ${durationSeconds * 500} ms`,
+			);
+		}
 		const keyString = this.#keyToString(key);
 		const ending = this.#endings.get(keyString);
 		if (ending !== undefined) await ending;
@@ -298,7 +365,7 @@ class ElectionsImpl<K, V> implements Elections<K, V> {
 			return undefined;
 		}
 		if (!inserted) return this.#notAcquired(key, value, "held");
-		const leaseDeadline = sentAt + this.#ms(durationSeconds, this.#timings.killerAfterRenewal);
+		const leaseDeadline = sentAt + this.#leaseMs(durationSeconds);
 		if (this.#mono() >= leaseDeadline) {
 			// The insert took the whole lease: leading now would arm the killer at once.
 			this.#notAcquired(
@@ -315,6 +382,31 @@ class ElectionsImpl<K, V> implements Elections<K, V> {
 			await this.#undoInsert(key, value, true);
 			return undefined;
 		}
+		let fencingToken: number | undefined;
+		if (this.#storage.fencing !== undefined) {
+			try {
+				fencingToken = await this.#nextFencingToken(key, leaseDeadline);
+			} catch (error) {
+				this.#notAcquired(key, value, "storage-error", error);
+				await this.#undoInsert(key, value, false);
+				return undefined;
+			}
+			if (fencingToken === undefined || this.#mono() >= leaseDeadline || this.#finalized) {
+				const finalized = this.#finalized;
+				this.#notAcquired(
+					key,
+					value,
+					finalized ? "finalized" : "storage-error",
+					finalized
+						? undefined
+						: new Error(
+								`[@vvm/ielections] no fencing token for ${keyString} before its lease deadline`,
+							),
+				);
+				await this.#undoInsert(key, value, finalized);
+				return undefined;
+			}
+		}
 		const controller = new AbortController();
 		const leader: Leader<K, V> = {
 			key,
@@ -323,6 +415,7 @@ class ElectionsImpl<K, V> implements Elections<K, V> {
 			durationSeconds,
 			controller,
 			acquiredAt: sentAt,
+			fencingToken,
 			renewals: 0,
 			lastRenewedAt: sentAt,
 			leaseDeadline,
@@ -336,7 +429,7 @@ class ElectionsImpl<K, V> implements Elections<K, V> {
 			this.#scheduleKiller(
 				leader,
 				leaseDeadline,
-				`leadership of ${keyString}: no renewal succeeded within ${leaseDeadline - sentAt} ms of the insert that acquired it (its lease deadline passed)`,
+				`leadership of ${keyString}: no renewal succeeded within ${this.#leaseMs(durationSeconds)} ms of the insert that acquired it (its lease deadline passed)`,
 			);
 		} catch (error) {
 			await this.#undoInsert(key, value, true);
@@ -356,8 +449,32 @@ class ElectionsImpl<K, V> implements Elections<K, V> {
 			at: this.#clock.now(),
 			leaseDeadline,
 			leaseLeftMs: leaseDeadline - this.#mono(),
+			...(fencingToken === undefined ? {} : { fencingToken }),
 		});
 		return controller.signal;
+	}
+
+	/**
+	 * Advances the key's fencing counter while the new lease is valid and returns the new token;
+	 * `undefined` once the lease deadline passed. Why this orders tokens: another process can only
+	 * insert the key after this record expired, which is after this lease deadline; every advance
+	 * here is sent before the deadline, and one that lands later finds the counter moved by the
+	 * next holder, fails, and is not retried past the deadline. So a token handed out here is
+	 * smaller than any later holder's.
+	 */
+	async #nextFencingToken(key: K, leaseDeadline: number): Promise<number | undefined> {
+		const fencing = this.#storage.fencing as NonNullable<ITTLStorage<K, V>["fencing"]>;
+		for (;;) {
+			if (this.#mono() >= leaseDeadline) return undefined;
+			const current = await fencing.read(key);
+			if (this.#mono() >= leaseDeadline) return undefined;
+			try {
+				if (await fencing.advance(key, current)) return current + 1;
+			} catch (error) {
+				// Unknown outcome: it may have landed; never reuse it, read again and skip past it.
+				if (!isOutcomeUnknown(error)) throw error;
+			}
+		}
 	}
 
 	/** Compare-and-deletes a record this instance inserted but does not hold. */
@@ -376,7 +493,7 @@ class ElectionsImpl<K, V> implements Elections<K, V> {
 	 */
 	#scheduleKiller(leader: Leader<K, V>, deadline: number, reason: string): void {
 		leader.killerDeadline = deadline;
-		leader.killerReason = `[@vvm/ielections] ${reason}`;
+		leader.killerReason = reason; // the killer prefixes its line with the package
 		this.#applyKiller(leader);
 	}
 
@@ -467,22 +584,22 @@ class ElectionsImpl<K, V> implements Elections<K, V> {
 		const signal = leader.controller.signal;
 		const t = this.#timings;
 		const beforeCAS = this.#ms(durationSeconds, t.killerBeforeCAS);
-		const afterRenewal = this.#ms(durationSeconds, t.killerAfterRenewal);
+		const afterRenewal = this.#leaseMs(durationSeconds);
 		const retryMs = this.#ms(durationSeconds, t.retryFraction);
-		const margin = this.#ms(durationSeconds, t.killerMargin);
+		const limit = this.#limitMs(durationSeconds);
+		const beforeExpiry = durationSeconds * 1000 - limit;
 		let lastError: unknown;
 		for (let attempt = 1; attempt <= 1 + t.maxRetries; attempt++) {
 			if (signal.aborted) return false;
-			// Seed 001: 0.75 d from this attempt. Capped at `margin` before the expiry of the last
-			// record we wrote (its send time + d): an on-time tick's 0.75 d lands exactly on that
-			// expiry, a retry's after it, when another node may already lead.
-			const expiry = leader.lastRenewedAt + durationSeconds * 1000;
+			// Seed 001: 0.75 d from this attempt. Capped at the margin (plus the clock skew allowed)
+			// before the expiry of the last record we wrote (its send time + d): an on-time tick's
+			// 0.75 d lands exactly on that expiry, a retry's after it, when another node may lead.
 			const sentAt = this.#mono();
-			const deadline = Math.min(sentAt + beforeCAS, expiry - margin);
+			const deadline = Math.min(sentAt + beforeCAS, leader.lastRenewedAt + limit);
 			this.#scheduleKiller(
 				leader,
 				deadline,
-				`leadership of ${keyString}: renewal attempt ${attempt} did not finish within ${deadline - sentAt} ms (${margin} ms before the last renewed record expires)`,
+				`leadership of ${keyString}: renewal attempt ${attempt} did not finish within ${Math.round(deadline - sentAt)} ms (${beforeExpiry} ms before the last renewed record expires)`,
 			);
 			let outcome: boolean | typeof ABORTED;
 			try {
@@ -555,7 +672,7 @@ class ElectionsImpl<K, V> implements Elections<K, V> {
 			if (this.#lostFloor === undefined || leader.killerDeadline < this.#lostFloor.deadline) {
 				this.#lostFloor = {
 					deadline: leader.killerDeadline,
-					reason: `[@vvm/ielections] leadership of ${keyString} was lost (${code}) and this process was still running at its deadline`,
+					reason: `leadership of ${keyString} was lost (${code}) and this process was still running at its deadline`,
 				};
 			}
 			this.#applyKiller();
@@ -606,6 +723,14 @@ class ElectionsImpl<K, V> implements Elections<K, V> {
 		return this.#cleanup;
 	}
 
+	[Symbol.asyncDispose](): Promise<void> {
+		return this.cleanup();
+	}
+
+	currentLeader(key: K): Promise<V | undefined> {
+		return this.#storage.get(key);
+	}
+
 	async #runCleanup(): Promise<void> {
 		this.#finalized = true;
 		await Promise.allSettled([...this.#pending.values()]);
@@ -638,6 +763,7 @@ class ElectionsImpl<K, V> implements Elections<K, V> {
 			lastRenewedAt: leader.lastRenewedAt,
 			leaseDeadline: leader.leaseDeadline,
 			leaseTimeLeftMs: leader.leaseDeadline - this.#mono(),
+			fencingToken: leader.fencingToken,
 			signal: leader.controller.signal,
 		});
 	}

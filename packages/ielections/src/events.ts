@@ -29,6 +29,8 @@ export type LeadershipEvent<K = unknown, V = unknown> =
 			at: number;
 			leaseDeadline: number;
 			leaseLeftMs: number;
+			/** The acquisition's fencing token, when the storage keeps tokens. */
+			fencingToken?: number;
 	  }
 	| {
 			type: "acquire-failed";

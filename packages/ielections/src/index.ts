@@ -1,3 +1,4 @@
+export { type Campaign, type CampaignOptions, campaign } from "./campaign.ts";
 export {
 	createElections,
 	type Elections,
@@ -14,8 +15,9 @@ export {
 	type LeadershipTimings,
 	MAX_LEADERSHIP_SECONDS,
 } from "./timings.ts";
-export type { ITTLStorage } from "./ttl-storage.ts";
+export type { FencingCounter, ITTLStorage } from "./ttl-storage.ts";
 export {
+	VVM_FENCING_PREFIX,
 	VVM_LEADER_PREFIX,
 	vvmLeadershipCodec,
 	vvmLeadershipStorage,

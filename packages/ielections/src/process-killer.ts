@@ -1,17 +1,20 @@
 import { writeSync } from "node:fs";
 import { Worker } from "node:worker_threads";
+import type { Logger } from "@vvm/log";
+import { libraryLogger } from "@vvm/log";
 import type { Killer } from "./killer.ts";
 
 /** Options of {@link processKiller}. */
 export interface ProcessKillerOptions {
 	/**
-	 * Receives the line that says why the process is being killed, on the main thread. The watchdog
-	 * commits to the kill 100 ms before the deadline, hands the line to the main thread, and waits
-	 * for it until the deadline; when the main thread does not answer (its event loop is blocked),
-	 * or without `log`, the watchdog writes the line to stderr itself. Either way the line is written
-	 * before the kill, and the kill happens by the deadline, never after it.
+	 * Receives the line that says why the process is being killed (at `error`, fields
+	 * `{ event: "killer", line }`), on the main thread. The watchdog commits to the kill 100 ms
+	 * before the deadline, hands the line to the main thread, and waits for it until the deadline;
+	 * when the main thread does not answer (its event loop is blocked), or without `logger`, the
+	 * watchdog writes the line to stderr itself: a process about to be SIGKILLed always says why.
+	 * Either way the line is written before the kill, and the kill happens by the deadline.
 	 */
-	readonly log?: (line: string) => void;
+	readonly logger?: Logger;
 }
 
 const SLOTS = 64;
@@ -144,13 +147,20 @@ function monotonicMs(): bigint {
  *
  * @example
  * ```ts
- * const elections = createElections(storage, { killer: processKiller({ log: (l) => logger.error(l) }) });
+ * const elections = createElections(storage, { killer: processKiller({ logger: pino() }) });
  * ```
  */
 export function processKiller(options: ProcessKillerOptions = {}): Killer {
 	let slot: number | undefined;
 	const encoder = new TextEncoder();
-	const graceMs = options.log === undefined ? 0n : BigInt(LOG_GRACE_MS);
+	const logger = options.logger;
+	const log =
+		logger === undefined
+			? undefined
+			: (line: string): void => {
+					libraryLogger(logger, { pkg: "@vvm/ielections" }).error({ event: "killer", line }, line);
+				};
+	const graceMs = log === undefined ? 0n : BigInt(LOG_GRACE_MS);
 	/** The slot's deadline is committed (passed, or within the log grace): wake the watchdog. */
 	const committed = (w: Watchdog, s: number): boolean => {
 		const current = Atomics.load(w.deadlines, s);
@@ -173,8 +183,8 @@ export function processKiller(options: ProcessKillerOptions = {}): Killer {
 				if (w.nextSlot >= SLOTS)
 					throw new RangeError(`[@vvm/ielections] at most ${SLOTS} process killers per process`);
 				slot = w.nextSlot++;
-				if (options.log !== undefined) {
-					w.logs.set(slot, options.log);
+				if (log !== undefined) {
+					w.logs.set(slot, log);
 					w.logged[slot] = 1;
 				}
 			}

@@ -25,4 +25,31 @@ export interface ITTLStorage<K, V> {
 	compareAndDelete(key: K, value: V): Promise<boolean>;
 	/** The value of the live record, or `undefined`. */
 	get(key: K): Promise<V | undefined>;
+	/**
+	 * Where the fencing tokens of the keys live (a counter record per key, without TTL). Optional:
+	 * without it, leaderships have no `fencingToken`. {@link createElectionsStorage} and
+	 * {@link vvmLeadershipStorage} provide it.
+	 */
+	readonly fencing?: FencingCounter<K>;
+}
+
+/**
+ * A per-key counter that only grows, kept without TTL, advanced by a conditional write: the
+ * fencing tokens of {@link ITTLStorage}. Elections advance it once per acquisition, while the new
+ * lease is valid, and hand the new value out as the leadership's fencing token.
+ *
+ * @example
+ * ```ts
+ * const current = await storage.fencing.read(1);          // 0 before the first acquisition
+ * const ok = await storage.fencing.advance(1, current);   // current -> current + 1
+ * ```
+ */
+export interface FencingCounter<K> {
+	/** The key's last token; `0` before the first acquisition. */
+	read(key: K): Promise<number>;
+	/**
+	 * Sets the counter to `current + 1` if it still holds `current` (insert-if-absent for `0`):
+	 * `true` when written, `false` when another write got there first.
+	 */
+	advance(key: K, current: number): Promise<boolean>;
 }

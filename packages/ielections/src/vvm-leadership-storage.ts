@@ -7,7 +7,14 @@ import type { ITTLStorage } from "./ttl-storage.ts";
 /** `pKey` prefix of VVM leadership records in the sysvvm keyspace (voedger `pKeyPrefix_VVMLeader`). */
 export const VVM_LEADER_PREFIX = 1;
 
+/**
+ * `pKey` prefix of the fencing-token counters of VVM slots (ours; voedger has none): `u32(256)`,
+ * `cCols` = `u32(slot)`, value u64 big-endian, no TTL. Go VVMs ignore it.
+ */
+export const VVM_FENCING_PREFIX = 256;
+
 const LEADER_PKEY = u32(VVM_LEADER_PREFIX);
+const FENCING_PKEY = u32(VVM_FENCING_PREFIX);
 
 /**
  * The VVM leadership layout of voedger (reference §4.2): `pKey` = `u32(1)`, `cCols` = `u32(slot)`
@@ -24,6 +31,7 @@ export const vvmLeadershipCodec: ElectionsCodec<number, string> = Object.freeze(
 	cCols: (slot: number) => u32(slot),
 	encodeValue: (address: string) => utf8(address),
 	decodeValue: (bytes: Uint8Array) => fromUtf8(bytes),
+	fencingPKey: () => FENCING_PKEY,
 });
 
 /**

@@ -263,9 +263,10 @@ describe("review fixes", () => {
 		expect(first?.aborted).toBe(true);
 		expect(await storage.compareAndDelete(5, "B")).toBe(true);
 		// A acquires the key again while its old delete is still in flight: it must wait for it.
+		const inserts = driver.count("insertIfNotExists");
 		const again = elections.acquireLeadership(5, "A", d);
 		await new Promise((r) => setImmediate(r));
-		expect(driver.count("insertIfNotExists")).toBe(1);
+		expect(driver.count("insertIfNotExists")).toBe(inserts);
 		releaseDelete();
 		const second = await again;
 		expect(second).toBeDefined();
@@ -331,5 +332,86 @@ describe("the killer after a voluntary release", () => {
 		expect(killer.deadline).toBe(t0 + 20_000 - 500);
 		expect(killer.scheduled.at(-1)?.reason).toContain("leadership of 1 was lost (ELECTIONS_LOST)");
 		expect(killer.firedAt(t0 + 20_000)).toBe(t0 + 19_500);
+	});
+});
+
+describe("maxClockSkewMs", () => {
+	it("shortens the lease and the killer so both end that long before the record expires", async () => {
+		const clock = new MockClock(1_000_000);
+		const driver = withFaults(createMiniTTLStorage(clock), { clock });
+		const killer = new RecordingKiller(clock);
+		const elections = createElections(vvmLeadershipStorage(driver), {
+			clock,
+			killer,
+			maxClockSkewMs: 6_000,
+		});
+		const t0 = clock.monotonic();
+		await elections.acquireLeadership(1, "a", 20);
+		// min(0.8 d, d - skew - 0.025 d) = min(16 s, 20 - 6 - 0.5 s)
+		expect(elections.leadership(1)?.leaseDeadline).toBe(t0 + 13_500);
+		expect(killer.deadline).toBe(t0 + 13_500);
+		driver.inject({ on: "compareAndSwap", action: faults.hook(() => new Promise(() => {})) });
+		clock.advance(5_000); // the renewal hangs: its killer is capped at the same limit
+		await new Promise((r) => setImmediate(r));
+		expect(killer.deadline).toBe(t0 + 13_500);
+		clock.advance(8_500);
+		expect(elections.leadership(1)).toBeUndefined(); // the signal aborted at the lease deadline
+		expect(killer.firedAt(t0 + 13_500)).toBe(t0 + 13_500);
+	});
+
+	it("a skew below 0.2 d - 0.025 d leaves the seed's 0.8 d lease as it is", async () => {
+		const clock = new MockClock(1_000_000);
+		const elections = createElections(vvmLeadershipStorage(createMiniTTLStorage(clock)), {
+			clock,
+			killer: new RecordingKiller(clock),
+			maxClockSkewMs: 3_500,
+		});
+		await elections.acquireLeadership(1, "a", 20);
+		expect(elections.leadership(1)?.leaseTimeLeftMs).toBe(16_000);
+	});
+
+	it("rejects a bad skew before any I/O", async () => {
+		const clock = new MockClock(1_000_000);
+		const driver = withFaults(createMiniTTLStorage(clock), { clock });
+		const storage = vvmLeadershipStorage(driver);
+		expect(() => createElections(storage, { maxClockSkewMs: -1 })).toThrow(RangeError);
+		expect(() => createElections(storage, { maxClockSkewMs: 1.5 })).toThrow(RangeError);
+		const elections = createElections(storage, {
+			clock,
+			killer: new RecordingKiller(clock),
+			maxClockSkewMs: 10_001,
+		});
+		await expect(elections.acquireLeadership(1, "a", 20)).rejects.toThrow(/at most half/);
+		expect(driver.count("insertIfNotExists")).toBe(0);
+	});
+});
+
+describe("logger", () => {
+	it("logs leadership events at their levels; nothing without a logger", async () => {
+		const clock = new MockClock(1_000_000);
+		const driver = withFaults(createMiniTTLStorage(clock), { clock });
+		const lines: Array<[string, Record<string, unknown>, string | undefined]> = [];
+		const at =
+			(level: string) =>
+			(fields: object, message?: string): void => {
+				lines.push([level, fields as Record<string, unknown>, message]);
+			};
+		const elections = createElections(vvmLeadershipStorage(driver), {
+			clock,
+			killer: new RecordingKiller(clock),
+			logger: { error: at("error"), warn: at("warn"), info: at("info"), debug: at("debug") },
+		});
+		await elections.acquireLeadership(1, "a", 20);
+		driver.inject({ on: "compareAndSwap", action: faults.fail(), times: 1 });
+		await clock.advanceAsync(6_000); // one failed attempt, then a successful retry
+		await elections.cleanup();
+		expect(lines.map(([level, f]) => `${level}:${String(f.event)}`)).toEqual([
+			"info:acquired",
+			"warn:renewal-failed",
+			"debug:renewed",
+			"info:released",
+		]);
+		expect(lines[0]?.[1]).toMatchObject({ pkg: "@vvm/ielections", key: "1", value: "a" });
+		expect(lines[0]?.[2]).toBe("acquired leadership of 1");
 	});
 });

@@ -1,10 +1,11 @@
 import { spawn } from "node:child_process";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it } from "vitest";
 
 const packageDir = join(dirname(fileURLToPath(import.meta.url)), "..");
 const fixture = join(packageDir, "test", "fixtures", "blocked-leader.ts");
+const exitStamp = join(packageDir, "test", "fixtures", "exit-stamp.mjs");
 
 interface ChildResult {
 	readonly code: number | null;
@@ -15,13 +16,31 @@ interface ChildResult {
 	readonly exitedAt: number;
 }
 
-function runChild(args: readonly string[]): Promise<ChildResult> {
+// A child the killer failed to kill would spin forever: every test ends with its children gone
+// (each runs in a process group of its own: the wrapper and the child together).
+const groups = new Set<number>();
+afterEach(() => {
+	for (const pgid of groups) {
+		try {
+			process.kill(-pgid, "SIGKILL");
+		} catch {
+			// already gone
+		}
+	}
+	groups.clear();
+});
+
+/** `stamped`: run through exit-stamp.mjs, which prints `EXITED <mono ms> <signal>`. */
+function runChild(args: readonly string[], stamped = false): Promise<ChildResult> {
 	return new Promise((resolve, reject) => {
+		const node = ["--conditions=@vvm/source", "--import", "tsx", fixture, ...args];
 		const child = spawn(
 			process.execPath,
-			["--conditions=@vvm/source", "--import", "tsx", fixture, ...args],
-			{ cwd: packageDir, stdio: ["ignore", "pipe", "pipe"] },
+			stamped ? [exitStamp, process.execPath, ...node] : node,
+			// detached: a group of its own, so cleanup can kill the wrapper and the child together
+			{ cwd: packageDir, stdio: ["ignore", "pipe", "pipe"], detached: true },
 		);
+		groups.add(child.pid as number);
 		let stdout = "";
 		let stderr = "";
 		child.stdout.on("data", (chunk: Buffer) => {
@@ -65,26 +84,29 @@ describe("processKiller", () => {
 	}, 30_000);
 
 	it("kills a leader whose renewal hangs and whose event loop is blocked before its record expires", async () => {
-		// d = 4: the first renewal (sent at S) succeeds, so the record expires at S + 4 s; the second
-		// hangs, its killer deadline is min(now + 0.75 d, S + d - 0.025 d) = S + 3.9 s, and the log
-		// grace (100 ms, the main thread never answers) comes out of that, not after it.
-		const d = 4;
-		const result = await runChild(["hang-block", String(d)]);
+		// d = 10: the first renewal (sent at S) succeeds, so the record expires at S + 10 s; the
+		// second hangs, its killer deadline is min(now + 0.75 d, S + d - 0.025 d) = S + 9.75 s, and the
+		// log grace (100 ms, the main thread never answers) comes out of that, not after it. The
+		// death is stamped by an idle wrapper process, not by this (busy) test runner.
+		const d = 10;
+		const result = await runChild(["hang-block", String(d)], true);
 		const renewalSentAt = stamp(result.stdout, "RENEWAL_SENT");
 		stamp(result.stdout, "HANGING");
+		const exit = /^EXITED (\d+) (\S+)$/m.exec(result.stdout);
+		const diedAt = Number(exit?.[1]);
 		const recordExpiresAt = renewalSentAt + d * 1000;
-		const marginMs = recordExpiresAt - result.exitedAt;
+		const marginMs = recordExpiresAt - diedAt;
 		console.info(
 			`hung, blocked leader killed ${marginMs} ms before its record expired (deadline margin ${d * 25} ms)`,
 		);
-		expect(result.signal).toBe("SIGKILL");
+		expect(exit?.[2]).toBe("SIGKILL");
 		expect(result.stdout).not.toContain("LOG ");
 		expect(result.stderr).toContain("renewal attempt 1 did not finish within");
 		// Dead before the record expired (the parent sees the exit after the fact, so this is
 		// conservative), and not before the deadline's log grace began.
 		expect(marginMs).toBeGreaterThan(0);
-		expect(result.exitedAt).toBeGreaterThanOrEqual(recordExpiresAt - d * 25 - 100);
-	}, 30_000);
+		expect(diedAt).toBeGreaterThanOrEqual(recordExpiresAt - d * 25 - 100);
+	}, 40_000);
 
 	it("is disarmed by cleanup(): a library that let go of its leadership is not killed", async () => {
 		const d = 1;

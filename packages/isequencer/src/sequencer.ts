@@ -1,5 +1,7 @@
 import type { Clock } from "@vvm/clock";
 import { systemClock } from "@vvm/clock";
+import type { Logger } from "@vvm/log";
+import { libraryLogger } from "@vvm/log";
 import { SequencerError } from "./errors.ts";
 import type { LruNode } from "./intrusive-lru.ts";
 import type { CompiledParams, KindInfo, SequencerParams } from "./params.ts";
@@ -8,7 +10,7 @@ import type { RecordCache } from "./record-cache.ts";
 import { createRecordCache } from "./record-cache.ts";
 import type { RetryContext, RetryOptions } from "./retry.ts";
 import { retryUntilAborted } from "./retry.ts";
-import { consoleStorageErrorLogger } from "./storage-error-log.ts";
+import { storageErrorLog } from "./storage-error-log.ts";
 import type {
 	PLogOffset,
 	SeqBatcher,
@@ -20,6 +22,23 @@ import type {
 	WSID,
 	WSKind,
 } from "./types.ts";
+
+/** The logger (rate-limited) plus the metrics hook, each unable to break a retry. */
+function storageErrorHandler(
+	options: SequencerOptions,
+	clock: Clock,
+): (error: unknown, operation: string, attempt: number) => void {
+	const log = storageErrorLog(libraryLogger(options.logger, { pkg: "@vvm/isequencer" }), clock);
+	const hook = options.onStorageError;
+	return (error, operation, attempt) => {
+		log(error, operation, attempt);
+		try {
+			hook?.(error, operation, attempt);
+		} catch {
+			// a metrics hook must not stop the retries
+		}
+	};
+}
 
 /**
  * Options of {@link createSequencer}.
@@ -37,9 +56,14 @@ export interface SequencerOptions {
 	/** Random source in `[0, 1)` for the jitter; default `Math.random`. */
 	readonly random?: () => number;
 	/**
-	 * Called on every failed storage call before it is retried (for logs and metrics). Default:
-	 * `console.error` with the `[@vvm/isequencer]` prefix, an error identical to the previous one of
-	 * the same operation at most once per second. Pass `() => {}` to silence it.
+	 * Where failed storage calls are logged (at `warn`, each retried; an error identical to the
+	 * previous one of the same operation at most once per second): any pino-compatible logger.
+	 * Default: nothing is logged.
+	 */
+	readonly logger?: Logger;
+	/**
+	 * Called on every failed storage call before it is retried, for metrics (count them). A throw
+	 * is ignored.
 	 */
 	readonly onStorageError?: (error: unknown, operation: string, attempt: number) => void;
 }
@@ -75,7 +99,20 @@ export interface SequencerStats {
  * ```
  */
 export interface SequencerHandle extends AsyncDisposable {
-	readonly sequencer: Sequencer & { stats(): SequencerStats };
+	readonly sequencer: Sequencer & {
+		stats(): SequencerStats;
+		/**
+		 * Resolves once no actualization runs (at once when none does): from then on `start` is not
+		 * refused for actualization (it may still be for back-pressure). Instead of polling `start`.
+		 * Rejects with `SEQUENCER_CLEANED_UP` after cleanup, or `signal.reason` when it aborts.
+		 *
+		 * @example
+		 * ```ts
+		 * await handle.sequencer.ready(AbortSignal.timeout(30_000));
+		 * ```
+		 */
+		ready(signal?: AbortSignal): Promise<void>;
+	};
 	/**
 	 * Stops the actualizer, the flusher and every storage retry and resolves once all have ended.
 	 * Values not yet flushed are not written (actualization recovers them from the PLog). Idempotent.
@@ -172,6 +209,8 @@ export class SequencerImpl implements Sequencer {
 	#gen = 0;
 
 	#actualizing = false;
+	/** Waiters of {@link SequencerImpl.ready}: called when an actualization ends or on cleanup. */
+	readonly #readyWaiters = new Set<() => void>();
 	#actualizerRun: Promise<void> | undefined;
 
 	#flusherRun: Promise<void> | undefined;
@@ -203,7 +242,7 @@ export class SequencerImpl implements Sequencer {
 			random: options.random ?? Math.random,
 			baseDelayMs: base,
 			maxDelayMs: max,
-			onError: options.onStorageError ?? consoleStorageErrorLogger(this.#clock),
+			onError: storageErrorHandler(options, this.#clock),
 		};
 		const txNums: number[] = [];
 		for (let i = 0; i < this.#p.numSlots; i++) txNums.push(Number.NaN);
@@ -330,6 +369,7 @@ export class SequencerImpl implements Sequencer {
 	cleanup(): Promise<void> {
 		if (this.#cleanupRun !== undefined) return this.#cleanupRun;
 		this.#closed = true;
+		this.#notifyReady(); // waiters reject at once, not after the storage calls end
 		this.#endTx();
 		this.#gen++;
 		this.#cleanupCtl.abort(
@@ -574,9 +614,40 @@ export class SequencerImpl implements Sequencer {
 			);
 			signal.throwIfAborted();
 			this.#actualizing = false;
+			this.#notifyReady();
 		} catch (error) {
 			if (!signal.aborted) throw error;
 		}
+	}
+
+	#notifyReady(): void {
+		for (const waiter of [...this.#readyWaiters]) waiter();
+	}
+
+	ready(signal?: AbortSignal): Promise<void> {
+		const check = (): { done: boolean; error?: unknown } => {
+			if (this.#closed)
+				return {
+					done: true,
+					error: new SequencerError("SEQUENCER_CLEANED_UP", "the sequencer was cleaned up"),
+				};
+			if (signal?.aborted) return { done: true, error: signal.reason };
+			return { done: !this.#actualizing };
+		};
+		const now = check();
+		if (now.done) return now.error === undefined ? Promise.resolve() : Promise.reject(now.error);
+		return new Promise((resolve, reject) => {
+			const waiter = (): void => {
+				const state = check();
+				if (!state.done) return;
+				this.#readyWaiters.delete(waiter);
+				signal?.removeEventListener("abort", waiter);
+				if (state.error === undefined) resolve();
+				else reject(state.error);
+			};
+			this.#readyWaiters.add(waiter);
+			signal?.addEventListener("abort", waiter, { once: true });
+		});
 	}
 
 	#makeBatcher(signal: AbortSignal): SeqBatcher {

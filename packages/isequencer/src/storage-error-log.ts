@@ -1,4 +1,5 @@
 import type { Clock } from "@vvm/clock";
+import type { Logger } from "@vvm/log";
 
 /** Signature of {@link SequencerOptions.onStorageError}. */
 export type StorageErrorHandler = (error: unknown, operation: string, attempt: number) => void;
@@ -15,18 +16,19 @@ function describeError(error: unknown): string {
 }
 
 /**
- * @internal The default `onStorageError`: `console.error` with the package prefix. An error
- * identical to the last one of the same operation is logged at most once per `intervalMs` (the
- * next log line says how many were left out), so a storage outage, retried about every 250 ms per
- * pending call, does not flood the log.
+ * @internal Logs failed storage calls at `warn` through `logger`. An error identical to the last
+ * one of the same operation is logged at most once per `intervalMs` (the next line says how many
+ * were left out), so a storage outage, retried about every 250 ms per pending call, does not flood
+ * the log.
  *
  * @example
  * ```ts
- * const onError = consoleStorageErrorLogger(systemClock);
- * onError(new Error("timeout"), "readNumbers", 1); // [@vvm/isequencer] storage readNumbers failed …
+ * const onError = storageErrorLog(pino(), systemClock);
+ * onError(new Error("timeout"), "readNumbers", 1); // {"operation":"readNumbers",…} storage readNumbers failed …
  * ```
  */
-export function consoleStorageErrorLogger(
+export function storageErrorLog(
+	logger: Logger,
 	clock: Clock,
 	intervalMs: number = STORAGE_ERROR_LOG_INTERVAL_MS,
 ): StorageErrorHandler {
@@ -42,10 +44,10 @@ export function consoleStorageErrorLogger(
 		}
 		const suppressed = prev?.suppressed ?? 0;
 		last.set(operation, { text, at: now, suppressed: 0 });
-		console.error(
-			`[@vvm/isequencer] storage ${operation} failed (attempt ${attempt}), retrying` +
+		logger.warn(
+			{ operation, attempt, suppressed, error: text, err: error },
+			`storage ${operation} failed (attempt ${attempt}), retrying` +
 				(suppressed > 0 ? ` (${suppressed} similar errors not logged)` : ""),
-			error,
 		);
 	};
 }

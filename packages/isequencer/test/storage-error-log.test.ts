@@ -1,4 +1,5 @@
 import { MockClock } from "@vvm/clock";
+import type { Logger } from "@vvm/log";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { createSequencer } from "../src/index.ts";
 import { MockSeqStorage, settle, waitForStart } from "./helpers/mock-storage.ts";
@@ -7,13 +8,33 @@ afterEach(() => {
 	vi.restoreAllMocks();
 });
 
-describe("onStorageError default", () => {
-	it("logs storage errors with console.error, identical ones once per second per operation", async () => {
-		const logged = vi.spyOn(console, "error").mockImplementation(() => {});
+/** A logger that records `warn` calls as [fields, message]. */
+function recordingLogger(): Logger & { warns: Array<[Record<string, unknown>, string]> } {
+	const warns: Array<[Record<string, unknown>, string]> = [];
+	const ignore = (): void => {};
+	return {
+		warns,
+		error: ignore,
+		info: ignore,
+		debug: ignore,
+		warn: (fields, message) => warns.push([fields as Record<string, unknown>, message ?? ""]),
+	};
+}
+
+describe("storage errors through the logger", () => {
+	it("logs them at warn, identical ones once per second per operation", async () => {
+		const logger = recordingLogger();
+		const logged = {
+			get calls() {
+				return logger.warns.map(([fields, message]) => [message, fields.err, fields]);
+			},
+		};
+		const times = (): number => logger.warns.length;
 		const clock = new MockClock(0);
 		const storage = new MockSeqStorage();
 		const { sequencer: seq, cleanup } = createSequencer({ seqTypes: { 1: { 1: 1 } } }, storage, {
 			clock,
+			logger,
 			random: () => 0.5,
 			retry: { baseDelayMs: 10, maxDelayMs: 10 }, // a retry every 5 ms
 		});
@@ -26,18 +47,27 @@ describe("onStorageError default", () => {
 			const n = seq.next(1);
 			for (let i = 0; i < 150; i++) await clock.advanceAsync(5); // 750 ms, ~150 failures
 			expect(storage.calls.readNumbers).toBeGreaterThan(100);
-			expect(logged).toHaveBeenCalledTimes(1);
-			const [message, error] = logged.mock.calls[0] as [string, unknown];
-			expect(message).toMatch(/^\[@vvm\/isequencer\] storage readNumbers failed \(attempt 1\)/);
+			expect(times()).toBe(1);
+			const [message, error, fields] = logged.calls[0] as [
+				string,
+				unknown,
+				Record<string, unknown>,
+			];
+			expect(message).toMatch(/^storage readNumbers failed \(attempt 1\)/);
 			expect(error).toBe(storage.readNumbersError);
+			expect(fields).toMatchObject({
+				pkg: "@vvm/isequencer",
+				operation: "readNumbers",
+				attempt: 1,
+			});
 			for (let i = 0; i < 60; i++) await clock.advanceAsync(5); // past one second
-			expect(logged).toHaveBeenCalledTimes(2);
-			expect(logged.mock.calls[1]?.[0]).toMatch(/readNumbers failed .*similar errors not logged/);
+			expect(times()).toBe(2);
+			expect(logged.calls[1]?.[0]).toMatch(/readNumbers failed .*similar errors not logged/);
 			// A different error is logged at once.
 			storage.readNumbersError = new Error("other");
 			await clock.advanceAsync(5);
-			expect(logged).toHaveBeenCalledTimes(3);
-			expect(logged.mock.calls[2]?.[1]).toBe(storage.readNumbersError);
+			expect(times()).toBe(3);
+			expect(logged.calls[2]?.[1]).toBe(storage.readNumbersError);
 			storage.readNumbersError = undefined;
 			await clock.advanceAsync(5);
 			expect(await n).toBe(1);
@@ -45,8 +75,8 @@ describe("onStorageError default", () => {
 			storage.writeError = new Error("storage down");
 			seq.flush();
 			await settle();
-			expect(logged).toHaveBeenCalledTimes(4);
-			expect(logged.mock.calls[3]?.[0]).toMatch(/storage writeValuesAndNextPLogOffset failed/);
+			expect(times()).toBe(4);
+			expect(logged.calls[3]?.[0]).toMatch(/storage writeValuesAndNextPLogOffset failed/);
 			storage.writeError = undefined;
 			for (let i = 0; i < 10 && seq.stats().unflushedValues > 0; i++) await clock.advanceAsync(5);
 			expect(seq.stats().unflushedValues).toBe(0);
@@ -55,8 +85,9 @@ describe("onStorageError default", () => {
 		}
 	});
 
-	it("is replaced by options.onStorageError", async () => {
+	it("logs nothing by default (no console), and feeds options.onStorageError for metrics", async () => {
 		const logged = vi.spyOn(console, "error").mockImplementation(() => {});
+		const warned = vi.spyOn(console, "warn").mockImplementation(() => {});
 		const clock = new MockClock(0);
 		const storage = new MockSeqStorage();
 		const seen: string[] = [];
@@ -70,5 +101,6 @@ describe("onStorageError default", () => {
 		await cleanup();
 		expect(seen.slice(0, 2)).toEqual(["readNextPLogOffset#1", "readNextPLogOffset#2"]);
 		expect(logged).not.toHaveBeenCalled();
+		expect(warned).not.toHaveBeenCalled();
 	});
 });

@@ -11,6 +11,12 @@ export interface VVMServiceContext {
 	 * before every action that must happen only on the leader.
 	 */
 	leaseValid(): boolean;
+	/**
+	 * The fencing token of this VVM's leadership: strictly greater than any earlier leader's of
+	 * the slot. Put it on every write the service makes as leader and let the resource reject a
+	 * smaller one. `undefined` when the leadership storage keeps no tokens.
+	 */
+	readonly fencingToken: number | undefined;
 }
 
 /**

@@ -8,6 +8,8 @@ import type {
 	LeadershipEvent,
 } from "@vvm/ielections";
 import { createElections } from "@vvm/ielections";
+import type { Logger } from "@vvm/log";
+import { libraryLogger, silentLogger } from "@vvm/log";
 import { VVMError } from "./errors.ts";
 import type { VVMEvent, VVMLifecycleEvent } from "./events.ts";
 import type { VVMService, VVMServiceContext } from "./service.ts";
@@ -46,12 +48,23 @@ export interface VVMConfig {
 	readonly killer?: Killer;
 	/** Services started in order once leader, stopped in reverse at shutdown. */
 	readonly services?: readonly VVMService[];
-	/** Lifecycle and leadership events; a throwing listener is ignored. */
+	/** Lifecycle and leadership events, for metrics; a throwing listener is ignored. */
 	readonly onEvent?: (event: VVMEvent) => void;
+	/**
+	 * Where lifecycle and leadership events are logged: any pino-compatible logger (see
+	 * `@vvm/log`). Default: nothing is logged.
+	 */
+	readonly logger?: Logger;
 	/** Pause between acquisition attempts, ms, on `clock` (Go sleeps a real second). Default 1000. */
 	readonly acquireRetryMs?: number;
 	/** Builds the elections; for tests and custom elections. Default `createElections`. */
 	readonly createElections?: ElectionsFactory;
+	/**
+	 * Wall-clock skew between hosts the deployment guarantees, in ms (default 0): the lease ends
+	 * and the killer fires that much earlier before the record's expiry. See `@vvm/ielections`
+	 * `ElectionsOptions.maxClockSkewMs`.
+	 */
+	readonly maxClockSkewMs?: number;
 }
 
 /**
@@ -77,6 +90,8 @@ export interface VVMLeadership {
 	readonly leaseDeadline: number;
 	/** `leaseDeadline - clock.monotonic()` when read (negative once passed). */
 	readonly leaseTimeLeftMs: number;
+	/** The fencing token of the acquisition, when the storage keeps tokens. */
+	readonly fencingToken: number | undefined;
 }
 
 /**
@@ -91,7 +106,7 @@ export interface VVMLeadership {
  * const error = await vvm.shutdown();
  * ```
  */
-export interface VVM {
+export interface VVM extends AsyncDisposable {
 	/**
 	 * Acquires leadership of a slot in `1..numVVM` (scanning the slots, retrying every
 	 * `acquireRetryMs` until `acquisitionDurationMs` passed), starts the leadership monitor and the
@@ -118,6 +133,11 @@ export interface VVM {
 	leaseValid(): boolean;
 	/** The first problem, or `undefined`. */
 	problem(): Error | undefined;
+	/**
+	 * `await using vvm = provideVVM(…)`: {@link VVM.shutdown} at the end of scope when launched
+	 * (its problem, if any, stays readable through {@link VVM.problem}); nothing before launch.
+	 */
+	[Symbol.asyncDispose](): Promise<void>;
 }
 
 type State = "idle" | "launched" | "shutting-down";
@@ -136,8 +156,11 @@ class VVMImpl implements VVM {
 	readonly #killer: Killer | undefined;
 	readonly #services: readonly VVMService[];
 	readonly #onEvent: ((event: VVMEvent) => void) | undefined;
+	readonly #logger: Logger | undefined;
+	readonly #log: Logger;
 	readonly #retryMs: number;
 	readonly #createElections: ElectionsFactory;
+	readonly #maxClockSkewMs: number | undefined;
 
 	#state: State = "idle";
 	/** The acquisition step of `launch`; settles once leader, failed, or stopped by shutdown. */
@@ -164,8 +187,11 @@ class VVMImpl implements VVM {
 		this.#killer = config.killer;
 		this.#services = [...(config.services ?? [])];
 		this.#onEvent = config.onEvent;
+		this.#logger = config.logger;
+		this.#log = libraryLogger(config.logger, { pkg: "@vvm/orch" });
 		this.#retryMs = config.acquireRetryMs ?? DEFAULT_ACQUIRE_RETRY_MS;
 		this.#createElections = config.createElections ?? createElections;
+		this.#maxClockSkewMs = config.maxClockSkewMs;
 	}
 
 	launch(
@@ -191,6 +217,12 @@ class VVMImpl implements VVM {
 				`[@vvm/orch] acquisitionDurationMs must be a finite number >= 0, got ${String(acquisitionDurationMs)}`,
 			);
 		}
+		const skew = this.#maxClockSkewMs ?? 0;
+		if (skew > leadershipDurationSeconds * 500) {
+			throw new RangeError(
+				`[@vvm/orch] maxClockSkewMs ${skew} is too large for a ${leadershipDurationSeconds} s leadership: at most half of it, ${leadershipDurationSeconds * 500} ms`,
+			);
+		}
 		this.#state = "launched";
 		return this.#launch(leadershipDurationSeconds, acquisitionDurationMs);
 	}
@@ -214,6 +246,7 @@ class VVMImpl implements VVM {
 			lastRenewedAt: state.lastRenewedAt,
 			leaseDeadline: state.leaseDeadline,
 			leaseTimeLeftMs: state.leaseTimeLeftMs,
+			fencingToken: state.fencingToken,
 		};
 	}
 
@@ -230,6 +263,10 @@ class VVMImpl implements VVM {
 
 	problem(): Error | undefined {
 		return this.#problem;
+	}
+
+	async [Symbol.asyncDispose](): Promise<void> {
+		if (this.#state !== "idle") await this.shutdown();
 	}
 
 	// --- launcher -------------------------------------------------------------------------------
@@ -294,6 +331,8 @@ class VVMImpl implements VVM {
 			clock: this.#clock,
 			onEvent: (event: LeadershipEvent<number, string>) => this.#emit(event),
 			...(this.#killer === undefined ? {} : { killer: this.#killer }),
+			...(this.#maxClockSkewMs === undefined ? {} : { maxClockSkewMs: this.#maxClockSkewMs }),
+			...(this.#logger === undefined ? {} : { logger: this.#logger }),
 		};
 		const elections = this.#createElections(this.#storage, options);
 		this.#elections = elections;
@@ -338,6 +377,7 @@ class VVMImpl implements VVM {
 		const context: VVMServiceContext = {
 			signal: this.#servicesCtl.signal,
 			leaseValid: () => this.leaseValid(),
+			fencingToken: this.leadership()?.fencingToken,
 		};
 		for (const service of this.#services) {
 			if (this.#servicesCtl.signal.aborted) return; // shutdown or a problem: start no more
@@ -436,6 +476,8 @@ class VVMImpl implements VVM {
 	}
 
 	#emit(event: VVMLifecycleEvent | LeadershipEvent<number, string>): void {
+		// Leadership events are logged by the elections (they get the same logger).
+		if (this.#log !== silentLogger && isLifecycle(event)) logLifecycle(this.#log, event);
 		if (this.#onEvent === undefined) return;
 		try {
 			this.#onEvent(event);
@@ -443,6 +485,27 @@ class VVMImpl implements VVM {
 			// a listener must not break the VVM
 		}
 	}
+}
+
+const LIFECYCLE: ReadonlySet<string> = new Set([
+	"launching",
+	"leader",
+	"services-started",
+	"problem",
+	"shutdown-started",
+	"shutdown-done",
+]);
+
+function isLifecycle(event: VVMEvent): event is VVMLifecycleEvent {
+	return LIFECYCLE.has(event.type);
+}
+
+/** `info` for the lifecycle, `error` for a problem. */
+function logLifecycle(log: Logger, event: VVMLifecycleEvent): void {
+	const { type, ...rest } = event;
+	if (type === "problem")
+		log.error({ event: type, ...rest }, `VVM problem: ${event.error.message}`);
+	else log.info({ event: type, ...rest }, `VVM ${type}`);
 }
 
 function validateConfig(config: VVMConfig): void {
@@ -468,6 +531,12 @@ function validateConfig(config: VVMConfig): void {
 	if (n !== undefined && (!Number.isInteger(n) || n < 1 || n > MAX_SLOT)) {
 		throw new RangeError(
 			`[@vvm/orch] config.numVVM must be an integer in 1..${MAX_SLOT}, got ${String(n)}`,
+		);
+	}
+	const skew = config.maxClockSkewMs;
+	if (skew !== undefined && (!Number.isSafeInteger(skew) || skew < 0)) {
+		throw new RangeError(
+			`[@vvm/orch] config.maxClockSkewMs must be an integer >= 0, got ${String(skew)}`,
 		);
 	}
 	const r = config.acquireRetryMs;

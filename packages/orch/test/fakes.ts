@@ -191,6 +191,10 @@ export function createFakeElections(
 				await release(key, entry);
 			}
 		},
+		currentLeader: (key) => storage.get(key),
+		async [Symbol.asyncDispose]() {
+			await this.cleanup();
+		},
 		leadership(key): LeadershipState<string> | undefined {
 			const entry = held.get(key);
 			return entry === undefined
@@ -198,6 +202,7 @@ export function createFakeElections(
 				: {
 						...entry.state,
 						leaseTimeLeftMs: entry.state.leaseDeadline - clock.monotonic(),
+						fencingToken: undefined,
 						signal: entry.controller.signal,
 					};
 		},

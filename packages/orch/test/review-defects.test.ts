@@ -1,7 +1,7 @@
 // Defects found in review: each case fails on the code it was written against.
 import type { Clock, TimerHandle } from "@vvm/clock";
 import { MockClock } from "@vvm/clock";
-import { LEADERSHIP_TIMINGS, vvmLeadershipStorage } from "@vvm/ielections";
+import { LEADERSHIP_TIMINGS, VVM_LEADER_PREFIX, vvmLeadershipStorage } from "@vvm/ielections";
 import { RecordingKiller } from "@vvm/ielections/testing";
 import { faults, withFaults } from "@vvm/ttlstorage/testing";
 import { createMemTTLStorage } from "@vvm/ttlstorage-mem";
@@ -62,7 +62,12 @@ describe("review: a backward wall-clock step on the leader", () => {
 			action: faults.fail("TTLSTORAGE_UNAVAILABLE"),
 			times: 2,
 		});
-		driver.inject({ on: "compareAndSwap", action: faults.hook(() => new Promise<void>(() => {})) });
+		// (Only the leader record's: the fencing-token counter of the next leader is another key.)
+		driver.inject({
+			on: "compareAndSwap",
+			match: (c) => (c.args[0] as Uint8Array)[3] === VVM_LEADER_PREFIX,
+			action: faults.hook(() => new Promise<void>(() => {})),
+		});
 		await mono.advanceAsync(5_000);
 		expect(leader.leadership()?.renewals).toBe(1);
 		const renewalSentAt = t0 + 5_000;

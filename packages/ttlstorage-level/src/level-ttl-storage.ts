@@ -1,5 +1,7 @@
 import type { Clock, TimerHandle } from "@vvm/clock";
 import { systemClock } from "@vvm/clock";
+import type { Logger } from "@vvm/log";
+import { libraryLogger } from "@vvm/log";
 import type { BatchItem, Bytes, ReadRange, StoredRecord, TTLStorage } from "@vvm/ttlstorage";
 import {
 	bytesEqual,
@@ -72,10 +74,10 @@ export interface LevelTTLStorageOptions {
 	/** Close `db` in {@link TTLStorage.close}. Default `false`: the caller owns the database. */
 	readonly ownsDb?: boolean;
 	/**
-	 * Receives errors of background cleaner runs (the cleaner keeps running). Default: logs with
-	 * `console.error`, prefixed `[@vvm/ttlstorage-level]`.
+	 * Where a failed background cleaner run is logged (at `error`; the cleaner keeps running): any
+	 * pino-compatible logger. Default: nothing is logged.
 	 */
-	readonly onError?: (error: TTLStorageError) => void;
+	readonly logger?: Logger;
 }
 
 /** The level driver: a {@link TTLStorage} plus control over its expiry cleaner. */
@@ -118,10 +120,6 @@ function storageError(operation: string, cause: unknown): TTLStorageError {
 	);
 }
 
-function defaultOnError(error: TTLStorageError): void {
-	console.error("[@vvm/ttlstorage-level] background cleaner failed:", error);
-}
-
 class LevelTTLStorageImpl implements LevelTTLStorage {
 	readonly #db: AnyAbstractLevel;
 	readonly #root: Root;
@@ -134,7 +132,7 @@ class LevelTTLStorageImpl implements LevelTTLStorage {
 	readonly #clock: Clock;
 	readonly #intervalMs: number;
 	readonly #ownsDb: boolean;
-	readonly #onError: (error: TTLStorageError) => void;
+	readonly #log: Logger;
 	readonly #locks = new KeyLock();
 	readonly #inFlight = new Set<Promise<unknown>>();
 	#timer: TimerHandle | undefined;
@@ -165,7 +163,7 @@ class LevelTTLStorageImpl implements LevelTTLStorage {
 		this.#clock = options.clock ?? systemClock;
 		this.#intervalMs = interval;
 		this.#ownsDb = options.ownsDb ?? false;
-		this.#onError = options.onError ?? defaultOnError;
+		this.#log = libraryLogger(options.logger, { pkg: "@vvm/ttlstorage-level" });
 		this.#arm();
 	}
 
@@ -411,11 +409,11 @@ class LevelTTLStorageImpl implements LevelTTLStorage {
 			await this.runCleaner();
 		} catch (error) {
 			if (!(TTLStorageError.is(error) && error.code === "TTLSTORAGE_CLOSED")) {
-				try {
-					this.#onError(storageError("runCleaner", error));
-				} catch {
-					// A throwing onError must not stop the cleaner.
-				}
+				const failure = storageError("runCleaner", error);
+				this.#log.error(
+					{ operation: "runCleaner", code: failure.code, err: failure },
+					`background cleaner failed: ${failure.message}`,
+				);
 			}
 		} finally {
 			this.#arm();

@@ -169,28 +169,38 @@ describe("cleaner", () => {
 		expect(await storage.runCleaner()).toBe(0);
 	});
 
-	it("surfaces errors through onError and keeps its timer going", async () => {
+	it("logs cleaner errors through the logger (error level, with the code) and keeps its timer going", async () => {
 		const clock = new MockClock(0);
 		const db = new MemoryLevel();
-		const errors: TTLStorageError[] = [];
-		make(db, clock, { cleanupIntervalMs: 1_000, onError: (e) => errors.push(e) });
+		const errors: Array<Record<string, unknown>> = [];
+		const ignore = (): void => {};
+		const logger = {
+			error: (fields: object) => errors.push(fields as Record<string, unknown>),
+			warn: ignore,
+			info: ignore,
+			debug: ignore,
+		};
+		make(db, clock, { cleanupIntervalMs: 1_000, logger });
 		await db.close(); // the database fails under the driver
 		expect(await advanceWithCleaner(clock, 3_000)).toBe(3);
 		expect(errors).toHaveLength(3);
-		expect(TTLError.is(errors[0])).toBe(true);
-		expect(errors[0]?.code).toBe("TTLSTORAGE_UNAVAILABLE");
+		expect(errors[0]).toMatchObject({
+			pkg: "@vvm/ttlstorage-level",
+			operation: "runCleaner",
+			code: "TTLSTORAGE_UNAVAILABLE",
+		});
+		expect(TTLError.is(errors[0]?.err)).toBe(true);
 		expect(clock.pendingTimers).toBe(1);
 	});
 
-	it("logs cleaner errors with the package prefix by default", async () => {
+	it("writes nothing to the console by default", async () => {
 		const spy = vi.spyOn(console, "error").mockImplementation(() => {});
 		const clock = new MockClock(0);
 		const db = new MemoryLevel();
 		make(db, clock, { cleanupIntervalMs: 1_000 });
 		await db.close();
 		await advanceWithCleaner(clock, 1_000);
-		expect(spy).toHaveBeenCalledTimes(1);
-		expect(String(spy.mock.calls[0]?.[0])).toContain("[@vvm/ttlstorage-level]");
+		expect(spy).not.toHaveBeenCalled();
 	});
 
 	it("stops with close(): no timer stays armed", async () => {

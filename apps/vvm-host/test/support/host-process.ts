@@ -4,6 +4,7 @@ import { spawn } from "node:child_process";
 import { dirname, resolve } from "node:path";
 import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
+import { systemMonotonicMs } from "../../src/logger.ts";
 
 const APP_DIR: string = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
 
@@ -24,7 +25,13 @@ export interface HostProcess {
 	readonly stderr: string[];
 	/** Resolves with the first log line (past or future) matching `predicate`. */
 	waitFor(predicate: (line: LogLine) => boolean, timeoutMs?: number): Promise<LogLine>;
-	readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null; at: number }>;
+	/** `at`: the test's `Date.now()`; `mono`: `CLOCK_MONOTONIC` ms, as the host's `mono` log field. */
+	readonly exited: Promise<{
+		code: number | null;
+		signal: NodeJS.Signals | null;
+		at: number;
+		mono: number;
+	}>;
 	/** The bound HTTP port, from the `listening` line. */
 	port(): Promise<number>;
 }
@@ -65,11 +72,11 @@ export function spawnHost(
 	createInterface({ input: child.stderr as NodeJS.ReadableStream }).on("line", (t) =>
 		stderr.push(t),
 	);
-	const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null; at: number }>(
-		(resolveExit) => {
-			child.once("exit", (code, signal) => resolveExit({ code, signal, at: Date.now() }));
-		},
-	);
+	const exited: HostProcess["exited"] = new Promise((resolveExit) => {
+		child.once("exit", (code, signal) =>
+			resolveExit({ code, signal, at: Date.now(), mono: systemMonotonicMs() }),
+		);
+	});
 	const waitFor = (predicate: (l: LogLine) => boolean, timeoutMs = 20_000): Promise<LogLine> => {
 		const found = lines.find(predicate);
 		if (found) return Promise.resolve(found);

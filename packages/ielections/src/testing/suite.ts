@@ -139,6 +139,31 @@ async function hangNextRenewal(f: Fixture): Promise<{ open: () => void }> {
 	return cas;
 }
 
+/**
+ * `elector` acquires `k` as soon as the record of a leader whose renewal hangs has expired (mock:
+ * at the expiry; real: polling); fails when it cannot within the guard.
+ */
+async function takeOverAfterExpiry(
+	f: Fixture,
+	elector: Elector,
+	k: string,
+	value: string,
+): Promise<AbortSignal> {
+	let signal: AbortSignal | undefined;
+	if (f.mock) {
+		(f.clock as MockClock).advance(f.d * 1000 - f.interval(f.d));
+		signal = await elector.elections.acquireLeadership(k, value, f.d);
+	} else {
+		const until = performance.now() + f.guardMs;
+		while (signal === undefined && performance.now() < until) {
+			signal = await elector.elections.acquireLeadership(k, value, f.d);
+			if (signal === undefined) await systemClock.sleep(100);
+		}
+	}
+	expect(signal, `${value} could not take the expired key`).toBeDefined();
+	return signal as AbortSignal;
+}
+
 interface Elector {
 	readonly elections: Elections<string, string>;
 	readonly killer: RecordingKiller;
@@ -398,18 +423,7 @@ function defineCases(time: "mock" | "real"): Array<[string, CaseBody]> {
 				const cas = await hangNextRenewal(f);
 				// A's renewal hangs while its record expires; B takes the key.
 				const b = f.elector();
-				let signalB: AbortSignal | undefined;
-				if (mock) {
-					(f.clock as MockClock).advance(f.d * 1000 - f.interval(f.d));
-					signalB = await b.elections.acquireLeadership(k, "B", f.d);
-				} else {
-					const until = performance.now() + f.guardMs;
-					while (signalB === undefined && performance.now() < until) {
-						signalB = await b.elections.acquireLeadership(k, "B", f.d);
-						if (signalB === undefined) await systemClock.sleep(100);
-					}
-				}
-				expect(signalB, "B could not take the expired key").toBeDefined();
+				const signalB = await takeOverAfterExpiry(f, b, k, "B");
 				const takeover = f.clock.monotonic();
 				if (mock) {
 					// B took over exactly at expiry: A's killer (armed before its hanging attempt) is due.
@@ -437,9 +451,47 @@ function defineCases(time: "mock" | "real"): Array<[string, CaseBody]> {
 			},
 		],
 		[
+			"FencingTokens: every acquisition of a key gets a greater token (release, restart, expiry and takeover)",
+			async (f) => {
+				const k = f.key();
+				const tokens: number[] = [];
+				const record = (e: Elector): void => {
+					const token = e.elections.leadership(k)?.fencingToken;
+					expect(token, "no fencing token").toBeTypeOf("number");
+					expect(e.log.of("acquired").at(-1)?.fencingToken).toBe(token);
+					tokens.push(token as number);
+				};
+				expect(await f.elections.acquireLeadership(k, "A", f.d)).toBeDefined();
+				record(f);
+				await f.elections.releaseLeadership(k);
+				expect(await f.elections.acquireLeadership(k, "A", f.d)).toBeDefined();
+				record(f);
+				await f.elections.releaseLeadership(k);
+				const restarted = f.elector(); // another process on the same storage
+				expect(await restarted.elections.acquireLeadership(k, "B", f.d)).toBeDefined();
+				record(restarted);
+				await restarted.elections.releaseLeadership(k);
+				// A leads again; its renewal hangs while its record expires; C takes the key over.
+				expect(await f.elections.acquireLeadership(k, "A", f.d)).toBeDefined();
+				record(f);
+				const cas = await hangNextRenewal(f);
+				const c = f.elector();
+				await takeOverAfterExpiry(f, c, k, "C");
+				record(c);
+				cas.open();
+				expect(tokens[0]).toBeGreaterThanOrEqual(1);
+				for (let i = 1; i < tokens.length; i++) {
+					expect(tokens[i], `token ${i} after ${tokens.join(", ")}`).toBeGreaterThan(
+						tokens[i - 1] as number,
+					);
+				}
+			},
+		],
+		[
 			"Race: 10 electors for one key through one storage give exactly one leader",
 			async (f) => {
 				const k = f.key();
+				let lastToken = 0;
 				for (let round = 0; round < 2; round++) {
 					const electors = Array.from({ length: 10 }, () => f.elector());
 					const signals = await Promise.all(
@@ -449,6 +501,11 @@ function defineCases(time: "mock" | "real"): Array<[string, CaseBody]> {
 					expect(winners).toHaveLength(1);
 					const w = winners[0] as number;
 					expect(await f.storage.get(k)).toBe(`v${round}-${w}`);
+					const token = (electors[w] as Elector).elections.leadership(k)?.fencingToken ?? 0;
+					expect(token, "the winner's token is greater than the last round's").toBeGreaterThan(
+						lastToken,
+					);
+					lastToken = token;
 					for (const [i, e] of electors.entries()) {
 						if (i !== w) expect(e.log.of("acquire-failed")[0]?.reason).toBe("held");
 					}
@@ -540,6 +597,28 @@ function defineCases(time: "mock" | "real"): Array<[string, CaseBody]> {
 		],
 	];
 	if (mock) {
+		cases.push([
+			"FencingTokenOnlyWithinTheLease: a token that comes after the lease deadline is not used and the record is undone",
+			async (f) => {
+				const k = f.key();
+				const clock = f.clock as MockClock;
+				// The counter read (the first `get` of the acquisition) takes the whole lease.
+				f.driver.inject({
+					on: "get",
+					times: 1,
+					action: faults.hook(() => {
+						clock.advance(f.d * 1000 * T.killerAfterRenewal);
+					}),
+				});
+				expect(await f.elections.acquireLeadership(k, "A", f.d)).toBeUndefined();
+				expect(f.log.of("acquire-failed")[0]?.reason).toBe("storage-error");
+				expect(await f.storage.get(k), "the record was not undone").toBeUndefined();
+				expect(f.killer.scheduled, "nothing was armed").toEqual([]);
+				// The next acquisition gets a token again.
+				expect(await f.elections.acquireLeadership(k, "A", f.d)).toBeDefined();
+				expect(f.elections.leadership(k)?.fencingToken).toBeGreaterThanOrEqual(1);
+			},
+		]);
 		cases.push([
 			"KillerDeadlines: renewal every d/4, killer at exactly 0.8 d and 0.75 d (capped at the record's expiry minus the margin), retries d/20 apart",
 			async (f) => {

@@ -1,0 +1,1 @@
+export { type Logger, type LogMethod, libraryLogger, silentLogger } from "./logger.ts";
