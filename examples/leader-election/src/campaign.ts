@@ -1,27 +1,18 @@
-// The part every backend shares: lead `job` while this process holds it, until SIGINT or SIGTERM,
-// then give the leadership up (the record is deleted) so that another process can lead at once.
+// The part every backend shares: campaign for `job` (lead while holding it, wait and retry while
+// another process does) until SIGINT or SIGTERM, then give the leadership up (the record is
+// deleted) so that a waiting process leads at once instead of when the lease would expire.
 import { hostname } from "node:os";
-import { setInterval, setTimeout } from "node:timers/promises";
-import { createElections, createElectionsStorage } from "@vvm/ielections";
+import { setInterval } from "node:timers/promises";
+import { campaign, createElections, createElectionsStorage } from "@vvm/ielections";
 import type { TTLStorage } from "@vvm/ttlstorage";
 import { fromUtf8, utf8 } from "@vvm/ttlstorage";
 
-export interface CampaignOptions {
-	/** What to lead: one leader per job name. */
-	readonly job: string;
-	/** Lifetime of the leader record; renewed every quarter of it. */
-	readonly leaseSeconds?: number;
-	/** Pause between attempts while another process leads. */
-	readonly retryMs?: number;
-}
-
-/** Resolves once stopped by a signal; sets exit code 1 when the leadership was lost instead. */
-export async function campaign(
+/** Runs `work` whenever this process leads `job`; resolves once stopped by a signal. */
+export async function lead(
 	driver: TTLStorage,
-	options: CampaignOptions,
+	job: string,
 	work: (signal: AbortSignal) => Promise<void>,
 ): Promise<void> {
-	const { job, leaseSeconds = 10, retryMs = 1_000 } = options;
 	const me = `${hostname()}#${process.pid}`;
 	const elections = createElections(
 		createElectionsStorage<string, string>(driver, {
@@ -38,28 +29,24 @@ export async function campaign(
 			stop.abort();
 		});
 	}
-	try {
-		for (let attempt = 1; !stop.signal.aborted; attempt++) {
-			const lease = await elections.acquireLeadership(job, me, leaseSeconds);
-			if (lease === undefined) {
-				console.log(`follower: ${job} is led by another process (attempt ${attempt})`);
-				await setTimeout(retryMs, undefined, { signal: stop.signal }).catch(() => {});
-				continue;
-			}
-			console.log(`leader: ${me} leads ${job} (attempt ${attempt})`);
-			await work(AbortSignal.any([lease, stop.signal]));
-			if (lease.aborted) {
-				// Lost (another process took over, or renewals failed): stop acting, and let the
-				// supervisor restart the process; the killer ends it anyway if it keeps running.
-				console.log(`lost: ${String(lease.reason?.code ?? lease.reason)}`);
-				process.exitCode = 1;
-				break;
-			}
-		}
-	} finally {
-		await elections.cleanup(); // deletes the record if this process still holds it
-		console.log(`released: ${job}`);
-	}
+	const running = campaign(elections, {
+		key: job,
+		value: me,
+		durationSeconds: 10, // the record's lifetime; renewed every 2.5 s while leading
+		retryMs: 1_000, // while another process leads
+		signal: stop.signal,
+		onStartedLeading: (signal) => {
+			console.log(`leader: ${me} leads ${job}`);
+			return work(signal); // `signal` aborts when the leadership ends, for whatever reason
+		},
+		onStoppedLeading: (reason) => console.log(`stopped leading: ${reason.code}`),
+		onNewLeader: (leader) => {
+			if (leader !== me) console.log(`follower: ${job} is led by ${leader ?? "nobody"}`);
+		},
+	});
+	await running.done;
+	await elections.cleanup(); // nothing left to release; ends the renewal loops
+	console.log(`released: ${job}`);
 }
 
 /** Demo work: one line a second until `signal` aborts. */
@@ -69,4 +56,5 @@ export async function everySecond(signal: AbortSignal): Promise<void> {
 	} catch (error) {
 		if (!signal.aborted) throw error;
 	}
+	console.log("stopped working"); // before the record is deleted: nobody else leads yet
 }

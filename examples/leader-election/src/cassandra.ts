@@ -3,7 +3,7 @@
 
 import { createCassandraTTLStorage, ensureCassandraSchema } from "@vvm/ttlstorage-cas";
 import { Client } from "cassandra-driver";
-import { campaign, everySecond } from "./campaign.ts";
+import { everySecond, lead } from "./campaign.ts";
 
 const client = new Client({
 	contactPoints: (process.env.CASSANDRA_CONTACT_POINTS ?? "127.0.0.1:9042").split(","),
@@ -15,7 +15,7 @@ try {
 	// Creates the keyspace (SimpleStrategy RF 1 unless you pass `replication`) and the table.
 	await ensureCassandraSchema(client, { keyspace });
 	const storage = createCassandraTTLStorage({ client, keyspace });
-	await campaign(storage, { job: process.env.JOB ?? "report-generator" }, everySecond);
+	await lead(storage, process.env.JOB ?? "report-generator", everySecond);
 	await storage.close();
 } finally {
 	await client.shutdown();

@@ -3,7 +3,7 @@
 // configured in the environment.
 import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { createDynamoTTLStorage, ensureDynamoTTLTable } from "@vvm/ttlstorage-dyn";
-import { campaign, everySecond } from "./campaign.ts";
+import { everySecond, lead } from "./campaign.ts";
 
 const endpoint = process.env.DYNAMODB_ENDPOINT;
 const client = new DynamoDBClient(
@@ -19,7 +19,7 @@ const tableName = process.env.TABLE ?? "example_leaders";
 try {
 	await ensureDynamoTTLTable(client, tableName); // safe to repeat
 	const storage = createDynamoTTLStorage({ client, tableName });
-	await campaign(storage, { job: process.env.JOB ?? "report-generator" }, everySecond);
+	await lead(storage, process.env.JOB ?? "report-generator", everySecond);
 	await storage.close();
 } finally {
 	client.destroy();

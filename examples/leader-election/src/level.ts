@@ -4,12 +4,12 @@
 
 import { createLevelTTLStorage } from "@vvm/ttlstorage-level";
 import { ClassicLevel } from "classic-level";
-import { campaign, everySecond } from "./campaign.ts";
+import { everySecond, lead } from "./campaign.ts";
 
 const db = new ClassicLevel(process.env.DATA_DIR ?? ".data/leader-election");
 const storage = createLevelTTLStorage({ db, ownsDb: true });
 try {
-	await campaign(storage, { job: process.env.JOB ?? "report-generator" }, everySecond);
+	await lead(storage, process.env.JOB ?? "report-generator", everySecond);
 } finally {
 	await storage.close(); // also closes the database (ownsDb)
 }

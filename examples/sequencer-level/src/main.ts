@@ -27,10 +27,12 @@ const commands = Number(process.env.COMMANDS ?? 5);
 const crashAfter = Number(process.env.CRASH_AFTER ?? Number.POSITIVE_INFINITY);
 for (let i = 1; i <= commands; i++) {
 	const wsid = 1001 + (i % 2);
-	// undefined while the sequencer actualizes (after start-up or a failed write): try again soon.
+	// undefined while the sequencer actualizes (reads the PLog tail after start-up or a failed
+	// write), or for back-pressure (too many numbers not stored yet): wait, then try again.
 	let offset = sequencer.start(WS_KIND, wsid);
 	while (offset === undefined) {
-		await setTimeout(10);
+		await sequencer.ready(AbortSignal.timeout(30_000));
+		await setTimeout(5);
 		offset = sequencer.start(WS_KIND, wsid);
 	}
 	const wlog = await sequencer.next(WLOG);

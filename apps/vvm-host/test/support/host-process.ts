@@ -6,7 +6,7 @@ import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
 import { systemMonotonicMs } from "../../src/logger.ts";
 
-const APP_DIR: string = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
+export const APP_DIR: string = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
 
 export interface LogLine {
 	readonly level: number;
