@@ -12,7 +12,7 @@ try {
 }
 const byProject = new Map();
 for (const suite of report.testResults ?? []) {
-	const project = suite.name.match(/\/(?:packages|apps)\/([^/]+)\//)?.[1] ?? "root";
+	const project = suite.name.match(/\/(?:packages|apps|examples)\/([^/]+)\//)?.[1] ?? "root";
 	const counts = byProject.get(project) ?? { passed: 0, failed: 0, skipped: 0 };
 	for (const t of suite.assertionResults ?? []) {
 		if (t.status === "passed") counts.passed++;

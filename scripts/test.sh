@@ -13,21 +13,28 @@ if ! port_open "${CASSANDRA_PORT:-9042}" || ! port_open "${DYNAMODB_PORT:-8000}"
 	started_servers=1
 fi
 stop_servers() {
-	bash tooling/servers/cassandra-cluster/ci.sh stop || true # 3-node cluster (its own script)
+	# The 3-node cluster (its own script), unless the caller keeps it for later runs (.ci/run).
+	if [ "${VVM_KEEP_CLUSTER:-0}" != 1 ]; then bash tooling/servers/cassandra-cluster/ci.sh stop || true; fi
 	if [ "$started_servers" = 1 ]; then bash tooling/servers/stop-all.sh || true; fi
 }
 trap stop_servers EXIT
 
 # Servers first, in the background: Cassandra's first start downloads its jars and takes longest.
-bash tooling/servers/start-all.sh > .test-results/servers.log 2>&1 &
-servers_pid=$!
+# Servers already listening (CI's, a developer's, shared ones) are used as they are.
+servers_pid=""
+if [ "$started_servers" = 1 ]; then
+	bash tooling/servers/start-all.sh > .test-results/servers.log 2>&1 &
+	servers_pid=$!
+else
+	echo "test: using the servers already listening on 127.0.0.1:${CASSANDRA_PORT:-9042} and :${DYNAMODB_PORT:-8000}" > .test-results/servers.log
+fi
 bash tooling/servers/cassandra-cluster/ci.sh start # 3-node cluster, background; its suites run last
 
 . scripts/bootstrap.sh
 bash scripts/test-packages.sh
 
 servers_ok=1
-wait "$servers_pid" || servers_ok=0
+if [ -n "$servers_pid" ]; then wait "$servers_pid" || servers_ok=0; fi
 cat .test-results/servers.log
 if [ "$servers_ok" = 1 ]; then
 	# The servers are up: their suites must run (a skip would fail).

@@ -30,6 +30,8 @@ export async function requireServer({ name, host, port, enabledVar, startHint })
 			`${reason}. Real-server suites must run ${ci ? "in CI" : `when ${enabledVar} is set`}.`,
 		);
 	}
+	// Said once per file on stderr too: a runner's summary shows only "N skipped", not the titles.
+	process.stderr.write(`skipped: ${reason} (set ${enabledVar}=1 to fail instead)\n`);
 	return reason;
 }
 

@@ -7,7 +7,7 @@ import { systemMonotonicMs } from "./logger.ts";
  * What one accepted unit of work was done under: the same fields go to the log line, so a checker
  * can prove from the logs of every host that no two incarnations acted at overlapping times.
  */
-export interface WorkDone {
+interface WorkDone {
 	readonly done: true;
 	/** This host's wall time, ms (it may be skewed or stepped). */
 	readonly at: number;

@@ -8,7 +8,7 @@ import { parseLeaderValue } from "./leader-value.ts";
 import { describeError } from "./logger.ts";
 
 /** How often, at most, a host that waits for a slot says so. */
-export const WAITING_REPORT_INTERVAL_MS = 5_000;
+const WAITING_REPORT_INTERVAL_MS = 5_000;
 
 /**
  * Tells the operator why the host is not leading: on the first "slot held elsewhere" of a launch

@@ -158,7 +158,7 @@ export class WsRecord {
  * @internal A record with the queue links of the `"clock"` cache (which threads its queue through
  * the records); the `"lru-cache"` cache keeps its own, so its records go without them (12 bytes).
  */
-export class ClockWsRecord extends WsRecord implements LruNode<ClockWsRecord> {
+class ClockWsRecord extends WsRecord implements LruNode<ClockWsRecord> {
 	lruPrev: ClockWsRecord | undefined = undefined;
 	lruNext: ClockWsRecord | undefined = undefined;
 	lruUsed = false;

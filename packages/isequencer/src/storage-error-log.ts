@@ -5,7 +5,7 @@ import type { Logger } from "@vvm/log";
 export type StorageErrorHandler = (error: unknown, operation: string, attempt: number) => void;
 
 /** Default of the interval in which identical errors of one operation are logged once. */
-export const STORAGE_ERROR_LOG_INTERVAL_MS = 1000;
+const STORAGE_ERROR_LOG_INTERVAL_MS = 1000;
 
 function describeError(error: unknown): string {
 	if (error instanceof Error) {

@@ -13,11 +13,11 @@ export interface CaseEnv {
 	readonly createElections?: ElectionsFactory;
 }
 
-export interface RecordingService extends VVMService {
+interface RecordingService extends VVMService {
 	readonly log: string[];
 }
 
-export function recordingService(
+function recordingService(
 	name: string,
 	log: string[],
 	behaviour: { failStart?: Error; failStop?: Error } = {},

@@ -25,7 +25,7 @@ export interface CassandraSchemaOptions {
 const quote = (s: string): string => `'${s.replaceAll("'", "''")}'`;
 
 /** The CQL map literal of a replication setting; throws a `TypeError`/`RangeError` on bad input. */
-export function replicationLiteral(replication: CassandraReplication): string {
+function replicationLiteral(replication: CassandraReplication): string {
 	if (typeof replication !== "object" || replication === null) {
 		throw new TypeError("[@vvm/ttlstorage-cas] replication must be an object");
 	}

@@ -7,11 +7,11 @@ import type { CassandraReplication } from "../src/index.ts";
 import { ensureCassandraSchema } from "../src/index.ts";
 
 /** First contact point of CASSANDRA_CONTACT_POINTS (comma-separated), default 127.0.0.1:9042. */
-export const contactPoints: string[] = (process.env.CASSANDRA_CONTACT_POINTS ?? "127.0.0.1:9042")
+const contactPoints: string[] = (process.env.CASSANDRA_CONTACT_POINTS ?? "127.0.0.1:9042")
 	.split(",")
 	.map((s) => s.trim())
 	.filter((s) => s !== "");
-export const localDataCenter: string = process.env.CASSANDRA_LOCAL_DC ?? "datacenter1";
+const localDataCenter: string = process.env.CASSANDRA_LOCAL_DC ?? "datacenter1";
 /** Host and port of the first contact point. */
 export const firstContactPoint: { host: string; port: number } = hostPort(
 	contactPoints[0] ?? "127.0.0.1:9042",

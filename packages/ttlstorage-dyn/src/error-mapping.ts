@@ -78,7 +78,7 @@ export function attemptsOf(error: unknown): number {
  *
  * @internal
  */
-export function errorCode(error: unknown, conditional: boolean): TTLStorageErrorCode {
+function errorCode(error: unknown, conditional: boolean): TTLStorageErrorCode {
 	if (TTLStorageError.is(error)) return error.code;
 	const e = fields(error);
 	const name = typeof e.name === "string" ? e.name : "";

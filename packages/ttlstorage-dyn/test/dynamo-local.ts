@@ -4,7 +4,7 @@ import { hostPort, requireServer } from "@vvm/vitest-config/servers";
 import { afterAll, beforeAll } from "vitest";
 import { ensureDynamoTTLTable } from "../src/index.ts";
 
-export const endpoint: string = process.env.DYNAMODB_ENDPOINT ?? "http://127.0.0.1:8000";
+const endpoint: string = process.env.DYNAMODB_ENDPOINT ?? "http://127.0.0.1:8000";
 
 /** `false` when DynamoDB Local is reachable, else the skip reason (throws in CI). */
 export async function dynamoSkip(): Promise<false | string> {

@@ -35,12 +35,12 @@ export function dataKey(pKey: Bytes, cCols: Bytes): Uint8Array {
 }
 
 /** Length of the `u16 | pKey` prefix of a data key. @internal */
-export function partitionPrefixLength(key: Bytes): number {
+function partitionPrefixLength(key: Bytes): number {
 	return 2 + (((key[0] as number) << 8) | (key[1] as number));
 }
 
 /** A plain `Uint8Array` copy (databases may hand out `Buffer`s or shared memory). @internal */
-export function plainCopy(bytes: Bytes): Uint8Array {
+function plainCopy(bytes: Bytes): Uint8Array {
 	return new Uint8Array(bytes);
 }
 

@@ -40,12 +40,22 @@ const DEFAULT_CLEANUP_INTERVAL_MS = 60_000;
 /**
  * Any `abstract-level` database: `ClassicLevel` (LevelDB on disk), `MemoryLevel`, `Level`, or a
  * sublevel of one. Its default encodings do not matter: the driver opens its own sublevel with
- * `Uint8Array` keys and values.
+ * `Uint8Array` keys and values. Typed by the two methods the driver calls on it, not as
+ * `AbstractLevel`: the database's class comes from the application's copy of `abstract-level`
+ * (classic-level's own dependency), whose nominal types need not match any copy this package sees.
+ *
+ * @example
+ * ```ts
+ * const db: AnyAbstractLevel = new ClassicLevel("./data");
+ * ```
  */
-// biome-ignore lint/suspicious/noExplicitAny: any abstract-level database, whatever its encodings
-export type AnyAbstractLevel = AbstractLevel<any, any, any>;
+export interface AnyAbstractLevel {
+	sublevel(name: string, options: { keyEncoding: "view"; valueEncoding: "view" }): object;
+	close(): Promise<void>;
+}
 
-type Root = AbstractSublevel<AnyAbstractLevel, unknown, Uint8Array, Uint8Array>;
+// biome-ignore lint/suspicious/noExplicitAny: the driver's own view of the database it was given
+type Root = AbstractSublevel<AbstractLevel<any, any, any>, unknown, Uint8Array, Uint8Array>;
 type Sub = AbstractSublevel<Root, unknown, Uint8Array, Uint8Array>;
 
 /** Options of {@link createLevelTTLStorage}. */
@@ -147,7 +157,7 @@ class LevelTTLStorageImpl implements LevelTTLStorage {
 		const enc = { keyEncoding: "view", valueEncoding: "view" } as const;
 		this.#db = db;
 		// abstract-level validates the name (it throws LEVEL_INVALID_PREFIX on bad characters).
-		this.#root = db.sublevel<Uint8Array, Uint8Array>(prefix, enc) as unknown as Root;
+		this.#root = db.sublevel(prefix, enc) as Root;
 		this.#data = this.#root.sublevel<Uint8Array, Uint8Array>("d", enc) as unknown as Sub;
 		this.#index = this.#root.sublevel<Uint8Array, Uint8Array>("x", enc) as unknown as Sub;
 		this.#clock = options.clock ?? systemClock;

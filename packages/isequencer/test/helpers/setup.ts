@@ -3,7 +3,7 @@ import { afterEach, beforeEach, describe } from "vitest";
 import type { CacheKind, SequencerHandle, SequencerParams } from "../../src/index.ts";
 import { createSequencer } from "../../src/index.ts";
 import { CACHE_KINDS } from "../../src/record-cache.ts";
-import { SequencerImpl } from "../../src/sequencer.ts";
+import type { SequencerImpl } from "../../src/sequencer.ts";
 import { MockSeqStorage } from "./mock-storage.ts";
 
 const handles: SequencerHandle[] = [];
@@ -57,6 +57,3 @@ export function setup(
 		cleanup: handle.cleanup,
 	};
 }
-
-/** A sequencer object of the implementation class (for white-box access), not registered. */
-export { SequencerImpl };

@@ -1,0 +1,184 @@
+// Runs an example the way its README says, from its directory (the current one), and checks what
+// it prints. Plain Node, no dependencies: it runs in the rehearsal's consumer directories.
+//
+//   node run-example.mjs leader-election ts|js   # dynamodb, cassandra, level
+//   node run-example.mjs sequencer-level ts|js
+//
+// ts runs src/<name>.ts (Node's type stripping), js runs dist/<name>.js (emitted by tsc).
+// Env: DYNAMODB_ENDPOINT, CASSANDRA_CONTACT_POINTS (default the loopback servers).
+import { spawn } from "node:child_process";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+
+const [example, mode] = process.argv.slice(2);
+if (!["leader-election", "sequencer-level"].includes(example) || !["ts", "js"].includes(mode)) {
+	console.error("usage: run-example.mjs leader-election|sequencer-level ts|js");
+	process.exit(2);
+}
+const WAIT_MS = 30_000;
+const entry = (name) => (mode === "ts" ? `src/${name}.ts` : `dist/${name}.js`);
+const unique = `${process.pid}_${Date.now().toString(36)}`;
+
+/** A child process whose stdout lines are kept with the time they arrived. */
+function start(label, file, env = {}) {
+	const child = spawn(process.execPath, [file], {
+		env: { ...process.env, ...env },
+		stdio: ["ignore", "pipe", "pipe"],
+	});
+	const run = { label, child, lines: [], waiters: [], stderr: "" };
+	let buffer = "";
+	child.stdout.setEncoding("utf8").on("data", (chunk) => {
+		buffer += chunk;
+		for (let i = buffer.indexOf("\n"); i !== -1; i = buffer.indexOf("\n")) {
+			const line = { text: buffer.slice(0, i), at: performance.now() };
+			buffer = buffer.slice(i + 1);
+			run.lines.push(line);
+			console.log(`  [${label}] ${line.text}`);
+			for (const w of [...run.waiters]) w();
+		}
+	});
+	child.stderr.setEncoding("utf8").on("data", (chunk) => {
+		run.stderr += chunk;
+	});
+	run.exited = new Promise((resolve) => {
+		child.once("exit", (code, signal) => resolve({ code, signal, at: performance.now() }));
+	});
+	return run;
+}
+
+function fail(message, ...runs) {
+	for (const r of runs) if (r.stderr) console.error(`  [${r.label} stderr]\n${r.stderr}`);
+	throw new Error(message);
+}
+
+/** The first line matching `pattern`, waiting up to WAIT_MS for it. */
+function waitLine(run, pattern) {
+	return new Promise((resolve, reject) => {
+		const check = () => {
+			const line = run.lines.find((l) => pattern.test(l.text));
+			if (line === undefined) return false;
+			clearTimeout(timer);
+			run.waiters.splice(run.waiters.indexOf(check), 1);
+			resolve(line);
+			return true;
+		};
+		const timer = setTimeout(() => {
+			run.waiters.splice(run.waiters.indexOf(check), 1);
+			reject(new Error(`${run.label}: no line matching ${pattern} within ${WAIT_MS} ms`));
+		}, WAIT_MS);
+		run.waiters.push(check);
+		check();
+	});
+}
+
+async function expectExit(run, expected) {
+	let timer;
+	const timeout = new Promise((resolve) => {
+		timer = setTimeout(resolve, WAIT_MS, undefined);
+	});
+	const exit = await Promise.race([run.exited, timeout]);
+	clearTimeout(timer);
+	if (exit === undefined) {
+		run.child.kill("SIGKILL");
+		fail(`${run.label} did not exit within ${WAIT_MS} ms`, run);
+	}
+	const got = exit.signal ?? exit.code;
+	if (got !== expected) fail(`${run.label} exited with ${got}, expected ${expected}`, run);
+	return exit;
+}
+
+/** Two processes on one job: A leads, B waits; SIGINT to A; B leads once A has released. */
+async function failover(backend, env) {
+	console.log(`leader-election/${backend} (${mode}): A leads, B follows, SIGINT A, B takes over`);
+	const a = start(`${backend} A`, entry(backend), env);
+	let b;
+	try {
+		await waitLine(a, /^leader: /);
+		b = start(`${backend} B`, entry(backend), env);
+		await waitLine(b, /^follower: /);
+		a.child.kill("SIGINT");
+		const stoppedWorking = await waitLine(a, /^stopped working/); // printed before the release
+		await waitLine(a, /^released: /);
+		await expectExit(a, 0);
+		const bLeads = await waitLine(b, /^leader: /);
+		if (bLeads.at < stoppedWorking.at) fail("B led while A was still working", a, b);
+		b.child.kill("SIGINT");
+		await expectExit(b, 0);
+	} finally {
+		for (const r of [a, b])
+			if (r !== undefined && r.child.exitCode === null) r.child.kill("SIGKILL");
+	}
+}
+
+/** One host: lead, SIGINT, and a restart leads at its first attempt (the record was deleted). */
+async function restart(dataDir) {
+	console.log(`leader-election/level (${mode}): lead, SIGINT, restart leads at once`);
+	for (const label of ["level run 1", "level run 2"]) {
+		const run = start(label, entry("level"), { DATA_DIR: dataDir, JOB: `rehearsal_${unique}` });
+		try {
+			const leads = await waitLine(run, /^leader: /);
+			// Leading at once, not after waiting for the previous run's record to expire.
+			if (run.lines.some((l) => l.at <= leads.at && /^follower: /.test(l.text)))
+				fail(`${label} waited for a leader record the previous run should have deleted`, run);
+			run.child.kill("SIGINT");
+			await waitLine(run, /^released: /);
+			await expectExit(run, 0);
+		} finally {
+			if (run.child.exitCode === null) run.child.kill("SIGKILL");
+		}
+	}
+}
+
+/** Three runs on one database, the second SIGKILLed: the numbers stay dense across all of them. */
+async function sequencer(dataDir) {
+	console.log(`sequencer-level (${mode}): 5 commands, a crash after 2, 3 more; no gap, no repeat`);
+	const runs = [
+		[{ COMMANDS: "5" }, 0],
+		[{ COMMANDS: "5", CRASH_AFTER: "2" }, "SIGKILL"],
+		[{ COMMANDS: "3" }, 0],
+	];
+	const events = [];
+	for (const [i, [env, expected]] of runs.entries()) {
+		const run = start(`run ${i + 1}`, entry("main"), { DATA_DIR: dataDir, ...env });
+		await expectExit(run, expected);
+		for (const { text } of run.lines) {
+			const m = text.match(/^event (\d+): workspace (\d+) wlog (\d+) record (\d+)$/);
+			if (m) events.push(m.slice(1).map(Number));
+		}
+	}
+	const next = new Map();
+	events.forEach(([offset, wsid, wlog, record], i) => {
+		const want = next.get(wsid) ?? { wlog: 1, record: 200_001 };
+		if (offset !== i + 1 || wlog !== want.wlog || record !== want.record) {
+			throw new Error(
+				`event ${i + 1}: got offset ${offset}, wlog ${wlog}, record ${record} for workspace ${wsid}; expected offset ${i + 1}, wlog ${want.wlog}, record ${want.record}`,
+			);
+		}
+		next.set(wsid, { wlog: wlog + 1, record: record + 1 });
+	});
+	if (events.length !== 10)
+		throw new Error(`expected 10 events over the three runs, got ${events.length}`);
+}
+
+const scratch = mkdtempSync(join(tmpdir(), "vvm-example-"));
+try {
+	if (example === "leader-election") {
+		const shared = {
+			JOB: `rehearsal_${unique}`,
+			TABLE: "rehearsal_leaders",
+			KEYSPACE: "rehearsal_leaders",
+		};
+		await failover("dynamodb", {
+			...shared,
+			DYNAMODB_ENDPOINT: process.env.DYNAMODB_ENDPOINT ?? "http://127.0.0.1:8000",
+		});
+		await failover("cassandra", shared);
+		await restart(join(scratch, "level"));
+	} else {
+		await sequencer(join(scratch, "sequencer"));
+	}
+	console.log(`${example} (${mode}): ok`);
+} finally {
+	rmSync(scratch, { recursive: true, force: true });
+}
