@@ -6,7 +6,7 @@ import { createElectionsWithInternals } from "@vvm/ielections/internal";
 import type { ElectionsFactory } from "@vvm/orch";
 
 /** The mechanisms a mutant removes. */
-export const UNSAFE_MUTANTS: readonly ["killer", "lease-check", "lease-timer"] = [
+const UNSAFE_MUTANTS: readonly ["killer", "lease-check", "lease-timer"] = [
 	"killer", // no watchdog: a process that outlives its lease is never SIGKILLed
 	"lease-check", // the worker acts without checking leaseValid() first
 	"lease-timer", // elections do not abort the signal at the lease deadline while a renewal hangs

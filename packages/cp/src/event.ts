@@ -75,7 +75,7 @@ export function encodeJson(value: unknown): Uint8Array {
 }
 
 /** @internal Parses UTF-8 JSON; `undefined` when the bytes are not. */
-export function parseJson(bytes: Uint8Array): unknown {
+function parseJson(bytes: Uint8Array): unknown {
 	try {
 		return JSON.parse(decoder.decode(bytes)) as unknown;
 	} catch {

@@ -118,7 +118,7 @@ const isRealId = (v: unknown): v is number =>
 	typeof v === "number" && Number.isSafeInteger(v) && v > MAX_RAW_ID;
 
 /** @internal Validates one value against its field. */
-export function checkValue(field: CompiledField, value: unknown, path: string): FieldValue {
+function checkValue(field: CompiledField, value: unknown, path: string): FieldValue {
 	switch (field.type) {
 		case "string":
 			if (typeof value !== "string") throw badRequest(path, "must be a string");

@@ -7,16 +7,16 @@ import { holderKey } from "./model.ts";
 /** Format byte that starts every record of this package. @internal */
 export const FORMAT = 1;
 /** @internal */
-export const KIND_ROOT = 1;
+const KIND_ROOT = 1;
 /** @internal */
 export const KIND_SHARD = 2;
 
 /** Flags of an entry's tag byte. @internal */
-export const TAG_PRESENT = 1;
+const TAG_PRESENT = 1;
 const TAG_ACCEPTED = 2;
 const TAG_PROLONGABLE = 4;
 /** Holder indexes below this fit in the tag byte; larger ones follow it as a varint. @internal */
-export const INLINE_HOLDERS = 31;
+const INLINE_HOLDERS = 31;
 
 /**
  * The layout of the batch: which shards exist (by first group) in the current epoch.

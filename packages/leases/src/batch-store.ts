@@ -21,7 +21,7 @@ export interface StoredShard {
 }
 
 /** A record that belongs to no current shard (an older epoch, or a re-sharding that died). @internal */
-export interface StaleRecord {
+interface StaleRecord {
 	readonly cCols: Bytes;
 	readonly bytes: Uint8Array;
 	readonly epoch: number;

@@ -4,7 +4,7 @@ import { ByteWriter } from "./codec/byte-writer.ts";
 import { corrupt } from "./errors.ts";
 
 /** @internal */
-export const KIND_HEARTBEAT = 3;
+const KIND_HEARTBEAT = 3;
 
 /**
  * A host's heartbeat: who it is, a counter that changes with every write (the placement driver

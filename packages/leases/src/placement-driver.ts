@@ -11,7 +11,7 @@ import type { Counters } from "./metrics.ts";
 import type { PlacementActor } from "./placement-actor.ts";
 
 /** The elections key of the active placement driver. @internal */
-export const ACTIVE_KEY = "active";
+const ACTIVE_KEY = "active";
 
 /**
  * The killer the placement driver's elections get by default: none. Every write of the batch is

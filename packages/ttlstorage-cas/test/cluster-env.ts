@@ -9,7 +9,7 @@ const ENABLED_VAR = "CASSANDRA_CLUSTER_TESTS_ENABLED";
 const START_HINT = "bash tooling/servers/cassandra-cluster/start.sh";
 
 /** CASSANDRA_CLUSTER_CONTACT_POINTS (comma-separated), default the three local nodes. */
-export const clusterContactPoints: readonly string[] = (
+const clusterContactPoints: readonly string[] = (
 	process.env.CASSANDRA_CLUSTER_CONTACT_POINTS ?? "127.0.0.2:9042,127.0.0.3:9042,127.0.0.4:9042"
 )
 	.split(",")
@@ -17,7 +17,7 @@ export const clusterContactPoints: readonly string[] = (
 	.filter((s) => s !== "");
 
 /** The cluster's data centre (SimpleSnitch names it datacenter1). */
-export const CLUSTER_DC = "datacenter1";
+const CLUSTER_DC = "datacenter1";
 
 /** RF 3 in the one data centre: every node holds every key; a quorum is two nodes. */
 export const CLUSTER_REPLICATION: CassandraReplication = {

@@ -34,7 +34,7 @@ function alive(pid: number): boolean {
  * The PID of node `n`, checked against its command line, so a stale PID file can never make a
  * test kill another process.
  */
-export function nodePid(n: NodeNumber): number {
+function nodePid(n: NodeNumber): number {
 	const pidFile = `${WORK}/node${n}/pid`;
 	let pid: number;
 	try {

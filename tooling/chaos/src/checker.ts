@@ -31,7 +31,7 @@
  * tenures, and run the `proxy-hold` fault against a leader's flush: a write held past its lease
  * must either land before the next tenure's first write or be refused by its fencing token.
  */
-export const ACT_EVENTS: readonly string[] = ["work"];
+const ACT_EVENTS: readonly string[] = ["work"];
 
 /** A host log line, parsed; only `event`, `mono`, `pid` and the event's own fields are read. */
 export interface HostRecord {
@@ -64,7 +64,7 @@ export interface EventRecord {
 }
 
 /** Where a tenure comes from, for the report. */
-export interface TenureRef {
+interface TenureRef {
 	readonly slot: number;
 	readonly host: string;
 	readonly holder: string;
@@ -81,7 +81,7 @@ export interface Overlap {
 }
 
 /** A fencing token that did not grow where it must. */
-export interface TokenRegression {
+interface TokenRegression {
 	readonly slot: number;
 	readonly where: "acquisitions" | "acts";
 	readonly mono: number;

@@ -24,7 +24,7 @@ export interface DynamoLocal {
 }
 
 /** A free TCP port on 127.0.0.1 (DynamoDB Local has no host option; it listens on every address). */
-export function freePort(): Promise<number> {
+function freePort(): Promise<number> {
 	return new Promise((resolve, reject) => {
 		const server = createServer();
 		server.once("error", reject);
@@ -37,7 +37,7 @@ export function freePort(): Promise<number> {
 }
 
 /** Whether `host:port` accepts a TCP connection now. */
-export function portOpen(host: string, port: number): Promise<boolean> {
+function portOpen(host: string, port: number): Promise<boolean> {
 	return new Promise((resolve) => {
 		const socket = tcpConnect(port, host);
 		const done = (ok: boolean): void => {

@@ -5,7 +5,7 @@ import { monoMs } from "./mono.ts";
  * One line of the run's own log (`events.jsonl`): what the chaos tool did and saw, each stamped
  * with `mono` (CLOCK_MONOTONIC ms, the hosts' `mono`).
  */
-export interface RunEvent {
+interface RunEvent {
 	readonly event: string;
 	readonly mono: number;
 	readonly [field: string]: unknown;

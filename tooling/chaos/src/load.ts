@@ -7,7 +7,7 @@ import type { LineFile } from "./jsonl-file.ts";
 import { monoMs, sleep } from "./mono.ts";
 
 /** One accepted unit of work as the load generator received it (the checker's answer record). */
-export interface WorkAnswer extends AnswerRecord {
+interface WorkAnswer extends AnswerRecord {
 	readonly pid: number;
 }
 

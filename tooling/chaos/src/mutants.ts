@@ -17,7 +17,7 @@ export interface MutantOutcome {
 }
 
 /** Whether `combo` removes every mechanism: the combination the checker must catch. */
-export const removesAll = (combo: readonly MutantName[]): boolean =>
+const removesAll = (combo: readonly MutantName[]): boolean =>
 	MUTANT_NAMES.every((m) => combo.includes(m));
 
 /**

@@ -36,7 +36,7 @@ export const isSequencerWrite = (call: Pick<FaultCall, "args">): boolean =>
 	touches(call, 2) || touches(call, 3);
 
 /** @internal A run-unique application ID, so cases never share keys on a shared server. */
-export function uniqueAppId(): number {
+function uniqueAppId(): number {
 	return randomInt(1, 0xffff_fff0);
 }
 
