@@ -1,6 +1,8 @@
 import type { ParseArgsConfig } from "node:util";
 import { parseArgs } from "node:util";
 import { validateCassandraIdentifier } from "@vvm/ttlstorage-cas/names";
+import type { PlacementMode } from "./create-placement.ts";
+import { PLACEMENT_MODES } from "./create-placement.ts";
 import type { UnsafeMutant } from "./unsafe-mutants.ts";
 import { parseUnsafeMutants, UNSAFE_MUTANTS_ENV, UNSAFE_MUTANTS_FLAG } from "./unsafe-mutants.ts";
 
@@ -36,6 +38,12 @@ export interface HostConfig {
 	readonly dynEndpoint: string | undefined;
 	readonly dynTable: string;
 	readonly dynRegion: string;
+	/** The application's partition count: `partition = wsid mod partitions`; fixed for its lifetime. */
+	readonly partitions: number;
+	/** SequencesTrustLevel of seed 004 (`VVMConfig.SequencesTrustLevel`): 0, 1 or 2. */
+	readonly sequencesTrustLevel: 0 | 1 | 2;
+	/** Which partitions this host serves: `static` (partition p by the leader of slot `p mod numVVM + 1`). */
+	readonly placement: PlacementMode;
 	/**
 	 * TEST-ONLY mutants that break safety on purpose (chaos test): `VVM_UNSAFE_MUTANTS` plus the
 	 * `--unsafe-allow-mutants` flag. Empty in any normal run; never for production.
@@ -279,6 +287,30 @@ const SPECS: readonly OptionSpec[] = [
 		parse: nonEmpty,
 		help: "dyn: AWS region",
 	},
+	{
+		key: "partitions",
+		flag: "partitions",
+		env: ["VVM_PARTITIONS"],
+		def: "10",
+		parse: int(1, 65_536),
+		help: "partitions of the application: partition = wsid mod partitions (fixed for the data's lifetime)",
+	},
+	{
+		key: "sequencesTrustLevel",
+		flag: "sequences-trust-level",
+		env: ["VVM_SEQUENCES_TRUST_LEVEL"],
+		def: "0",
+		parse: int(0, 2),
+		help: "SequencesTrustLevel: 0 insert-if-not-exists for events and new records, 1 for events only, 2 puts everything",
+	},
+	{
+		key: "placement",
+		flag: "placement",
+		env: ["VVM_PLACEMENT"],
+		def: "static",
+		parse: oneOf(PLACEMENT_MODES),
+		help: "who serves a partition: static (partition p by the leader of slot p mod num-vvm + 1, while its lease is valid)",
+	},
 ];
 
 /** A keyspace exactly as the Cassandra driver accepts it (its own check, shared). */
@@ -320,7 +352,8 @@ export function helpText(): string {
 	);
 	lines.push(
 		"HTTP: GET /healthz, GET /readyz (200 only while leader), GET /leadership, GET /metrics,",
-		"      POST /work (acts only while the lease is valid).",
+		"      POST /work (acts only while the lease is valid), GET / (status page),",
+		"      /api/v2/apps/vvm/demo/workspaces/{wsid}/docs|commands|wlog (the command processor).",
 		"Exit codes: 0 graceful shutdown (SIGINT/SIGTERM), 1 launch failure or leadership lost,",
 		"            2 bad configuration.",
 	);

@@ -5,13 +5,20 @@ import type { VVM, VVMEvent } from "@vvm/orch";
 import { provideVVM, VVMError } from "@vvm/orch";
 import { u32 } from "@vvm/ttlstorage";
 import type { DestinationStream } from "pino";
+import { createApiV2Handler } from "./api-v2.ts";
 import type { HostConfig } from "./config.ts";
+import { createCpMetrics } from "./cp-metrics.ts";
+import { createPlacement } from "./create-placement.ts";
 import type { HttpApi, HttpApiState } from "./http.ts";
 import { startHttpApi } from "./http.ts";
 import { createLeaderValue } from "./leader-value.ts";
 import { createLeaseWorker } from "./lease-worker.ts";
 import { createHostLogger, describeError, logVVMEvent } from "./logger.ts";
 import { createHostMetrics } from "./metrics.ts";
+import type { HostPartitions } from "./partitions.ts";
+import { createHostPartitions } from "./partitions.ts";
+import { partitionsSection } from "./partitions-section.ts";
+import type { PartitionPlacement } from "./placement.ts";
 import type { OpenedStorage } from "./storage.ts";
 import { openStorage } from "./storage.ts";
 import { unsafeMutantHooks } from "./unsafe-mutants.ts";
@@ -90,6 +97,8 @@ export async function runHost(config: HostConfig, options: RunHostOptions = {}):
 
 	let storage: OpenedStorage | undefined;
 	let http: HttpApi | undefined;
+	let parts: HostPartitions | undefined;
+	let placement: PartitionPlacement | undefined;
 	// Empty unless the test-only VVM_UNSAFE_MUTANTS and --unsafe-allow-mutants are both given.
 	const mutants = unsafeMutantHooks(config.unsafeMutants);
 	try {
@@ -139,6 +148,34 @@ export async function runHost(config: HostConfig, options: RunHostOptions = {}):
 			monotonic: () => systemClock.monotonic(),
 			now: () => systemClock.now(),
 		});
+		// One command processor over the host's storage; the placement deploys its partitions.
+		const partitions = createHostPartitions({
+			storage: driver,
+			partitions: config.partitions,
+			trustLevel: config.sequencesTrustLevel,
+			// One LevelDB write batch is all or nothing: at level 2 an event and its effects land together.
+			atomicBatches: config.storage === "level",
+			logger,
+		});
+		parts = partitions;
+		const created = createPlacement(config.placement, {
+			partitions: config.partitions,
+			numVVM: config.numVVM,
+			handlers: partitions.handlers,
+			leadership: () => current?.leadership(),
+			leaderOf: (slot) => leadershipStorage.get(slot),
+			storage: driver,
+			address: () => address,
+			clock: systemClock,
+			logger,
+		});
+		const served = created.placement;
+		placement = served;
+		const cpMetrics = createCpMetrics(
+			metrics.registry,
+			() => partitions.cp,
+			() => served,
+		);
 		const state: HttpApiState = {
 			vvm: undefined,
 			phase: "starting",
@@ -150,6 +187,16 @@ export async function runHost(config: HostConfig, options: RunHostOptions = {}):
 			expiresInOf: (slot) => driver.queryTTL(u32(VVM_LEADER_PREFIX), u32(slot)),
 			registry: metrics.registry,
 			worker,
+			sections: async () => [partitionsSection(served, partitions)],
+			api: createApiV2Handler({
+				partitions: config.partitions,
+				placement: served,
+				partition: (p) => partitions.partition(p),
+				fencingToken: (p) => partitions.fencingToken(p),
+				self: () => address,
+				metrics: cpMetrics,
+				logger,
+			}),
 		};
 
 		try {
@@ -185,7 +232,7 @@ export async function runHost(config: HostConfig, options: RunHostOptions = {}):
 				: { createElections: mutants.createElections }),
 			acquireRetryMs: config.acquireRetryMs,
 			maxClockSkewMs: config.maxClockSkewMs,
-			services: [worker],
+			services: [worker, ...created.services],
 			onEvent: (event: VVMEvent) => {
 				metrics.onEvent(event);
 				logVVMEvent(logger, event);
@@ -197,6 +244,7 @@ export async function runHost(config: HostConfig, options: RunHostOptions = {}):
 		state.vvm = vvm;
 		current = vvm;
 		if (stopCtl.signal.aborted) return EXIT.OK; // stopped before launch: nothing held yet
+		await served.start(stopCtl.signal);
 		state.phase = "waiting";
 		const launched = vvm.launch(config.leadershipSeconds, config.acquireTimeoutMs);
 		const problem = new Promise<void>((resolve) => {
@@ -226,6 +274,14 @@ export async function runHost(config: HostConfig, options: RunHostOptions = {}):
 	} finally {
 		cleanupSignals();
 		await http?.close().catch(() => {});
+		// After the VVM's shutdown stopped its services: nothing is served any more; wait for writes.
+		await placement?.close().catch(() => {});
+		await parts?.close().catch((error: unknown) => {
+			logger.error(
+				{ event: "cp-close-failed", err: error },
+				"closing the command processor failed",
+			);
+		});
 		await storage?.close().catch(() => {});
 	}
 }

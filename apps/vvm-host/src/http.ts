@@ -3,6 +3,7 @@ import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import type { VVM } from "@vvm/orch";
 import type { Registry } from "prom-client";
+import { isApiPath } from "./api-routes.ts";
 import type { LeaseWorker } from "./lease-worker.ts";
 import { describeError } from "./logger.ts";
 import { STATUS_PAGE_HTML } from "./status-page.ts";
@@ -26,6 +27,8 @@ export interface HttpApiState {
 	readonly sections?: () => Promise<readonly StatusSection[]>;
 	readonly registry: Registry;
 	readonly worker: LeaseWorker;
+	/** The command processor's routes (`/api/v2/…`), once the host has them. */
+	api?: (req: IncomingMessage, res: ServerResponse, url: URL) => Promise<void>;
 }
 
 /** One table of the status page beyond the built-in ones. */
@@ -153,7 +156,9 @@ async function handle(
 	req: IncomingMessage,
 	res: ServerResponse,
 ): Promise<void> {
-	const path = new URL(req.url ?? "/", "http://localhost").pathname;
+	const url = new URL(req.url ?? "/", "http://localhost");
+	const path = url.pathname;
+	if (state.api !== undefined && isApiPath(path)) return state.api(req, res, url);
 	const route = `${req.method ?? "GET"} ${path}`;
 	switch (route) {
 		case "GET /healthz": {

@@ -1,0 +1,104 @@
+import { CpError } from "@vvm/cp";
+
+/** The HTTP answer to a failed request: status, JSON body, extra headers. */
+export interface ApiErrorReply {
+	readonly status: number;
+	readonly headers: Readonly<Record<string, string>>;
+	readonly body: {
+		readonly status: number;
+		readonly message: string;
+		readonly code: string;
+		readonly [extra: string]: unknown;
+	};
+	/** The metrics outcome: `ok` never appears here. */
+	readonly outcome: string;
+}
+
+const retryAfter = (ms: number | undefined): Record<string, string> => ({
+	"retry-after": String(Math.max(1, Math.ceil((ms ?? 1000) / 1000))),
+});
+
+/**
+ * A 503 the host itself answers (no holder known, not ready, not serving): `Retry-After` in
+ * seconds, `reason` in the body and the metrics.
+ *
+ * @example
+ * ```ts
+ * unavailable("no_holder", "no host serves partition 3 yet", 1000);
+ * ```
+ */
+export function unavailable(
+	reason: string,
+	message: string,
+	retryAfterMs = 1000,
+	extra: Record<string, unknown> = {},
+): ApiErrorReply {
+	return {
+		status: 503,
+		headers: retryAfter(retryAfterMs),
+		body: { status: 503, code: "HOST_UNAVAILABLE", reason, message, ...extra },
+		outcome: `unavailable_${reason}`,
+	};
+}
+
+/**
+ * Maps an error of `@vvm/cp` (or anything else) to its answer, as the cp README's table says:
+ * 400 bad request, 404 not found, 405 not allowed, 409 conflict (the key named), 503 busy or
+ * closed (`Retry-After`), storage errors 503 when nothing was committed, else 500 with `committed`.
+ *
+ * @example
+ * ```ts
+ * const reply = cpErrorReply(new CpError("CP_BUSY", "actualizing", { retryAfterMs: 1000 }));
+ * // reply.status === 503, reply.headers["retry-after"] === "1"
+ * ```
+ */
+export function cpErrorReply(error: unknown): ApiErrorReply {
+	if (!CpError.is(error)) {
+		const message = error instanceof Error ? error.message : String(error);
+		return {
+			status: 500,
+			headers: {},
+			body: { status: 500, code: "HOST_INTERNAL", message },
+			outcome: "internal",
+		};
+	}
+	const base = { code: error.code, message: error.message.replace(/^\[@vvm\/cp\] /, "") };
+	const field = error.field === undefined ? {} : { field: error.field };
+	const reply = (
+		status: number,
+		outcome: string,
+		extra: Record<string, unknown> = {},
+		headers: Record<string, string> = {},
+	): ApiErrorReply => ({
+		status,
+		headers,
+		body: { status, ...base, ...field, ...extra },
+		outcome,
+	});
+	switch (error.code) {
+		case "CP_BAD_REQUEST":
+			return reply(400, "bad_request");
+		case "CP_NOT_FOUND":
+			return reply(404, "not_found");
+		case "CP_NOT_ALLOWED":
+			return reply(405, "not_allowed");
+		case "CP_WRONG_PARTITION":
+			return reply(421, "misdirected");
+		case "CP_CONFLICT":
+			return reply(409, "conflict", error.key === undefined ? {} : { key: error.key });
+		case "CP_BUSY":
+			return reply(503, "busy", { reason: "busy" }, retryAfter(error.retryAfterMs));
+		case "CP_CLOSED":
+			return reply(503, "closed", { reason: "closed" }, retryAfter(1000));
+		case "CP_STORAGE":
+			return error.committed === "no" || error.committed === undefined
+				? reply(503, "storage", { reason: "storage", committed: "no" }, retryAfter(1000))
+				: reply(500, "storage", { committed: error.committed });
+		case "CP_INTERNAL":
+			return reply(
+				500,
+				"internal",
+				error.committed === undefined ? {} : { committed: error.committed },
+			);
+	}
+}

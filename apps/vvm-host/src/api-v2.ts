@@ -1,0 +1,285 @@
+import type { IncomingMessage, ServerResponse } from "node:http";
+import type { AppPartition, CommandResult } from "@vvm/cp";
+import type { Logger } from "pino";
+import type { ApiErrorReply } from "./api-errors.ts";
+import { cpErrorReply, unavailable } from "./api-errors.ts";
+import type { ApiRoute } from "./api-routes.ts";
+import { parseApiRoute } from "./api-routes.ts";
+import type { CpMetrics } from "./cp-metrics.ts";
+import type { PartitionPlacement } from "./placement.ts";
+
+/** Largest request body read, bytes (an event is at most 62 KiB: `@vvm/cp` `MAX_EVENT_BYTES`). */
+export const MAX_BODY_BYTES = 256 * 1024;
+
+/** What the API v2 handler reads. */
+export interface ApiV2Deps {
+	readonly partitions: number;
+	readonly placement: PartitionPlacement;
+	/** The partition deployed on this host, if any. */
+	readonly partition: (partition: number) => AppPartition | undefined;
+	/** The fencing token of the partition's grant (the slot leadership's, in static placement). */
+	readonly fencingToken: (partition: number) => bigint | undefined;
+	/** This host's advertised address (`host:port`). */
+	readonly self: () => string;
+	readonly metrics: CpMetrics;
+	readonly logger: Logger;
+}
+
+type Reply = {
+	readonly status: number;
+	readonly body: unknown;
+	readonly headers: Record<string, string>;
+};
+
+const send = (res: ServerResponse, reply: Reply): void => {
+	const text = `${JSON.stringify(reply.body)}\n`;
+	res.writeHead(reply.status, {
+		"content-type": "application/json; charset=utf-8",
+		"content-length": Buffer.byteLength(text),
+		"cache-control": "no-store",
+		...reply.headers,
+	});
+	res.end(text);
+};
+
+const errorOf = (e: ApiErrorReply): Reply => ({
+	status: e.status,
+	body: e.body,
+	headers: { ...e.headers },
+});
+
+/** Reads a JSON object body, at most {@link MAX_BODY_BYTES}; a bad one is a 400 naming `body`. */
+async function readJsonBody(req: IncomingMessage): Promise<Record<string, unknown> | Reply> {
+	const chunks: Buffer[] = [];
+	let size = 0;
+	for await (const chunk of req) {
+		size += (chunk as Buffer).length;
+		if (size > MAX_BODY_BYTES) {
+			return {
+				status: 413,
+				headers: { connection: "close" },
+				body: {
+					status: 413,
+					code: "HOST_BAD_REQUEST",
+					field: "body",
+					message: `body: larger than ${MAX_BODY_BYTES} bytes`,
+				},
+			};
+		}
+		chunks.push(chunk as Buffer);
+	}
+	const bad = (message: string): Reply => ({
+		status: 400,
+		headers: {},
+		body: { status: 400, code: "HOST_BAD_REQUEST", field: "body", message: `body: ${message}` },
+	});
+	let value: unknown;
+	try {
+		value = JSON.parse(Buffer.concat(chunks).toString("utf8"));
+	} catch (error) {
+		return bad(`is not JSON (${error instanceof Error ? error.message : String(error)})`);
+	}
+	if (typeof value !== "object" || value === null || Array.isArray(value))
+		return bad("must be a JSON object");
+	return value as Record<string, unknown>;
+}
+
+const isReply = (v: unknown): v is Reply =>
+	typeof v === "object" &&
+	v !== null &&
+	"status" in v &&
+	"headers" in v &&
+	"body" in v &&
+	typeof (v as Reply).status === "number";
+
+/**
+ * Where a partition's request goes: this host's deployed partition, or a 421 naming the holder,
+ * or a 503 when nobody (known) serves it or this host is still deploying it.
+ */
+export function locate(
+	deps: Pick<ApiV2Deps, "placement" | "partition" | "self">,
+	partition: number,
+	url: string,
+): AppPartition | ApiErrorReply {
+	if (deps.placement.serving(partition)) {
+		const deployed = deps.partition(partition);
+		if (deployed !== undefined) return deployed;
+		return unavailable("not_ready", `partition ${partition} is being deployed on this host`, 1000, {
+			partition,
+		});
+	}
+	const holder = deps.placement.holderOf(partition);
+	if (holder === undefined || holder.address === deps.self())
+		return unavailable(
+			holder === undefined ? "no_holder" : "not_ready",
+			holder === undefined
+				? `no host is known to serve partition ${partition} yet`
+				: `this host holds partition ${partition} but cannot serve it now (lease not valid or not deployed)`,
+			1000,
+			{ partition },
+		);
+	const location = `http://${holder.address}${url}`;
+	return {
+		status: 421,
+		headers: { location, "vvm-holder": holder.address },
+		body: {
+			status: 421,
+			code: "HOST_MISDIRECTED",
+			message: `partition ${partition} is served by ${holder.address}`,
+			holder: holder.address,
+			partition,
+			location,
+			...(holder.until === undefined ? {} : { until: holder.until }),
+		},
+		outcome: "misdirected",
+	};
+}
+
+const isWrite = (r: ApiRoute): boolean =>
+	r.kind === "create" || r.kind === "update" || r.kind === "command";
+
+async function run(
+	route: ApiRoute,
+	part: AppPartition,
+	body: Record<string, unknown>,
+): Promise<Reply> {
+	const ok = (status: number, result: CommandResult): Reply => {
+		const { plogOffset, ...api } = result;
+		return { status, body: api, headers: { "vvm-plog-offset": String(plogOffset) } };
+	};
+	switch (route.kind) {
+		case "create":
+			return ok(
+				201,
+				await part.createRecord({ wsid: route.wsid, table: route.table, fields: body }),
+			);
+		case "update":
+			return ok(
+				200,
+				await part.updateRecord({
+					wsid: route.wsid,
+					table: route.table,
+					id: route.id,
+					fields: body,
+				}),
+			);
+		case "command":
+			return ok(
+				200,
+				await part.executeCommand({
+					wsid: route.wsid,
+					command: route.command,
+					...(body.args === undefined ? {} : { args: body.args as Record<string, unknown> }),
+					...(body.cuds === undefined ? {} : { cuds: body.cuds as never }),
+				}),
+			);
+		case "read":
+			return {
+				status: 200,
+				headers: {},
+				body: await part.readRecord({ wsid: route.wsid, table: route.table, id: route.id }),
+			};
+		case "wlog":
+			return {
+				status: 200,
+				headers: {},
+				body: {
+					results: await part.readWLog({
+						wsid: route.wsid,
+						from: route.offset,
+						limit: route.count,
+					}),
+				},
+			};
+	}
+}
+
+/**
+ * Creates the handler of `/api/v2/…` (the command processor's routes; see the README's table).
+ * Order: the route and its URL fields (400/404/405), then the body (400 naming `body`), then the
+ * partition's place (421 to the holder, 503 with `Retry-After`), then the command processor (its
+ * own 400/404/405 naming the field, before anything is written). Answers of writes carry the
+ * partition, its fencing token and the event's PLog offset as `vvm-*` headers, and so does the
+ * `command` log line (debug; warn for 409 and 5xx).
+ *
+ * @example
+ * ```ts
+ * const api = createApiV2Handler(deps);
+ * // in the server: if (isApiPath(url.pathname)) return api(req, res, url);
+ * ```
+ */
+export function createApiV2Handler(
+	deps: ApiV2Deps,
+): (req: IncomingMessage, res: ServerResponse, url: URL) => Promise<void> {
+	return async (req, res, url) => {
+		const started = performance.now();
+		const method = req.method ?? "GET";
+		const route = parseApiRoute(method, url.pathname, url.searchParams);
+		const kind = route.kind === "error" ? "invalid" : route.kind;
+		let reply: Reply;
+		let outcome = "ok";
+		let partition: number | undefined;
+		let token: bigint | undefined;
+		if (route.kind === "error") {
+			req.resume();
+			outcome =
+				route.status === 405 ? "not_allowed" : route.status === 404 ? "not_found" : "bad_request";
+			reply = {
+				status: route.status,
+				headers: route.allow === undefined ? {} : { allow: route.allow.join(", ") },
+				body: {
+					status: route.status,
+					code: "HOST_BAD_REQUEST",
+					message: route.message,
+					...(route.field === undefined ? {} : { field: route.field }),
+				},
+			};
+		} else {
+			partition = route.wsid % deps.partitions;
+			if (!isWrite(route)) req.resume();
+			const body = isWrite(route) ? await readJsonBody(req) : {};
+			if (isReply(body)) {
+				outcome = "bad_request";
+				reply = body;
+			} else {
+				const target = locate(deps, partition, `${url.pathname}${url.search}`);
+				if ("outcome" in target) {
+					outcome = target.outcome;
+					reply = errorOf(target);
+				} else {
+					token = deps.fencingToken(partition);
+					try {
+						reply = await run(route, target, body);
+					} catch (error) {
+						const e = cpErrorReply(error);
+						outcome = e.outcome;
+						reply = errorOf(e);
+					}
+				}
+			}
+			reply.headers["vvm-partition"] = String(partition);
+			if (token !== undefined) reply.headers["vvm-fencing-token"] = token.toString();
+		}
+		send(res, reply);
+		const seconds = (performance.now() - started) / 1000;
+		deps.metrics.observe(kind, outcome, reply.status, seconds);
+		if (route.kind !== "error" && isWrite(route)) {
+			const line = {
+				event: "command",
+				kind,
+				wsid: route.wsid,
+				partition,
+				fencingToken: reply.headers["vvm-fencing-token"],
+				plogOffset:
+					reply.headers["vvm-plog-offset"] === undefined
+						? undefined
+						: Number(reply.headers["vvm-plog-offset"]),
+				status: reply.status,
+				outcome,
+				ms: Math.round(seconds * 10_000) / 10,
+			};
+			if (reply.status === 409 || reply.status >= 500) deps.logger.warn(line, `command ${outcome}`);
+			else deps.logger.debug(line, `command ${outcome}`);
+		}
+	};
+}

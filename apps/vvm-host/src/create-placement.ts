@@ -1,0 +1,63 @@
+import type { Clock } from "@vvm/clock";
+import type { VVMLeadership, VVMService } from "@vvm/orch";
+import type { TTLStorage } from "@vvm/ttlstorage";
+import type { Logger } from "pino";
+import type { PartitionPlacement, PlacementHandlers } from "./placement.ts";
+import { createStaticPlacement } from "./placement-static.ts";
+
+/** The values of `--placement`. */
+export const PLACEMENT_MODES: readonly ["static"] = ["static"];
+
+/** A placement mode (`--placement`). */
+export type PlacementMode = (typeof PLACEMENT_MODES)[number];
+
+/**
+ * What any placement may use. A mode takes what it needs; the host passes all of it.
+ *
+ * @example
+ * ```ts
+ * const deps: PlacementDeps = { partitions: 10, numVVM: 1, handlers, leadership: () => vvm.leadership(),
+ *   leaderOf: (slot) => leadershipStorage.get(slot), storage: driver, address: () => "127.0.0.1:8080",
+ *   clock: systemClock, logger };
+ * ```
+ */
+export interface PlacementDeps {
+	readonly partitions: number;
+	readonly numVVM: number;
+	/** Deploy and undeploy partitions on this host (the command processor). */
+	readonly handlers: PlacementHandlers;
+	/** This VVM's leadership (its slot), `undefined` while it holds none. */
+	readonly leadership: () => VVMLeadership | undefined;
+	/** The value of a slot's leader record (`address#nonce`), `undefined` when free. */
+	readonly leaderOf: (slot: number) => Promise<string | undefined>;
+	/** The host's TTL storage driver. */
+	readonly storage: TTLStorage;
+	/** This host's advertised address (`host:port`). */
+	readonly address: () => string;
+	readonly clock: Clock;
+	readonly logger: Logger;
+}
+
+/** A placement and the VVM services it needs run while this VVM leads its slot. */
+export interface CreatedPlacement {
+	readonly placement: PartitionPlacement;
+	readonly services: readonly VVMService[];
+}
+
+/**
+ * Builds the placement of `--placement`. The host's routes use only the
+ * {@link PartitionPlacement} contract, so a mode is one `case` here.
+ *
+ * @example
+ * ```ts
+ * const { placement, services } = createPlacement("static", deps);
+ * ```
+ */
+export function createPlacement(mode: PlacementMode, deps: PlacementDeps): CreatedPlacement {
+	switch (mode) {
+		case "static": {
+			const placement = createStaticPlacement(deps);
+			return { placement, services: [placement.service] };
+		}
+	}
+}
