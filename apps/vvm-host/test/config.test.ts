@@ -21,7 +21,24 @@ describe("parseHostConfig", () => {
 			httpPort: 8080,
 			casContactPoints: ["127.0.0.1:9042"],
 			dynEndpoint: undefined,
+			partitions: 10,
+			sequencesTrustLevel: 0,
+			placement: "static",
 		});
+	});
+
+	it("reads the command processor's flags and their variables", () => {
+		expect(config(["--partitions", "64", "--sequences-trust-level", "2"])).toMatchObject({
+			partitions: 64,
+			sequencesTrustLevel: 2,
+		});
+		const env = { VVM_PARTITIONS: "3", VVM_SEQUENCES_TRUST_LEVEL: "1", VVM_PLACEMENT: "static" };
+		expect(config([], env)).toMatchObject({
+			partitions: 3,
+			sequencesTrustLevel: 1,
+			placement: "static",
+		});
+		expect(config(["--sequences-trust-level=0"], env).sequencesTrustLevel).toBe(0);
 	});
 
 	it("reads environment variables and lets flags win", () => {
@@ -55,6 +72,11 @@ describe("parseHostConfig", () => {
 		[["--cas-keyspace", "bad-name"], "--cas-keyspace must match ^[a-z][a-z0-9_]{0,47}$"],
 		[["--cas-keyspace", "Vvm"], "--cas-keyspace must match ^[a-z][a-z0-9_]{0,47}$"],
 		[["--address", " "], "--address must not be empty"],
+		[["--partitions", "0"], "--partitions must be an integer in 1..65536"],
+		[["--partitions", "65537"], "--partitions must be an integer in 1..65536"],
+		[["--sequences-trust-level", "3"], "--sequences-trust-level must be an integer in 0..2"],
+		[["--sequences-trust-level", "high"], "--sequences-trust-level must be an integer in 0..2"],
+		[["--placement", "random"], "--placement must be one of static"],
 		[["--nope"], "Unknown option '--nope'"],
 		[["extra"], "Unexpected argument 'extra'"],
 	])("rejects %j naming the flag", (argv, message) => {
@@ -65,6 +87,9 @@ describe("parseHostConfig", () => {
 	it("names the environment variable when the bad value came from it", () => {
 		expect(() => parseHostConfig([], { VVM_LEADERSHIP_SECONDS: "ten" })).toThrow(
 			'VVM_LEADERSHIP_SECONDS must be an integer in 1..31536000, got "ten"',
+		);
+		expect(() => parseHostConfig([], { VVM_SEQUENCES_TRUST_LEVEL: "5" })).toThrow(
+			'VVM_SEQUENCES_TRUST_LEVEL must be an integer in 0..2, got "5"',
 		);
 	});
 
@@ -84,6 +109,9 @@ describe("parseHostConfig", () => {
 			"--http-port",
 			"--dyn-endpoint",
 			"--cas-contact-points",
+			"--partitions",
+			"--sequences-trust-level",
+			"--placement",
 		]) {
 			expect(text).toContain(flag);
 		}

@@ -1,0 +1,207 @@
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
+import type { CommandProcessor } from "@vvm/cp";
+import { createCommandProcessor } from "@vvm/cp";
+import { createMemTTLStorage } from "@vvm/ttlstorage-mem";
+import { pino } from "pino";
+import { Registry } from "prom-client";
+import { afterEach, describe, expect, it } from "vitest";
+import { createApiV2Handler } from "../src/api-v2.ts";
+import { createCpMetrics } from "../src/cp-metrics.ts";
+import type { PartitionHolder, PartitionPlacement } from "../src/placement.ts";
+
+const PARTITIONS = 4;
+const SELF = "127.0.0.1:8081";
+const CUSTOMER = "app1pkg.Customer";
+
+/** A placement stand-in: this host serves `serving`; `holders` answers the others. */
+function fakePlacement(
+	serving: Set<number>,
+	holders: Map<number, PartitionHolder>,
+): PartitionPlacement {
+	return {
+		mode: "static",
+		start: async () => {},
+		serving: (p) => serving.has(p),
+		holderOf: (p) => holders.get(p),
+		served: () => [...serving].sort(),
+		describe: () => ({}),
+		close: async () => {},
+	};
+}
+
+const closers: (() => Promise<void>)[] = [];
+afterEach(async () => {
+	for (const c of closers.splice(0)) await c();
+});
+
+async function serve(options: {
+	serving: number[];
+	holders?: Map<number, PartitionHolder>;
+	deploy?: number[];
+}) {
+	const cp: CommandProcessor = createCommandProcessor({
+		storage: createMemTTLStorage(),
+		appId: 1,
+		partitions: PARTITIONS,
+	});
+	for (const p of options.deploy ?? options.serving) await cp.deploy(p).ready();
+	const registry = new Registry();
+	const placement = fakePlacement(new Set(options.serving), options.holders ?? new Map());
+	const handler = createApiV2Handler({
+		partitions: PARTITIONS,
+		placement,
+		partition: (p) => cp.partition(p),
+		fencingToken: (p) => (options.serving.includes(p) ? 42n : undefined),
+		self: () => SELF,
+		metrics: createCpMetrics(
+			registry,
+			() => cp,
+			() => placement,
+		),
+		logger: pino({ level: "silent" }),
+	});
+	const server = createServer((req, res) => {
+		void handler(req, res, new URL(req.url ?? "/", "http://localhost"));
+	});
+	await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+	closers.push(async () => {
+		server.closeAllConnections();
+		await new Promise((r) => server.close(r));
+		await cp.close();
+	});
+	const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}/api/v2/apps/vvm/demo/workspaces`;
+	return { cp, registry, base };
+}
+
+const post = (url: string, body: unknown, method = "POST") =>
+	fetch(url, { method, body: typeof body === "string" ? body : JSON.stringify(body) });
+
+describe("API v2 over the command processor", () => {
+	it("creates, reads, updates, runs sys.CUD and reads the WLog, with the partition's fencing token", async () => {
+		const { base, registry } = await serve({ serving: [1] });
+		const ws = `${base}/1001`; // 1001 mod 4 = 1
+		const created = await post(`${ws}/docs/${CUSTOMER}`, { name: "Ada" });
+		expect(created.status).toBe(201);
+		expect(await created.json()).toEqual({
+			CurrentWLogOffset: 1,
+			NewIDs: { "1": 322685000131072 },
+		});
+		expect(created.headers.get("vvm-fencing-token")).toBe("42");
+		expect(created.headers.get("vvm-partition")).toBe("1");
+		expect(created.headers.get("vvm-plog-offset")).toBe("1");
+		const patched = await post(`${ws}/docs/${CUSTOMER}/322685000131072`, { vip: true }, "PATCH");
+		expect(patched.status).toBe(200);
+		expect(await patched.json()).toEqual({ CurrentWLogOffset: 2, NewIDs: {} });
+		const read = await fetch(`${ws}/docs/${CUSTOMER}/322685000131072`);
+		expect(await read.json()).toEqual({
+			"sys.ID": 322685000131072,
+			"sys.QName": CUSTOMER,
+			name: "Ada",
+			vip: true,
+		});
+		const cud = await post(`${ws}/commands/sys.CUD`, {
+			cuds: [
+				{ fields: { "sys.ID": 1, "sys.QName": CUSTOMER, name: "Bob" } },
+				{
+					fields: { "sys.ID": 2, "sys.QName": "app1pkg.Address", "sys.ParentID": 1, city: "Oslo" },
+				},
+			],
+		});
+		expect(cud.status).toBe(200);
+		expect(await cud.json()).toEqual({
+			CurrentWLogOffset: 3,
+			NewIDs: { "1": 322685000131073, "2": 322685000131074 },
+		});
+		const wlog = await fetch(`${ws}/wlog?offset=2&count=5`);
+		const entries = ((await wlog.json()) as { results: { offset: number }[] }).results;
+		expect(entries.map((e) => e.offset)).toEqual([2, 3]);
+		const metrics = await registry.metrics();
+		expect(metrics).toContain('vvm_cp_commands_total{outcome="ok"} 3');
+		expect(metrics).toContain('vvm_cp_requests_total{kind="wlog",outcome="ok"} 1');
+		expect(metrics).toContain("vvm_cp_partitions_served 1");
+	});
+
+	it("answers 400 naming the field and writes nothing", async () => {
+		const { base, cp } = await serve({ serving: [1] });
+		const ws = `${base}/1001`;
+		const missing = await post(`${ws}/docs/${CUSTOMER}`, { email: "a@b.c" });
+		expect(missing.status).toBe(400);
+		expect(await missing.json()).toMatchObject({
+			status: 400,
+			code: "CP_BAD_REQUEST",
+			field: "fields.name",
+		});
+		const notJson = await post(`${ws}/docs/${CUSTOMER}`, "{name:");
+		expect(notJson.status).toBe(400);
+		expect(await notJson.json()).toMatchObject({ field: "body" });
+		const array = await post(`${ws}/commands/sys.CUD`, "[]");
+		expect(await array.json()).toMatchObject({
+			field: "body",
+			message: "body: must be a JSON object",
+		});
+		const badWsid = await post(`${base}/0/docs/${CUSTOMER}`, { name: "A" });
+		expect(await badWsid.json()).toMatchObject({ status: 400, field: "wsid" });
+		const unknown = await post(`${ws}/docs/app1pkg.Nope`, { name: "A" });
+		expect(unknown.status).toBe(404);
+		expect(await unknown.json()).toMatchObject({ field: "table" });
+		const big = await post(`${ws}/docs/${CUSTOMER}`, { name: "x".repeat(300_000) });
+		expect(big.status).toBe(413);
+		expect(await (cp.partition(1)?.readWLog({ wsid: 1001 }) ?? [])).toEqual([]);
+		expect(cp.partition(1)?.stats().nextPLogOffset).toBe(1);
+	});
+
+	it("answers 421 with the holder for a partition served elsewhere", async () => {
+		const holders = new Map([[2, { address: "10.0.0.2:8080" }]]);
+		const { base, registry } = await serve({ serving: [1], holders });
+		const res = await post(`${base}/1002/docs/${CUSTOMER}`, { name: "Ada" }); // 1002 mod 4 = 2
+		expect(res.status).toBe(421);
+		const location = `http://10.0.0.2:8080/api/v2/apps/vvm/demo/workspaces/1002/docs/${CUSTOMER}`;
+		expect(res.headers.get("location")).toBe(location);
+		expect(await res.json()).toMatchObject({
+			status: 421,
+			holder: "10.0.0.2:8080",
+			partition: 2,
+			location,
+		});
+		expect(res.headers.get("vvm-fencing-token")).toBeNull();
+		// undici's fetch retries a 421 once on a new connection (it is the HTTP/2 coalescing answer).
+		expect(await registry.metrics()).toMatch(/vvm_cp_misdirected_total [12]\n/);
+	});
+
+	it("answers 503 with Retry-After when no holder is known or this host cannot serve it yet", async () => {
+		const holders = new Map([[3, { address: SELF }]]);
+		const { base, registry } = await serve({ serving: [1, 0], deploy: [1], holders });
+		const nobody = await post(`${base}/1002/docs/${CUSTOMER}`, { name: "Ada" });
+		expect(nobody.status).toBe(503);
+		expect(nobody.headers.get("retry-after")).toBe("1");
+		expect(await nobody.json()).toMatchObject({ reason: "no_holder", partition: 2 });
+		const mine = await post(`${base}/1003/docs/${CUSTOMER}`, { name: "Ada" }); // held by me, not served
+		expect(mine.status).toBe(503);
+		expect(await mine.json()).toMatchObject({ reason: "not_ready", partition: 3 });
+		const deploying = await fetch(`${base}/1000/wlog`); // served, not deployed yet
+		expect(deploying.status).toBe(503);
+		expect(await deploying.json()).toMatchObject({ reason: "not_ready", partition: 0 });
+		const metrics = await registry.metrics();
+		expect(metrics).toContain('vvm_cp_unavailable_total{reason="no_holder"} 1');
+		expect(metrics).toContain('vvm_cp_unavailable_total{reason="not_ready"} 2');
+	});
+
+	it("answers 503 busy while a partition actualizes and 503 closed once it is undeployed", async () => {
+		const { base, cp } = await serve({ serving: [1] });
+		await cp.undeploy(1);
+		const partition = cp.deploy(1); // actualizing: the cp answers CP_BUSY until ready
+		const busy = await post(`${base}/1001/docs/${CUSTOMER}`, { name: "Ada" });
+		if (busy.status === 503) {
+			expect(busy.headers.get("retry-after")).toBe("1");
+			expect(await busy.json()).toMatchObject({ code: "CP_BUSY", reason: "busy" });
+		} else {
+			expect(busy.status).toBe(201); // actualization of an empty PLog won the race
+		}
+		await partition.ready();
+		const closing = cp.undeploy(1);
+		const closed = await post(`${base}/1001/docs/${CUSTOMER}`, { name: "Ada" });
+		await closing;
+		expect([503]).toContain(closed.status);
+	});
+});

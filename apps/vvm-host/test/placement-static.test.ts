@@ -1,0 +1,229 @@
+import { MockClock } from "@vvm/clock";
+import type { VVMLeadership } from "@vvm/orch";
+import { pino } from "pino";
+import { describe, expect, it } from "vitest";
+import { createPlacement } from "../src/create-placement.ts";
+import type { PlacementHandlers } from "../src/placement.ts";
+import {
+	createStaticPlacement,
+	staticPartitionsOf,
+	staticSlotOf,
+} from "../src/placement-static.ts";
+
+const logger = pino({ level: "silent" });
+
+function leadership(slot: number): VVMLeadership {
+	return {
+		slot,
+		address: "127.0.0.1:8081#abc",
+		durationSeconds: 20,
+		acquiredAt: 0,
+		renewals: 0,
+		lastRenewedAt: 0,
+		leaseDeadline: 16_000,
+		leaseTimeLeftMs: 16_000,
+		fencingToken: 7,
+	};
+}
+
+/** Handlers that record what the placement asked for; grants resolve when the test says. */
+function recorder() {
+	const granted: { partition: number; signal: AbortSignal; fencingToken: bigint | undefined }[] =
+		[];
+	const ended: [number, string][] = [];
+	const release: (() => void)[] = [];
+	const handlers: PlacementHandlers = {
+		onGranted(partition, grant) {
+			granted.push({ partition, signal: grant.signal, fencingToken: grant.fencingToken });
+			return new Promise<void>((r) => release.push(r));
+		},
+		onEnded(partition, reason) {
+			ended.push([partition, reason]);
+		},
+	};
+	return { handlers, granted, ended, release };
+}
+
+function setup(options: {
+	slot: number;
+	numVVM: number;
+	partitions: number;
+	leaders?: Map<number, string>;
+}) {
+	const clock = new MockClock(1_000_000);
+	const rec = recorder();
+	const leaders = options.leaders ?? new Map<number, string>();
+	const reads: number[] = [];
+	let held: VVMLeadership | undefined = leadership(options.slot);
+	const placement = createStaticPlacement({
+		partitions: options.partitions,
+		numVVM: options.numVVM,
+		handlers: rec.handlers,
+		leadership: () => held,
+		leaderOf: async (slot) => {
+			reads.push(slot);
+			return leaders.get(slot);
+		},
+		clock,
+		logger,
+	});
+	const lease = { valid: true };
+	const ctl = new AbortController();
+	const ctx = { signal: ctl.signal, leaseValid: () => lease.valid, fencingToken: 7 };
+	return {
+		clock,
+		rec,
+		leaders,
+		reads,
+		placement,
+		lease,
+		ctl,
+		ctx,
+		drop: () => {
+			held = undefined;
+		},
+	};
+}
+
+describe("static placement", () => {
+	it("assigns partition p to slot (p mod numVVM) + 1", () => {
+		expect([0, 1, 2, 3, 4].map((p) => staticSlotOf(p, 3))).toEqual([1, 2, 3, 1, 2]);
+		expect(staticPartitionsOf(2, 3, 10)).toEqual([1, 4, 7]);
+		expect(staticPartitionsOf(3, 4, 2)).toEqual([]); // more slots than partitions
+		expect(staticPartitionsOf(1, 1, 3)).toEqual([0, 1, 2]);
+	});
+
+	it("deploys its slot's partitions when the VVM leads, with the leadership's fencing token", async () => {
+		const t = setup({ slot: 2, numVVM: 3, partitions: 8 });
+		expect(t.placement.served()).toEqual([]);
+		expect(t.placement.serving(1)).toBe(false);
+		await t.placement.service.start(t.ctx);
+		expect(t.rec.granted.map((g) => g.partition)).toEqual([1, 4, 7]);
+		expect(t.rec.granted.every((g) => g.fencingToken === 7n)).toBe(true);
+		expect(t.placement.served()).toEqual([1, 4, 7]);
+		expect(t.placement.serving(4)).toBe(true);
+		expect(t.placement.serving(0)).toBe(false); // slot 1's
+		expect(t.placement.describe()).toMatchObject({ mode: "static", slot: 2, fencingToken: 7 });
+	});
+
+	it("serves nothing once the lease is not valid, and undeploys everything when the leadership ends", async () => {
+		const t = setup({ slot: 1, numVVM: 2, partitions: 4 });
+		await t.placement.service.start(t.ctx);
+		expect(t.placement.served()).toEqual([0, 2]);
+		t.lease.valid = false; // a renewal hangs past the lease deadline: stop at once
+		expect(t.placement.serving(0)).toBe(false);
+		expect(t.placement.served()).toEqual([]);
+		expect(t.rec.ended).toEqual([]);
+		t.ctl.abort(new Error("leadership lost"));
+		expect(t.rec.ended).toEqual([
+			[0, "Error: leadership lost"],
+			[2, "Error: leadership lost"],
+		]);
+		expect(t.rec.granted.every((g) => g.signal.aborted)).toBe(true);
+		await t.placement.service.stop(); // idempotent: nothing ends twice
+		expect(t.rec.ended).toHaveLength(2);
+	});
+
+	it("undeploys on stop and on close", async () => {
+		const t = setup({ slot: 1, numVVM: 1, partitions: 2 });
+		await t.placement.service.start(t.ctx);
+		await t.placement.service.stop();
+		expect(t.rec.ended.map(([p]) => p)).toEqual([0, 1]);
+		const ctl = new AbortController();
+		await t.placement.service.start({ ...t.ctx, signal: ctl.signal });
+		expect(t.placement.served()).toEqual([0, 1]);
+		await t.placement.close();
+		expect(t.rec.ended.map(([p, r]) => `${p}:${r}`)).toEqual([
+			"0:services stopped",
+			"1:services stopped",
+			"0:placement closed",
+			"1:placement closed",
+		]);
+		expect(t.placement.serving(0)).toBe(false);
+	});
+
+	it("a declined grant is not served", async () => {
+		const clock = new MockClock();
+		const ended: number[] = [];
+		const placement = createStaticPlacement({
+			partitions: 2,
+			numVVM: 1,
+			handlers: {
+				onGranted: async (p) => {
+					if (p === 1) throw new Error("cannot deploy");
+				},
+				onEnded: (p) => ended.push(p),
+			},
+			leadership: () => leadership(1),
+			leaderOf: async () => undefined,
+			clock,
+			logger,
+		});
+		await placement.service.start({
+			signal: new AbortController().signal,
+			leaseValid: () => true,
+			fencingToken: 1,
+		});
+		await new Promise((r) => setImmediate(r));
+		expect(placement.served()).toEqual([0]);
+		expect(placement.serving(1)).toBe(false);
+		expect(ended).toEqual([1]);
+	});
+
+	it("answers the holder of another slot's partition from its leader record, refreshed on the clock", async () => {
+		const leaders = new Map([[2, "10.0.0.2:8080#n1"]]);
+		const t = setup({ slot: 1, numVVM: 3, partitions: 6, leaders });
+		await t.placement.start(t.ctl.signal);
+		expect(t.placement.holderOf(1)).toEqual({ address: "10.0.0.2:8080" }); // nonce stripped
+		expect(t.placement.holderOf(4)).toEqual({ address: "10.0.0.2:8080" });
+		expect(t.placement.holderOf(2)).toBeUndefined(); // slot 3 is free
+		leaders.set(3, "10.0.0.3:8080#n2");
+		leaders.set(2, "10.0.0.9:8080#n3");
+		await t.clock.advanceAsync(1_000);
+		await new Promise((r) => setImmediate(r));
+		expect(t.placement.holderOf(2)).toEqual({ address: "10.0.0.3:8080" });
+		expect(t.placement.holderOf(1)).toEqual({ address: "10.0.0.9:8080" });
+		await t.placement.close();
+		const reads = t.reads.length;
+		await t.clock.advanceAsync(5_000);
+		expect(t.reads.length).toBe(reads); // closed: no more reads
+	});
+
+	it("keeps the last known holder when a leader record read fails", async () => {
+		const clock = new MockClock();
+		let fail = false;
+		const placement = createStaticPlacement({
+			partitions: 2,
+			numVVM: 2,
+			handlers: recorder().handlers,
+			leadership: () => leadership(1),
+			leaderOf: async (slot) => {
+				if (fail) throw new Error("storage down");
+				return slot === 2 ? "h2:1#x" : undefined;
+			},
+			clock,
+			logger,
+		});
+		await placement.start(new AbortController().signal);
+		fail = true;
+		await clock.advanceAsync(1_000);
+		expect(placement.holderOf(1)).toEqual({ address: "h2:1" });
+		await placement.close();
+	});
+
+	it("is what createPlacement builds for --placement static, with its service", () => {
+		const created = createPlacement("static", {
+			partitions: 4,
+			numVVM: 1,
+			handlers: recorder().handlers,
+			leadership: () => undefined,
+			leaderOf: async () => undefined,
+			storage: {} as never,
+			address: () => "127.0.0.1:1",
+			clock: new MockClock(),
+			logger,
+		});
+		expect(created.placement.mode).toBe("static");
+		expect(created.services.map((s) => s.name)).toEqual(["partitions"]);
+	});
+});
