@@ -14,7 +14,9 @@
 #      ESM and with require() (Node 22's require(esm));
 #   5. every example, packed by pnpm (so its ranges are the published ones), installed from the
 #      registry, type-checked with tsc --strict, and run as TypeScript and as the JavaScript tsc
-#      emits, on each Node line in VVM_REHEARSAL_NODES (default: the node on PATH);
+#      emits, on each Node line in VVM_REHEARSAL_NODES (default: the node on PATH); for
+#      host-command-fetch, a vvm-host (private, so from this repository's build) runs on a level
+#      database in the temp dir, started before and stopped after, by its PID;
 #   6. the lowest and the newest version each published client range allows (cassandra-driver,
 #      @aws-sdk/client-dynamodb, lru-cache, vitest; classic-level for the level driver), each
 #      type-checked and run through the published conformance and elections suites.
@@ -36,9 +38,14 @@ step() { printf '\n--- rehearsal: %s (t+%ss)\n' "$1" "$(($(date +%s) - t0))"; }
 npm_quiet=(--no-audit --no-fund --loglevel=error)
 
 registry_pid=""
+host_pid=""
 restore=""
 cleanup() {
 	local status=$?
+	if [ -n "$host_pid" ]; then
+		kill "$host_pid" 2>/dev/null || true
+		wait "$host_pid" 2>/dev/null || true
+	fi
 	if [ -n "$registry_pid" ]; then
 		kill "$registry_pid" 2>/dev/null || true
 		wait "$registry_pid" 2>/dev/null || true
@@ -167,6 +174,21 @@ install_set elections-level @vvm/ielections @vvm/ttlstorage-level
 install_set sequencer @vvm/isequencer @vvm/seqstorage
 
 # --- 5. the examples -----------------------------------------------------------------------------
+step "vvm-host for the host-command-fetch example (level storage in the temp dir)"
+pnpm turbo run build --filter=@vvm/vvm-host --output-logs=errors-only
+HOST_PORT="$(node -e 'const s = require("node:net").createServer().listen(0, "127.0.0.1", () => { console.log(s.address().port); s.close(); })')"
+node apps/vvm-host/dist/cli.mjs --storage level --data-dir "$WORK/host-data" --http-port "$HOST_PORT" \
+	--work-interval-ms 0 >"$WORK/host.log" 2>&1 &
+host_pid=$!
+for _ in $(seq 1 150); do
+	curl -fs -o /dev/null "http://127.0.0.1:$HOST_PORT/readyz" && break
+	kill -0 "$host_pid" 2>/dev/null || { cat "$WORK/host.log" >&2; exit 1; }
+	sleep 0.2
+done
+curl -fs -o /dev/null "http://127.0.0.1:$HOST_PORT/readyz" || { cat "$WORK/host.log" >&2; exit 1; }
+export VVM_HOST_URL="http://127.0.0.1:$HOST_PORT"
+echo "rehearse: vvm-host pid $host_pid at $VVM_HOST_URL"
+
 read -r -a NODES <<<"${VVM_REHEARSAL_NODES:-$(command -v node)}"
 for tarball in "$WORK"/examples/*.tgz; do
 	name="$(basename "$tarball" .tgz | sed -E 's/^example-//; s/-[0-9].*$//')"
@@ -175,7 +197,7 @@ for tarball in "$WORK"/examples/*.tgz; do
 	tar -xzf "$tarball" -C "$dir" --strip-components=1
 	(
 		cd "$dir"
-		grep -E '"(@vvm/[^"]+|cassandra-driver|@aws-sdk/client-dynamodb|classic-level|vitest)"' package.json | sed 's/^/  /'
+		{ grep -E '"(@vvm/[^"]+|cassandra-driver|@aws-sdk/client-dynamodb|classic-level|vitest)"' package.json || true; } | sed 's/^/  /'
 		npm install "${npm_quiet[@]}"
 		npx tsc --noEmit -p tsconfig.json
 		npx tsc -p tsconfig.json # dist/: plain ESM JavaScript
@@ -192,6 +214,17 @@ for tarball in "$WORK"/examples/*.tgz; do
 		done
 	)
 done
+
+step "stop the vvm-host (SIGTERM to pid $host_pid)"
+kill -TERM "$host_pid"
+host_status=0
+wait "$host_pid" || host_status=$?
+host_pid=""
+if [ "$host_status" != 0 ]; then
+	cat "$WORK/host.log" >&2
+	echo "rehearse: vvm-host exited with $host_status, expected 0" >&2
+	exit 1
+fi
 
 # --- 6. the lowest and the newest version of each client range -------------------------------------
 step "lowest and newest client versions the published ranges allow"

@@ -3,6 +3,7 @@
 //
 //   node run-example.mjs leader-election ts|js   # dynamodb, cassandra, level
 //   node run-example.mjs sequencer-level ts|js
+//   node run-example.mjs host-command-fetch ts|js   # against the host at VVM_HOST_URL
 //
 // ts runs src/<name>.ts (Node's type stripping), js runs dist/<name>.js (emitted by tsc).
 // Env: DYNAMODB_ENDPOINT, CASSANDRA_CONTACT_POINTS (default the loopback servers).
@@ -12,8 +13,9 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 
 const [example, mode] = process.argv.slice(2);
-if (!["leader-election", "sequencer-level"].includes(example) || !["ts", "js"].includes(mode)) {
-	console.error("usage: run-example.mjs leader-election|sequencer-level ts|js");
+const EXAMPLES = ["leader-election", "sequencer-level", "host-command-fetch"];
+if (!EXAMPLES.includes(example) || !["ts", "js"].includes(mode)) {
+	console.error(`usage: run-example.mjs ${EXAMPLES.join("|")} ts|js`);
 	process.exit(2);
 }
 const WAIT_MS = 30_000;
@@ -161,6 +163,32 @@ async function sequencer(dataDir) {
 		throw new Error(`expected 10 events over the three runs, got ${events.length}`);
 }
 
+/** Two runs on one workspace of a running host: each creates a record and reads the same one back. */
+async function hostCommand() {
+	const url = process.env.VVM_HOST_URL;
+	if (url === undefined)
+		throw new Error("host-command-fetch needs VVM_HOST_URL (a running vvm-host)");
+	// A workspace of its own per run of this script (several Node lines share one host).
+	const wsid = String(1_000 + (Date.now() % 1_000_000_000));
+	console.log(`host-command-fetch (${mode}): two creates and reads in workspace ${wsid} at ${url}`);
+	for (const n of [1, 2]) {
+		const run = start(`run ${n}`, entry("main"), { VVM_HOST_URL: url, WSID: wsid });
+		await expectExit(run, 0);
+		const json = (prefix) => {
+			const line = run.lines.find((l) => l.text.startsWith(prefix));
+			if (line === undefined) fail(`run ${n} printed no "${prefix}" line`, run);
+			return JSON.parse(line.text.slice(prefix.length));
+		};
+		const created = json("created: ");
+		const record = json("read: ");
+		const id = created.NewIDs?.["1"];
+		if (created.CurrentWLogOffset !== n || !Number.isSafeInteger(id))
+			fail(`run ${n}: expected WLog offset ${n} and a new ID, got ${JSON.stringify(created)}`, run);
+		if (record["sys.ID"] !== id || record.name !== "Ada Lovelace")
+			fail(`run ${n}: read ${JSON.stringify(record)}, expected record ${id}`, run);
+	}
+}
+
 const scratch = mkdtempSync(join(tmpdir(), "vvm-example-"));
 try {
 	if (example === "leader-election") {
@@ -175,8 +203,10 @@ try {
 		});
 		await failover("cassandra", shared);
 		await restart(join(scratch, "level"));
-	} else {
+	} else if (example === "sequencer-level") {
 		await sequencer(join(scratch, "sequencer"));
+	} else {
+		await hostCommand();
 	}
 	console.log(`${example} (${mode}): ok`);
 } finally {
