@@ -56,6 +56,8 @@ export function createCpMetrics(
 		labelNames: ["reason"] as const,
 		registers,
 	});
+	for (const reason of ["busy", "closed", "storage", "not_ready", "no_holder"])
+		unavailable.inc({ reason }, 0);
 	const misdirected = new Counter({
 		name: "vvm_cp_misdirected_total",
 		help: "421 answers: the partition is served by another host",
