@@ -31,9 +31,9 @@ export interface ApiRouteError {
 }
 
 /** Most WLog entries of one read (`@vvm/cp` `MAX_READ_LIMIT`). */
-export const MAX_WLOG_COUNT = 10_000;
+const MAX_WLOG_COUNT = 10_000;
 /** WLog entries of a read without `count`. */
-export const DEFAULT_WLOG_COUNT = 100;
+const DEFAULT_WLOG_COUNT = 100;
 
 const PREFIX = "/api/v2/apps/";
 const QNAME = /^[A-Za-z_][A-Za-z0-9_]*\.[A-Za-z_][A-Za-z0-9_]*$/;

@@ -9,7 +9,7 @@ import type { CpMetrics } from "./cp-metrics.ts";
 import type { PartitionPlacement } from "./placement.ts";
 
 /** Largest request body read, bytes (an event is at most 62 KiB: `@vvm/cp` `MAX_EVENT_BYTES`). */
-export const MAX_BODY_BYTES = 256 * 1024;
+const MAX_BODY_BYTES = 256 * 1024;
 
 /** What the API v2 handler reads. */
 export interface ApiV2Deps {
@@ -96,7 +96,7 @@ const isReply = (v: unknown): v is Reply =>
  * Where a partition's request goes: this host's deployed partition, or a 421 naming the holder,
  * or a 503 when nobody (known) serves it or this host is still deploying it.
  */
-export function locate(
+function locate(
 	deps: Pick<ApiV2Deps, "placement" | "partition" | "self">,
 	partition: number,
 	url: string,

@@ -1,4 +1,12 @@
 export {
+	type ApiRoute,
+	type ApiRouteError,
+	HOST_APP,
+	isApiPath,
+	parseApiRoute,
+} from "./api-routes.ts";
+export { type ApiV2Deps, createApiV2Handler } from "./api-v2.ts";
+export {
 	ConfigError,
 	type HostConfig,
 	helpText,
@@ -6,6 +14,13 @@ export {
 	parseHostConfig,
 	type StorageKind,
 } from "./config.ts";
+export {
+	type CreatedPlacement,
+	createPlacement,
+	PLACEMENT_MODES,
+	type PlacementDeps,
+	type PlacementMode,
+} from "./create-placement.ts";
 export { EXIT, type HostHandle, type RunHostOptions, runHost, startHost } from "./host.ts";
 export {
 	type HttpApi,
@@ -18,4 +33,13 @@ export { createLeaderValue, LEADER_VALUE_SEPARATOR, parseLeaderValue } from "./l
 export { type ActResult, createLeaseWorker, type LeaseWorker } from "./lease-worker.ts";
 export { createHostLogger, logVVMEvent } from "./logger.ts";
 export { createHostMetrics, type HostMetrics } from "./metrics.ts";
+export { createHostPartitions, HOST_APP_ID, type HostPartitions } from "./partitions.ts";
+export type { PartitionHolder, PartitionPlacement, PlacementHandlers } from "./placement.ts";
+export {
+	createStaticPlacement,
+	type StaticPlacement,
+	type StaticPlacementOptions,
+	staticPartitionsOf,
+	staticSlotOf,
+} from "./placement-static.ts";
 export { type OpenedStorage, openStorage, StorageOpenError } from "./storage.ts";
