@@ -27,6 +27,33 @@ import { createWaitingReporter } from "./waiting-reporter.ts";
 /** Exit codes of the host. */
 export const EXIT = Object.freeze({ OK: 0, FAILURE: 1, BAD_CONFIG: 2 });
 
+/** How long a shutdown waits for the command processor's queued writes. */
+const CP_CLOSE_TIMEOUT_MS = 5_000;
+
+/** Closes the command processor, giving up (logged) after `ms`: the durable PLog covers the rest. */
+async function closeWithin(
+	parts: HostPartitions,
+	ms: number,
+	logger: ReturnType<typeof createHostLogger>,
+): Promise<void> {
+	let timer: NodeJS.Timeout | undefined;
+	const timeout = new Promise<"timeout">((resolve) => {
+		timer = setTimeout(resolve, ms, "timeout");
+	});
+	try {
+		const outcome = await Promise.race([parts.close().then(() => "closed" as const), timeout]);
+		if (outcome === "timeout")
+			logger.warn(
+				{ event: "cp-close-timeout", ms },
+				`the command processor did not close within ${ms} ms (storage not answering?); exiting anyway: recovery re-applies what the PLog holds`,
+			);
+	} catch (error) {
+		logger.error({ event: "cp-close-failed", err: error }, "closing the command processor failed");
+	} finally {
+		clearTimeout(timer);
+	}
+}
+
 /** Which flag to fix after a failed listen: the port when it is taken, else the host. */
 function listenHint(error: unknown): string {
 	const code = (error as { code?: unknown } | undefined)?.code;
