@@ -60,9 +60,25 @@ cleanup() {
 }
 trap cleanup EXIT
 
+# A free TCP port on 127.0.0.1.
+free_port() { node -e 'const s = require("node:net").createServer().listen(0, "127.0.0.1", () => { console.log(s.address().port); s.close(); })'; }
+# Waits up to 30 s until `url` answers 2xx; fails (printing `log`) if process `pid` exits first.
+wait_for_url() {
+	local url="$1" pid="$2" log="$3"
+	for _ in $(seq 1 150); do
+		curl -fs -o /dev/null "$url" && return 0
+		kill -0 "$pid" 2>/dev/null || break
+		sleep 0.2
+	done
+	curl -fs -o /dev/null "$url" && return 0
+	cat "$log" >&2
+	echo "rehearse: $url did not answer" >&2
+	exit 1
+}
+
 # --- 1. the registry -------------------------------------------------------------------------
 step "verdaccio on 127.0.0.1"
-PORT="$(node -e 'const s = require("node:net").createServer().listen(0, "127.0.0.1", () => { console.log(s.address().port); s.close(); })')"
+PORT="$(free_port)"
 REGISTRY="http://127.0.0.1:$PORT/"
 cat >"$WORK/verdaccio.yaml" <<EOF
 storage: $WORK/storage
@@ -81,11 +97,7 @@ EOF
 node node_modules/verdaccio/bin/verdaccio --config "$WORK/verdaccio.yaml" --listen "127.0.0.1:$PORT" \
 	>"$WORK/verdaccio.log" 2>&1 &
 registry_pid=$!
-for _ in $(seq 1 100); do
-	curl -fs -o /dev/null "${REGISTRY}-/ping" && break
-	kill -0 "$registry_pid" 2>/dev/null || { cat "$WORK/verdaccio.log" >&2; exit 1; }
-	sleep 0.2
-done
+wait_for_url "${REGISTRY}-/ping" "$registry_pid" "$WORK/verdaccio.log"
 TOKEN="$(curl -fs -X PUT -H 'content-type: application/json' \
 	-d '{"name":"rehearsal","password":"rehearsal-only"}' \
 	"${REGISTRY}-/user/org.couchdb.user:rehearsal" | node -p 'JSON.parse(require("fs").readFileSync(0, "utf8")).token')"
@@ -176,16 +188,11 @@ install_set sequencer @vvm/isequencer @vvm/seqstorage
 # --- 5. the examples -----------------------------------------------------------------------------
 step "vvm-host for the host-command-fetch example (level storage in the temp dir)"
 pnpm turbo run build --filter=@vvm/vvm-host --output-logs=errors-only
-HOST_PORT="$(node -e 'const s = require("node:net").createServer().listen(0, "127.0.0.1", () => { console.log(s.address().port); s.close(); })')"
+HOST_PORT="$(free_port)"
 node apps/vvm-host/dist/cli.mjs --storage level --data-dir "$WORK/host-data" --http-port "$HOST_PORT" \
 	--work-interval-ms 0 >"$WORK/host.log" 2>&1 &
 host_pid=$!
-for _ in $(seq 1 150); do
-	curl -fs -o /dev/null "http://127.0.0.1:$HOST_PORT/readyz" && break
-	kill -0 "$host_pid" 2>/dev/null || { cat "$WORK/host.log" >&2; exit 1; }
-	sleep 0.2
-done
-curl -fs -o /dev/null "http://127.0.0.1:$HOST_PORT/readyz" || { cat "$WORK/host.log" >&2; exit 1; }
+wait_for_url "http://127.0.0.1:$HOST_PORT/readyz" "$host_pid" "$WORK/host.log"
 export VVM_HOST_URL="http://127.0.0.1:$HOST_PORT"
 echo "rehearse: vvm-host pid $host_pid at $VVM_HOST_URL"
 

@@ -301,14 +301,10 @@ export async function runHost(config: HostConfig, options: RunHostOptions = {}):
 	} finally {
 		cleanupSignals();
 		await http?.close().catch(() => {});
-		// After the VVM's shutdown stopped its services: nothing is served any more; wait for writes.
+		// After the VVM's shutdown stopped its services: nothing is served any more; wait for the
+		// queued writes, but not forever: a storage that stopped answering must not keep the process.
 		await placement?.close().catch(() => {});
-		await parts?.close().catch((error: unknown) => {
-			logger.error(
-				{ event: "cp-close-failed", err: error },
-				"closing the command processor failed",
-			);
-		});
+		if (parts !== undefined) await closeWithin(parts, CP_CLOSE_TIMEOUT_MS, logger);
 		await storage?.close().catch(() => {});
 	}
 }

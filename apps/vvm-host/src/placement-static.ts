@@ -1,25 +1,19 @@
 // The "static" placement of issue 15, until partition leases exist: partition p belongs to the
 // VVM slot (p mod numVVM) + 1 and is served by that slot's leader, only while its lease is valid.
-import type { Clock, TimerHandle } from "@vvm/clock";
-import type { VVMLeadership, VVMService, VVMServiceContext } from "@vvm/orch";
-import type { Logger } from "pino";
+import type { TimerHandle } from "@vvm/clock";
+import type { VVMService, VVMServiceContext } from "@vvm/orch";
+import type { PlacementDeps } from "./create-placement.ts";
 import { parseLeaderValue } from "./leader-value.ts";
-import type { PartitionHolder, PartitionPlacement, PlacementHandlers } from "./placement.ts";
+import type { PartitionHolder, PartitionPlacement } from "./placement.ts";
 
-/** Options of {@link createStaticPlacement}. */
-export interface StaticPlacementOptions {
-	readonly partitions: number;
-	readonly numVVM: number;
-	readonly handlers: PlacementHandlers;
-	/** This VVM's leadership: its slot. */
-	readonly leadership: () => VVMLeadership | undefined;
-	/** The value of a slot's leader record (`address#nonce`), `undefined` when free. */
-	readonly leaderOf: (slot: number) => Promise<string | undefined>;
-	readonly clock: Clock;
-	readonly logger: Logger;
+/** Options of {@link createStaticPlacement}: what it takes of {@link PlacementDeps}. */
+export type StaticPlacementOptions = Pick<
+	PlacementDeps,
+	"partitions" | "numVVM" | "handlers" | "leadership" | "leaderOf" | "clock" | "logger"
+> & {
 	/** How often the other slots' leader records are read for 421 answers; default 1000 ms. */
 	readonly holderRefreshMs?: number;
-}
+};
 
 /** The static placement; its `service` runs in the VVM and deploys the slot's partitions. */
 export interface StaticPlacement extends PartitionPlacement {

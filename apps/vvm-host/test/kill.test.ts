@@ -9,12 +9,11 @@ import { join } from "node:path";
 import type { AcknowledgedCommand } from "@vvm/cp/testing";
 import { checkCpStorage } from "@vvm/cp/testing";
 import { vvmLeadershipStorage } from "@vvm/ielections";
-import { createLevelTTLStorage } from "@vvm/ttlstorage-level";
-import { ClassicLevel } from "classic-level";
 import { afterAll, expect, it } from "vitest";
 import { HOST_APP_ID } from "../src/partitions.ts";
 import type { HostProcess } from "./support/host-process.ts";
 import { killHard, spawnHost } from "./support/host-process.ts";
+import { withLevelStorage } from "./support/level-db.ts";
 
 const KILLS = Number(process.env.VVM_KILL_TEST_KILLS ?? (process.env.CI ? 200 : 40));
 const PARTITIONS = 4;
@@ -40,29 +39,13 @@ function freePort(): Promise<number> {
 	});
 }
 
-async function withDb<T>(
-	path: string,
-	use: (db: ReturnType<typeof createLevelTTLStorage>) => Promise<T>,
-): Promise<T> {
-	const db = new ClassicLevel<Uint8Array, Uint8Array>(path, {
-		keyEncoding: "view",
-		valueEncoding: "view",
-	});
-	const driver = createLevelTTLStorage({ db, ownsDb: true });
-	try {
-		return await use(driver);
-	} finally {
-		await driver.close();
-	}
-}
-
 /**
  * The killed process is provably dead (its exit was observed), so its leader record is deleted
  * here: the restart leads at once instead of waiting out the record's TTL. Leadership safety is
  * tested elsewhere (failover, chaos); this test is about the command processor's durability.
  */
 async function clearLeaderRecord(path: string): Promise<void> {
-	await withDb(path, async (driver) => {
+	await withLevelStorage(path, async (driver) => {
 		const leaders = vvmLeadershipStorage(driver);
 		const value = await leaders.get(1);
 		if (value !== undefined) await leaders.compareAndDelete(1, value);
@@ -254,7 +237,7 @@ it(`acknowledged commands survive ${KILLS} SIGKILLs of the host under load`, {
 		await load.stop();
 	}
 	const seconds = (performance.now() - started) / 1000;
-	const report = await withDb(dir, (storage) =>
+	const report = await withLevelStorage(dir, (storage) =>
 		checkCpStorage({
 			storage,
 			appId: HOST_APP_ID,

@@ -2,11 +2,10 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { vvmLeadershipStorage } from "@vvm/ielections";
-import { createLevelTTLStorage } from "@vvm/ttlstorage-level";
-import { ClassicLevel } from "classic-level";
 import { afterAll, beforeEach, describe, expect, it } from "vitest";
 import type { HostProcess } from "./support/host-process.ts";
 import { killHard, runCli, spawnHost } from "./support/host-process.ts";
+import { withLevelStorage } from "./support/level-db.ts";
 
 const spawned: HostProcess[] = [];
 const dirs: string[] = [];
@@ -22,20 +21,11 @@ beforeEach(async () => {
 });
 
 /** Opens the host's database from the test (only while no host holds it). */
-async function withLeaderStorage<T>(
+function withLeaderStorage<T>(
 	path: string,
 	use: (s: ReturnType<typeof vvmLeadershipStorage>) => Promise<T>,
 ): Promise<T> {
-	const db = new ClassicLevel<Uint8Array, Uint8Array>(path, {
-		keyEncoding: "view",
-		valueEncoding: "view",
-	});
-	const driver = createLevelTTLStorage({ db, ownsDb: true });
-	try {
-		return await use(vvmLeadershipStorage(driver));
-	} finally {
-		await driver.close();
-	}
+	return withLevelStorage(path, (driver) => use(vvmLeadershipStorage(driver)));
 }
 
 const levelArgs = (): string[] => [
