@@ -1,5 +1,6 @@
 import type { ParseArgsConfig } from "node:util";
 import { parseArgs } from "node:util";
+import { LEASE_DEFAULTS, MAX_GROUPS, MAX_NAMESPACE_BYTES } from "@vvm/leases";
 import { validateCassandraIdentifier } from "@vvm/ttlstorage-cas/names";
 import type { UnsafeMutant } from "./unsafe-mutants.ts";
 import { parseUnsafeMutants, UNSAFE_MUTANTS_ENV, UNSAFE_MUTANTS_FLAG } from "./unsafe-mutants.ts";
@@ -41,7 +42,20 @@ export interface HostConfig {
 	 * `--unsafe-allow-mutants` flag. Empty in any normal run; never for production.
 	 */
 	readonly unsafeMutants: readonly UnsafeMutant[];
+	/** Who decides which partitions this host serves: see `src/partitions.ts`. */
+	readonly placement: PlacementMode;
+	/** Partitions of the command processor (`0 .. partitions - 1`; partition = wsid mod N). */
+	readonly partitions: number;
+	/** leases: lease length granted by the placement driver. */
+	readonly leaseIntervalMs: number;
+	/** leases: the wall-clock skew bound between any two hosts (a holder stops that much early). */
+	readonly leaseMaxClockSkewMs: number;
+	/** leases: prefix of the lease records (one cluster per namespace on a storage). */
+	readonly leaseNamespace: string;
 }
+
+/** How partitions are placed on hosts: `static` (by VVM slot) or `leases` (`@vvm/leases`). */
+export type PlacementMode = "static" | "leases";
 
 /** A bad flag or environment variable; the CLI prints `message` and exits with code 2. */
 export class ConfigError extends Error {
@@ -279,7 +293,56 @@ const SPECS: readonly OptionSpec[] = [
 		parse: nonEmpty,
 		help: "dyn: AWS region",
 	},
+	{
+		key: "placement",
+		flag: "placement",
+		env: ["VVM_PLACEMENT"],
+		def: "static",
+		parse: oneOf(["static", "leases"]),
+		help: "who serves which partition: static (a partition belongs to a VVM slot, served by its leader) or leases (any live host, by partition lease; no slot leadership needed)",
+	},
+	{
+		key: "partitions",
+		flag: "partitions",
+		env: ["VVM_PARTITIONS"],
+		def: "1",
+		parse: int(1, MAX_GROUPS),
+		help: "number of command-processor partitions (partition = wsid mod N); the same on every host",
+	},
+	{
+		key: "leaseIntervalMs",
+		flag: "lease-interval-ms",
+		env: ["VVM_LEASE_INTERVAL_MS"],
+		def: String(LEASE_DEFAULTS.leaseIntervalMs),
+		parse: int(100, 86_400_000),
+		help: "leases: partition lease length; heartbeat, poll and placement-driver tick every tenth of it; the same on every host",
+	},
+	{
+		key: "leaseMaxClockSkewMs",
+		flag: "lease-max-clock-skew-ms",
+		env: ["VVM_LEASE_MAX_CLOCK_SKEW_MS"],
+		def: String(LEASE_DEFAULTS.maxClockSkewMs),
+		parse: int(0, 21_600_000),
+		help: "leases: wall-clock skew between hosts you guarantee; a holder stops serving that much before its lease expires (below a quarter of --lease-interval-ms; the same on every host)",
+	},
+	{
+		key: "leaseNamespace",
+		flag: "lease-namespace",
+		env: ["VVM_LEASE_NAMESPACE"],
+		def: LEASE_DEFAULTS.namespace,
+		parse: leaseNamespace,
+		help: "leases: prefix of the lease records on the storage (hosts of one cluster use the same)",
+	},
 ];
+
+/** A lease namespace as `@vvm/leases` accepts it. */
+function leaseNamespace(raw: string, source: string): string {
+	const value = nonEmpty(raw, source);
+	if (Buffer.byteLength(value) > MAX_NAMESPACE_BYTES) {
+		throw new ConfigError(`${source} must be at most ${MAX_NAMESPACE_BYTES} bytes, got "${raw}"`);
+	}
+	return value;
+}
 
 /** A keyspace exactly as the Cassandra driver accepts it (its own check, shared). */
 function keyspace(raw: string, source: string): string {
@@ -320,7 +383,9 @@ export function helpText(): string {
 	);
 	lines.push(
 		"HTTP: GET /healthz, GET /readyz (200 only while leader), GET /leadership, GET /metrics,",
-		"      POST /work (acts only while the lease is valid).",
+		"      POST /work (acts only while the lease is valid),",
+		"      GET /leases and POST /work?partition=<p> (--placement leases: 200 while this host holds",
+		"      the partition's lease, 421 naming the holder, 503 while nobody is known).",
 		"Exit codes: 0 graceful shutdown (SIGINT/SIGTERM), 1 launch failure or leadership lost,",
 		"            2 bad configuration.",
 	);
@@ -397,6 +462,11 @@ export function parseHostConfig(
 	if (checked.maxClockSkewMs > checked.leadershipSeconds * 500) {
 		throw new ConfigError(
 			`--max-clock-skew-ms ${checked.maxClockSkewMs} is more than half of --leadership-seconds ${checked.leadershipSeconds} (at most ${checked.leadershipSeconds * 500})`,
+		);
+	}
+	if (checked.leaseMaxClockSkewMs * 4 >= checked.leaseIntervalMs) {
+		throw new ConfigError(
+			`--lease-max-clock-skew-ms ${checked.leaseMaxClockSkewMs} must be below a quarter of --lease-interval-ms ${checked.leaseIntervalMs} (below ${checked.leaseIntervalMs / 4})`,
 		);
 	}
 	return { help: false, config: checked };

@@ -9,6 +9,9 @@ import type { HostConfig } from "./config.ts";
 import type { HttpApi, HttpApiState } from "./http.ts";
 import { startHttpApi } from "./http.ts";
 import { createLeaderValue } from "./leader-value.ts";
+import { createPartitionRoutes, placementSections } from "./partition-routes.ts";
+import type { HostPlacement } from "./partitions.ts";
+import { createHostPlacement, loggingHandlers, servePartitions } from "./partitions.ts";
 import { createLeaseWorker } from "./lease-worker.ts";
 import { createHostLogger, describeError, logVVMEvent } from "./logger.ts";
 import { createHostMetrics } from "./metrics.ts";
@@ -139,8 +142,18 @@ export async function runHost(config: HostConfig, options: RunHostOptions = {}):
 			monotonic: () => systemClock.monotonic(),
 			now: () => systemClock.now(),
 		});
+		// Set once the HTTP port (and so this host's address) is known; GET /leases and the
+		// per-partition routes read it per request.
+		let hostPlacement: HostPlacement | undefined;
 		const state: HttpApiState = {
 			vvm: undefined,
+			routes: createPartitionRoutes({
+				mode: config.placement,
+				placement: () => hostPlacement?.placement,
+				partitions: config.partitions,
+				logger,
+			}),
+			sections: async () => placementSections(hostPlacement?.placement),
 			phase: "starting",
 			address: () => address,
 			numVVM: config.numVVM,
@@ -173,6 +186,17 @@ export async function runHost(config: HostConfig, options: RunHostOptions = {}):
 			},
 			`HTTP on http://${config.httpHost}:${http.port}`,
 		);
+
+		if (config.placement === "leases") {
+			// Partitions are leased one by one: no VVM slot leadership is needed (nor launched).
+			hostPlacement = createHostPlacement(config, driver, loggingHandlers(logger), {
+				address,
+				logger,
+			});
+			if (hostPlacement !== undefined) {
+				return await servePartitions(hostPlacement, { state, logger, stop: stopCtl.signal, fail });
+			}
+		}
 
 		const vvm = provideVVM({
 			storage: leadershipStorage,

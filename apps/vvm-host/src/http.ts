@@ -4,6 +4,7 @@ import type { AddressInfo } from "node:net";
 import type { VVM } from "@vvm/orch";
 import type { Registry } from "prom-client";
 import type { LeaseWorker } from "./lease-worker.ts";
+import type { ExtraRoutes } from "./partition-routes.ts";
 import { describeError } from "./logger.ts";
 import { STATUS_PAGE_HTML } from "./status-page.ts";
 import { hostVersion } from "./version.ts";
@@ -11,8 +12,8 @@ import { hostVersion } from "./version.ts";
 /** What the HTTP API reads. The VVM is set once created (the server starts before it). */
 export interface HttpApiState {
 	vvm: VVM | undefined;
-	/** `waiting` → `leader` → `stopping`, or `failed`. */
-	phase: "starting" | "waiting" | "leader" | "stopping" | "failed";
+	/** `waiting` → `leader` → `stopping`, or `failed`; `serving` with --placement leases (no slot). */
+	phase: "starting" | "waiting" | "leader" | "serving" | "stopping" | "failed";
 	readonly address: () => string;
 	readonly numVVM: number;
 	/** Wall ms: the times `/leadership` shows are wall times, for humans. */
@@ -24,6 +25,8 @@ export interface HttpApiState {
 	readonly expiresInOf: (slot: number) => Promise<number | undefined>;
 	/** Extra tables for the status page (partitions, flush lag), as they exist. */
 	readonly sections?: () => Promise<readonly StatusSection[]>;
+	/** Routes beyond the built-in ones (GET /leases, per-partition commands), asked first. */
+	readonly routes?: ExtraRoutes;
 	readonly registry: Registry;
 	readonly worker: LeaseWorker;
 }
@@ -43,9 +46,15 @@ export interface HttpApi {
 	close(): Promise<void>;
 }
 
-const json = (res: ServerResponse, status: number, body: unknown): void => {
+const json = (
+	res: ServerResponse,
+	status: number,
+	body: unknown,
+	headers: Readonly<Record<string, string>> = {},
+): void => {
 	const text = `${JSON.stringify(body)}\n`;
 	res.writeHead(status, {
+		...headers,
 		"content-type": "application/json; charset=utf-8",
 		"content-length": Buffer.byteLength(text),
 		"cache-control": "no-store",
@@ -153,7 +162,13 @@ async function handle(
 	req: IncomingMessage,
 	res: ServerResponse,
 ): Promise<void> {
-	const path = new URL(req.url ?? "/", "http://localhost").pathname;
+	const url = new URL(req.url ?? "/", "http://localhost");
+	const path = url.pathname;
+	const extra = state.routes?.(req.method ?? "GET", url);
+	if (extra !== undefined) {
+		json(res, extra.status, extra.body, extra.headers);
+		return;
+	}
 	const route = `${req.method ?? "GET"} ${path}`;
 	switch (route) {
 		case "GET /healthz": {
@@ -163,7 +178,8 @@ async function handle(
 			return;
 		}
 		case "GET /readyz": {
-			const ready = state.vvm?.leaseValid() === true && state.phase === "leader";
+			const ready =
+				(state.vvm?.leaseValid() === true && state.phase === "leader") || state.phase === "serving";
 			json(res, ready ? 200 : 503, {
 				ready,
 				phase: state.phase,
