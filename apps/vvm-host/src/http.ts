@@ -4,8 +4,8 @@ import type { AddressInfo } from "node:net";
 import type { VVM } from "@vvm/orch";
 import type { Registry } from "prom-client";
 import type { LeaseWorker } from "./lease-worker.ts";
-import type { ExtraRoutes } from "./partition-routes.ts";
 import { describeError } from "./logger.ts";
+import type { ExtraRoutes } from "./partition-routes.ts";
 import { STATUS_PAGE_HTML } from "./status-page.ts";
 import { hostVersion } from "./version.ts";
 

@@ -3,9 +3,9 @@
 // partition. Every command served is logged ("served", at debug) with monotonic and wall stamps,
 // so a checker can prove from the hosts' own logs that no partition was served twice at once.
 import type { Logger } from "pino";
-import { systemMonotonicMs } from "./logger.ts";
 import type { PlacementMode } from "./config.ts";
 import type { StatusSection } from "./http.ts";
+import { systemMonotonicMs } from "./logger.ts";
 import type { PartitionPlacement } from "./placement.ts";
 import { isLeasesPlacement } from "./placement-leases.ts";
 
@@ -51,12 +51,17 @@ export function createPartitionRoutes(options: PartitionRoutesOptions): ExtraRou
 	const { partitions, logger } = options;
 	const missing = (): JsonReply =>
 		options.mode === "leases"
-			? { status: 503, headers: { "retry-after": "1" }, body: { error: "the host is joining the lease cluster; retry" } }
+			? {
+					status: 503,
+					headers: { "retry-after": "1" },
+					body: { error: "the host is joining the lease cluster; retry" },
+				}
 			: { status: 404, body: { error: NO_PLACEMENT } };
 	return (method, url) => {
 		const placement = options.placement();
 		if (url.pathname === "/leases") {
-			if (method !== "GET") return { status: 405, body: { error: `method ${method} not allowed on /leases` } };
+			if (method !== "GET")
+				return { status: 405, body: { error: `method ${method} not allowed on /leases` } };
 			if (placement === undefined) return missing();
 			return { status: 200, body: placement.describe() };
 		}
@@ -119,7 +124,14 @@ export function placementSections(placement: PartitionPlacement | undefined): St
 		{
 			id: "leases",
 			title: `Partition leases (${view.partitions} partitions, this host: ${view.served.length})`,
-			columns: ["partition", "holder", "served here", "fencing token", "expires in (s)", "accepted"],
+			columns: [
+				"partition",
+				"holder",
+				"served here",
+				"fencing token",
+				"expires in (s)",
+				"accepted",
+			],
 			rows: view.table.leases.map((l) => [
 				l.group,
 				l.holder.address,
