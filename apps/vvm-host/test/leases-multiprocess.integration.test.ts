@@ -1,26 +1,73 @@
-// Three host processes with --placement leases on one DynamoDB Local table, 12 partitions, load
+// Three host processes with --placement leases on one shared storage (a DynamoDB Local table, and
+// a keyspace of the real Cassandra), 12 partitions, load
 // on every partition (following 421s to the holder), while the test kills hosts (SIGKILL, then a
 // replacement starts) and pauses them (SIGSTOP/SIGCONT). From the hosts' own `served` log lines:
 // no partition was ever served by two hosts at overlapping times, and how long the partitions of
 // a dead or paused host stayed dark.
+import { execFileSync } from "node:child_process";
 import { DeleteTableCommand, DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { hostPort, requireServer } from "@vvm/vitest-config/servers";
 import { afterAll, describe, expect, it } from "vitest";
 import { systemMonotonicMs } from "../src/logger.ts";
 import type { HostProcess, LogLine } from "./support/host-process.ts";
-import { killHard, spawnHost } from "./support/host-process.ts";
+import { APP_DIR, killHard, spawnHost } from "./support/host-process.ts";
 import type { ServedLine } from "./support/served-log.ts";
 import { checkNoOverlap, summarize } from "./support/served-log.ts";
 
 const ENDPOINT = process.env.DYNAMODB_ENDPOINT ?? "http://127.0.0.1:8000";
-const { host: DYN_HOST, port: DYN_PORT } = hostPort(ENDPOINT, 8000);
-const skip = await requireServer({
-	name: "DynamoDB Local",
-	host: DYN_HOST,
-	port: DYN_PORT,
-	enabledVar: "DYNAMODB_TESTS_ENABLED",
-	startHint: "bash tooling/servers/dynamodb/start.sh",
-});
+const DYN = hostPort(ENDPOINT, 8000);
+const CAS_POINTS = process.env.CASSANDRA_CONTACT_POINTS ?? "127.0.0.1:9042";
+const CAS = hostPort(CAS_POINTS.split(",")[0] ?? "127.0.0.1:9042", 9042);
+const RUN = `${process.pid.toString(36)}${Date.now().toString(36)}`;
+
+/** A storage shared by host processes: DynamoDB Local, or the real Cassandra. */
+interface Backend {
+	readonly name: string;
+	readonly skip: false | string;
+	readonly args: readonly string[];
+	cleanup(): Promise<void>;
+}
+
+const TABLE = `vvm_leases_mp_${RUN}`;
+const KEYSPACE = `vvm_leases_mp_${RUN}`;
+const backends: Backend[] = [
+	{
+		name: "DynamoDB Local",
+		skip: await requireServer({
+			name: "DynamoDB Local",
+			host: DYN.host,
+			port: DYN.port,
+			enabledVar: "DYNAMODB_TESTS_ENABLED",
+			startHint: "bash tooling/servers/dynamodb/start.sh",
+		}),
+		args: ["--storage", "dyn", "--dyn-endpoint", ENDPOINT, "--dyn-table", TABLE],
+		async cleanup() {
+			const client = new DynamoDBClient({
+				endpoint: ENDPOINT,
+				region: "us-east-1",
+				credentials: { accessKeyId: "local", secretAccessKey: "local" },
+			});
+			await client.send(new DeleteTableCommand({ TableName: TABLE })).catch(() => {});
+			client.destroy();
+		},
+	},
+	{
+		name: "Cassandra",
+		skip: await requireServer({
+			name: "Cassandra",
+			host: CAS.host,
+			port: CAS.port,
+			enabledVar: "CASSANDRA_TESTS_ENABLED",
+			startHint: "bash tooling/servers/cassandra/start.sh",
+		}),
+		args: ["--storage", "cas", "--cas-contact-points", CAS_POINTS, "--cas-keyspace", KEYSPACE],
+		async cleanup() {
+			// In a plain Node child: cassandra-driver does not load under vitest's module graph.
+			const script = `const c = require("cassandra-driver"); const client = new c.Client({ contactPoints: ${JSON.stringify(CAS_POINTS.split(","))}, localDataCenter: ${JSON.stringify(process.env.CASSANDRA_LOCAL_DC ?? "datacenter1")} }); client.execute("DROP KEYSPACE IF EXISTS ${KEYSPACE}").finally(() => client.shutdown());`;
+			execFileSync(process.execPath, ["-e", script], { cwd: APP_DIR, stdio: "ignore" });
+		},
+	},
+];
 
 const PARTITIONS = 12;
 const LEASE_MS = 2_000;
@@ -28,19 +75,11 @@ const SKEW_MS = 100;
 const TICK_MS = LEASE_MS / 10; // tick, poll and heartbeat: a tenth of the lease
 /** The seed's failover bound, plus the poll of a holder in another process than the driver. */
 const BOUND_MS = LEASE_MS + TICK_MS + TICK_MS;
-const TABLE = `vvm_leases_mp_${process.pid}_${Date.now()}`;
-
-const client = new DynamoDBClient({
-	endpoint: ENDPOINT,
-	region: "us-east-1",
-	credentials: { accessKeyId: "local", secretAccessKey: "local" },
-});
 const spawned: HostProcess[] = [];
 
 afterAll(async () => {
 	for (const h of spawned) killHard(h);
-	if (!skip) await client.send(new DeleteTableCommand({ TableName: TABLE })).catch(() => {});
-	client.destroy();
+	for (const b of backends) if (!b.skip) await b.cleanup().catch(() => {});
 });
 
 interface Host {
@@ -49,9 +88,9 @@ interface Host {
 }
 
 let started = 0;
-async function startHost(): Promise<Host> {
+async function startHost(backend: Backend): Promise<Host> {
 	const proc = spawnHost(`H${++started}`, [
-		...["--storage", "dyn", "--dyn-endpoint", ENDPOINT, "--dyn-table", TABLE],
+		...backend.args,
 		...["--http-port", "0", "--log-level", "debug", "--placement", "leases"],
 		...["--partitions", String(PARTITIONS), "--lease-interval-ms", String(LEASE_MS)],
 		...["--lease-max-clock-skew-ms", String(SKEW_MS)],
@@ -151,8 +190,8 @@ async function darkTimes(
 	for (;;) {
 		const firsts = partitions.map((p) => {
 			let first = Number.POSITIVE_INFINITY;
-			for (const s of servedLines(spawned)) {
-				if (s.partition === p && s.host !== gone.name && s.mono > fromMono && s.mono < first) {
+			for (const s of servedLines(spawned.filter((h) => h !== gone))) {
+				if (s.partition === p && s.mono > fromMono && s.mono < first) {
 					first = s.mono;
 				}
 			}
@@ -164,75 +203,83 @@ async function darkTimes(
 	}
 }
 
-describe.skipIf(skip)("leases across host processes on DynamoDB Local", () => {
-	it("3 hosts, 12 partitions, SIGKILL and SIGSTOP: never served twice at once; the dead host's partitions serve again elsewhere", {
-		timeout: 240_000,
-	}, async () => {
-		let live: Host[] = await Promise.all([startHost(), startHost(), startHost()]);
-		const load = startLoad(() => live);
-		await untilBalanced(live);
-		const kills: number[] = [];
-		const pauses: number[] = [];
-		const rounds: string[] = [];
+describe.each(backends)("leases across host processes on $name", (backend) => {
+	it.skipIf(backend.skip)(
+		"3 hosts, 12 partitions, SIGKILL and SIGSTOP: never served twice at once; the dead host's partitions serve again elsewhere",
+		{
+			timeout: 240_000,
+		},
+		async () => {
+			// The first host creates the table (DynamoDB Local answers concurrent CreateTable calls
+			// for one table with an HTML error page); the others join it together.
+			const first = await startHost(backend);
+			const mine = spawned.length; // this backend's hosts are spawned from here on
+			let live: Host[] = [first, ...(await Promise.all([startHost(backend), startHost(backend)]))];
+			const load = startLoad(() => live);
+			await untilBalanced(live);
+			const kills: number[] = [];
+			const pauses: number[] = [];
+			const rounds: string[] = [];
 
-		// Three kills: the active placement driver's host first, then plain holders.
-		for (let round = 0; round < 3; round++) {
-			const views = await untilBalanced(live);
-			const index =
-				round === 0 ? views.findIndex((v) => v.metrics.placementDriverActive) : round % 3;
-			const victim = live[index] as Host;
-			const held = (views[index] as LeasesBody).served;
-			const killedAt = systemMonotonicMs();
-			process.kill(victim.proc.pid, "SIGKILL");
-			live = live.filter((h) => h !== victim);
-			const dark = await darkTimes(victim.proc, held, killedAt);
-			kills.push(Math.max(...dark));
-			rounds.push(
-				`kill ${victim.proc.name}${round === 0 ? " (driver)" : ""}: ${Math.round(Math.max(...dark))} ms`,
+			// Three kills: the active placement driver's host first, then plain holders.
+			for (let round = 0; round < 3; round++) {
+				const views = await untilBalanced(live);
+				const index =
+					round === 0 ? views.findIndex((v) => v.metrics.placementDriverActive) : round % 3;
+				const victim = live[index] as Host;
+				const held = (views[index] as LeasesBody).served;
+				const killedAt = systemMonotonicMs();
+				process.kill(victim.proc.pid, "SIGKILL");
+				live = live.filter((h) => h !== victim);
+				const dark = await darkTimes(victim.proc, held, killedAt);
+				kills.push(Math.max(...dark));
+				rounds.push(
+					`kill ${victim.proc.name}${round === 0 ? " (driver)" : ""}: ${Math.round(Math.max(...dark))} ms`,
+				);
+				expect((await victim.proc.exited).signal).toBe("SIGKILL");
+				live = [...live, await startHost(backend)];
+			}
+
+			// Two pauses of twice the lease interval: a plain holder, then the active driver's host.
+			for (let round = 0; round < 2; round++) {
+				const views = await untilBalanced(live);
+				const driver = views.findIndex((v) => v.metrics.placementDriverActive);
+				const index = round === 0 ? (driver + 1) % live.length : driver;
+				const victim = live[index] as Host;
+				const held = (views[index] as LeasesBody).served;
+				const stoppedAt = systemMonotonicMs();
+				process.kill(victim.proc.pid, "SIGSTOP");
+				const dark = await darkTimes(victim.proc, held, stoppedAt);
+				pauses.push(Math.max(...dark));
+				rounds.push(
+					`pause ${victim.proc.name}${round === 1 ? " (driver)" : ""}: ${Math.round(Math.max(...dark))} ms`,
+				);
+				const sinceStop = systemMonotonicMs() - stoppedAt;
+				await new Promise((r) => setTimeout(r, Math.max(0, 2 * LEASE_MS - sinceStop)));
+				process.kill(victim.proc.pid, "SIGCONT");
+			}
+			await untilBalanced(live);
+			const requests = await load.stop();
+
+			for (const h of live) process.kill(h.proc.pid, "SIGTERM");
+			for (const h of live) expect((await h.proc.exited).code).toBe(0);
+
+			// Never two hosts serving one partition at overlapping times: the hosts share this
+			// machine's CLOCK_MONOTONIC (skew 0), so the check is strict; the stated skew bound is how
+			// much earlier than its lease's expiry a holder stops.
+			const served = servedLines(spawned.slice(mine));
+			const check = checkNoOverlap(served);
+			expect(check.overlaps).toEqual([]);
+			expect(check.tokenRegressions).toEqual([]);
+			// The test did exercise handovers: every kill and pause moved partitions.
+			expect(check.handovers).toBeGreaterThanOrEqual(kills.length + pauses.length);
+			for (let p = 0; p < PARTITIONS; p++) {
+				expect(served.some((s) => s.partition === p)).toBe(true);
+			}
+			const stats = (xs: number[]) => summarize(xs).map((x) => Math.round(x));
+			console.log(
+				`[leases-failover] ${backend.name}: ${rounds.join("; ")}; kill dark min/median/max ${stats(kills).join("/")} ms, pause ${stats(pauses).join("/")} ms; bound ${BOUND_MS} ms (lease ${LEASE_MS} + tick ${TICK_MS} + poll ${TICK_MS}); ${served.length} commands served of ${requests} requests, ${check.handovers} handovers, smallest gap between two holders ${Math.round(check.minGapMs)} ms`,
 			);
-			expect((await victim.proc.exited).signal).toBe("SIGKILL");
-			live = [...live, await startHost()];
-		}
-
-		// Two pauses of twice the lease interval: a plain holder, then the active driver's host.
-		for (let round = 0; round < 2; round++) {
-			const views = await untilBalanced(live);
-			const driver = views.findIndex((v) => v.metrics.placementDriverActive);
-			const index = round === 0 ? (driver + 1) % live.length : driver;
-			const victim = live[index] as Host;
-			const held = (views[index] as LeasesBody).served;
-			const stoppedAt = systemMonotonicMs();
-			process.kill(victim.proc.pid, "SIGSTOP");
-			const dark = await darkTimes(victim.proc, held, stoppedAt);
-			pauses.push(Math.max(...dark));
-			rounds.push(
-				`pause ${victim.proc.name}${round === 1 ? " (driver)" : ""}: ${Math.round(Math.max(...dark))} ms`,
-			);
-			const sinceStop = systemMonotonicMs() - stoppedAt;
-			await new Promise((r) => setTimeout(r, Math.max(0, 2 * LEASE_MS - sinceStop)));
-			process.kill(victim.proc.pid, "SIGCONT");
-		}
-		await untilBalanced(live);
-		const requests = await load.stop();
-
-		for (const h of live) process.kill(h.proc.pid, "SIGTERM");
-		for (const h of live) expect((await h.proc.exited).code).toBe(0);
-
-		// Never two hosts serving one partition at overlapping times: the hosts share this
-		// machine's CLOCK_MONOTONIC (skew 0), so the check is strict; the stated skew bound is how
-		// much earlier than its lease's expiry a holder stops.
-		const served = servedLines(spawned);
-		const check = checkNoOverlap(served);
-		expect(check.overlaps).toEqual([]);
-		expect(check.tokenRegressions).toEqual([]);
-		// The test did exercise handovers: every kill and pause moved partitions.
-		expect(check.handovers).toBeGreaterThanOrEqual(kills.length + pauses.length);
-		for (let p = 0; p < PARTITIONS; p++) {
-			expect(served.some((s) => s.partition === p)).toBe(true);
-		}
-		const stats = (xs: number[]) => summarize(xs).map((x) => Math.round(x));
-		console.log(
-			`[leases-failover] ${rounds.join("; ")}; kill dark min/median/max ${stats(kills).join("/")} ms, pause ${stats(pauses).join("/")} ms; bound ${BOUND_MS} ms (lease ${LEASE_MS} + tick ${TICK_MS} + poll ${TICK_MS}); ${served.length} commands served of ${requests} requests, ${check.handovers} handovers, smallest gap between two holders ${Math.round(check.minGapMs)} ms`,
-		);
-	});
+		},
+	);
 });
