@@ -176,29 +176,57 @@ const servedLines = (hosts: readonly HostProcess[]): ServedLine[] =>
 			})),
 	);
 
+/** `mono` of the first line of another host than `gone` for partition `p` after `fromMono`. */
+function firstElsewhere(
+	gone: HostProcess,
+	event: string,
+	p: number,
+	fromMono: number,
+): number | undefined {
+	let first: number | undefined;
+	for (const h of spawned) {
+		if (h === gone) continue;
+		for (const l of h.lines) {
+			if (l.event !== event || l.partition !== p) continue;
+			const mono = l.mono as number;
+			if (mono > fromMono && (first === undefined || mono < first)) first = mono;
+		}
+	}
+	return first;
+}
+
+/** How long the partitions of a dead or paused host stayed dark, by two measures. */
+interface Dark {
+	/** Until another host deployed every one of them (servable from then on). */
+	readonly deployedMs: number;
+	/** Until another host served a command on every one of them (adds the load's own pacing). */
+	readonly servedMs: number;
+}
+
+const show = (d: Dark): string =>
+	`deployed elsewhere after ${Math.round(d.deployedMs)} ms, served after ${Math.round(d.servedMs)} ms`;
+
 /**
- * Time from `fromMono` until every partition in `partitions` was served by a host other than
- * `gone`, from the hosts' logs; resolves once all were.
+ * From `fromMono` until every partition in `partitions` was deployed, and served, by another
+ * host than `gone`, from the hosts' logs; resolves once all were.
  */
-async function darkTimes(
+async function darkTime(
 	gone: HostProcess,
 	partitions: readonly number[],
 	fromMono: number,
 	maxMs = 5 * LEASE_MS,
-): Promise<number[]> {
+): Promise<Dark> {
 	const deadline = Date.now() + maxMs;
 	for (;;) {
-		const firsts = partitions.map((p) => {
-			let first = Number.POSITIVE_INFINITY;
-			for (const s of servedLines(spawned.filter((h) => h !== gone))) {
-				if (s.partition === p && s.mono > fromMono && s.mono < first) {
-					first = s.mono;
-				}
-			}
-			return first - fromMono;
-		});
-		if (firsts.every(Number.isFinite)) return firsts;
-		if (Date.now() > deadline) throw new Error(`partitions still dark: ${firsts.join(",")}`);
+		const at = (event: string) => partitions.map((p) => firstElsewhere(gone, event, p, fromMono));
+		const deployed = at("partition-deployed");
+		const served = at("served");
+		const all = [...deployed, ...served];
+		if (all.every((m) => m !== undefined)) {
+			const latest = (ms: Array<number | undefined>) => Math.max(...(ms as number[])) - fromMono;
+			return { deployedMs: latest(deployed), servedMs: latest(served) };
+		}
+		if (Date.now() > deadline) throw new Error(`partitions still dark: ${all.join(",")}`);
 		await new Promise((r) => setTimeout(r, 50));
 	}
 }
@@ -212,13 +240,13 @@ describe.each(backends)("leases across host processes on $name", (backend) => {
 		async () => {
 			// The first host creates the table (DynamoDB Local answers concurrent CreateTable calls
 			// for one table with an HTML error page); the others join it together.
-			const first = await startHost(backend);
 			const mine = spawned.length; // this backend's hosts are spawned from here on
+			const first = await startHost(backend);
 			let live: Host[] = [first, ...(await Promise.all([startHost(backend), startHost(backend)]))];
 			const load = startLoad(() => live);
 			await untilBalanced(live);
-			const kills: number[] = [];
-			const pauses: number[] = [];
+			const kills: Dark[] = [];
+			const pauses: Dark[] = [];
 			const rounds: string[] = [];
 
 			// Three kills: the active placement driver's host first, then plain holders.
@@ -231,11 +259,9 @@ describe.each(backends)("leases across host processes on $name", (backend) => {
 				const killedAt = systemMonotonicMs();
 				process.kill(victim.proc.pid, "SIGKILL");
 				live = live.filter((h) => h !== victim);
-				const dark = await darkTimes(victim.proc, held, killedAt);
-				kills.push(Math.max(...dark));
-				rounds.push(
-					`kill ${victim.proc.name}${round === 0 ? " (driver)" : ""}: ${Math.round(Math.max(...dark))} ms`,
-				);
+				const dark = await darkTime(victim.proc, held, killedAt);
+				kills.push(dark);
+				rounds.push(`kill ${victim.proc.name}${round === 0 ? " (driver)" : ""}: ${show(dark)}`);
 				expect((await victim.proc.exited).signal).toBe("SIGKILL");
 				live = [...live, await startHost(backend)];
 			}
@@ -249,11 +275,9 @@ describe.each(backends)("leases across host processes on $name", (backend) => {
 				const held = (views[index] as LeasesBody).served;
 				const stoppedAt = systemMonotonicMs();
 				process.kill(victim.proc.pid, "SIGSTOP");
-				const dark = await darkTimes(victim.proc, held, stoppedAt);
-				pauses.push(Math.max(...dark));
-				rounds.push(
-					`pause ${victim.proc.name}${round === 1 ? " (driver)" : ""}: ${Math.round(Math.max(...dark))} ms`,
-				);
+				const dark = await darkTime(victim.proc, held, stoppedAt);
+				pauses.push(dark);
+				rounds.push(`pause ${victim.proc.name}${round === 1 ? " (driver)" : ""}: ${show(dark)}`);
 				const sinceStop = systemMonotonicMs() - stoppedAt;
 				await new Promise((r) => setTimeout(r, Math.max(0, 2 * LEASE_MS - sinceStop)));
 				process.kill(victim.proc.pid, "SIGCONT");
@@ -276,9 +300,12 @@ describe.each(backends)("leases across host processes on $name", (backend) => {
 			for (let p = 0; p < PARTITIONS; p++) {
 				expect(served.some((s) => s.partition === p)).toBe(true);
 			}
-			const stats = (xs: number[]) => summarize(xs).map((x) => Math.round(x));
+			const stats = (ds: Dark[], k: keyof Dark) =>
+				summarize(ds.map((d) => d[k]))
+					.map((x) => Math.round(x))
+					.join("/");
 			console.log(
-				`[leases-failover] ${backend.name}: ${rounds.join("; ")}; kill dark min/median/max ${stats(kills).join("/")} ms, pause ${stats(pauses).join("/")} ms; bound ${BOUND_MS} ms (lease ${LEASE_MS} + tick ${TICK_MS} + poll ${TICK_MS}); ${served.length} commands served of ${requests} requests, ${check.handovers} handovers, smallest gap between two holders ${Math.round(check.minGapMs)} ms`,
+				`[leases-failover] ${backend.name}: ${rounds.join("; ")}. Min/median/max ms until deployed elsewhere | until a command was served there: kills ${stats(kills, "deployedMs")} | ${stats(kills, "servedMs")}, pauses ${stats(pauses, "deployedMs")} | ${stats(pauses, "servedMs")}; bound ${BOUND_MS} ms (lease ${LEASE_MS} + tick ${TICK_MS} + poll ${TICK_MS}); ${served.length} commands served of ${requests} requests, ${check.handovers} handovers, smallest gap between two holders ${Math.round(check.minGapMs)} ms`,
 			);
 		},
 	);
