@@ -18,4 +18,19 @@ export { createLeaderValue, LEADER_VALUE_SEPARATOR, parseLeaderValue } from "./l
 export { type ActResult, createLeaseWorker, type LeaseWorker } from "./lease-worker.ts";
 export { createHostLogger, logVVMEvent } from "./logger.ts";
 export { createHostMetrics, type HostMetrics } from "./metrics.ts";
+export {
+	createPartitionRoutes,
+	type ExtraRoutes,
+	type JsonReply,
+	type PartitionRoutesOptions,
+} from "./partition-routes.ts";
+export { createHostPlacement, type HostPlacement } from "./partitions.ts";
+export {
+	createLeasesPlacement,
+	isLeasesPlacement,
+	type LeasesDescription,
+	type LeasesPlacement,
+	type LeasesPlacementOptions,
+	type ServingLease,
+} from "./placement-leases.ts";
 export { type OpenedStorage, openStorage, StorageOpenError } from "./storage.ts";

@@ -56,7 +56,7 @@ export function createHostPlacement(
  * Logs one `@vvm/leases` event as `event: "leases.<type>"`: grants, lease starts and ends,
  * placement-driver changes and storage errors at info/warn, ticks at debug.
  */
-export function logLeaseEvent(logger: Logger, event: LeaseEvent): void {
+function logLeaseEvent(logger: Logger, event: LeaseEvent): void {
 	const name = `leases.${event.type}`;
 	switch (event.type) {
 		case "tick":

@@ -238,8 +238,7 @@ describe.each(backends)("leases across host processes on $name", (backend) => {
 			timeout: 240_000,
 		},
 		async () => {
-			// The first host creates the table (DynamoDB Local answers concurrent CreateTable calls
-			// for one table with an HTML error page); the others join it together.
+			// The first host creates the table or keyspace alone; the others join it together.
 			const mine = spawned.length; // this backend's hosts are spawned from here on
 			const first = await startHost(backend);
 			let live: Host[] = [first, ...(await Promise.all([startHost(backend), startHost(backend)]))];
