@@ -2,11 +2,11 @@
 // with --placement leases on mem storage.
 import { pino } from "pino";
 import { describe, expect, it } from "vitest";
-import { parseHostConfig } from "../src/config.ts";
 import { EXIT, startHost } from "../src/host.ts";
 import type { ExtraRoutes } from "../src/partition-routes.ts";
 import { createPartitionRoutes } from "../src/partition-routes.ts";
 import type { PartitionHolder, PartitionPlacement } from "../src/placement.ts";
+import { hostConfig } from "./support/config.ts";
 
 function capture(): { lines: Array<Record<string, unknown>>; logger: pino.Logger } {
 	const lines: Array<Record<string, unknown>> = [];
@@ -89,16 +89,12 @@ describe("partition routes", () => {
 
 describe("a host with --placement leases (mem storage, in-process)", () => {
 	it("serves every partition alone, shows the lease table, and ends every lease on stop", async () => {
-		const parsed = parseHostConfig(
-			[
-				...["--storage", "mem", "--http-port", "0", "--placement", "leases", "--partitions", "3"],
-				...["--lease-interval-ms", "1000", "--lease-max-clock-skew-ms", "100"],
-			],
-			{},
-		);
-		if (parsed.help) throw new Error("unexpected help");
+		const config = hostConfig([
+			...["--storage", "mem", "--http-port", "0", "--placement", "leases", "--partitions", "3"],
+			...["--lease-interval-ms", "1000", "--lease-max-clock-skew-ms", "100"],
+		]);
 		const lines: Array<Record<string, unknown>> = [];
-		const host = startHost(parsed.config, {
+		const host = startHost(config, {
 			logDestination: { write: (l: string) => lines.push(JSON.parse(l)) },
 		});
 		try {
@@ -138,10 +134,8 @@ describe("a host with --placement leases (mem storage, in-process)", () => {
 	});
 
 	it("GET /leases of a static host is a 404 that says how to get leases", async () => {
-		const parsed = parseHostConfig(["--storage", "mem", "--http-port", "0"], {});
-		if (parsed.help) throw new Error("unexpected help");
 		const lines: Array<Record<string, unknown>> = [];
-		await using host = startHost(parsed.config, {
+		await using host = startHost(hostConfig(["--storage", "mem", "--http-port", "0"]), {
 			killer: { schedule: () => {}, disarm: () => {} },
 			logDestination: { write: (l: string) => lines.push(JSON.parse(l)) },
 		});

@@ -2,13 +2,8 @@
 // flag, before any I/O).
 import { describe, expect, it } from "vitest";
 import { ConfigError, helpText, parseHostConfig } from "../src/config.ts";
+import { hostConfig as config } from "./support/config.ts";
 import { runCli } from "./support/host-process.ts";
-
-const config = (argv: string[], env: Record<string, string> = {}) => {
-	const parsed = parseHostConfig(argv, env);
-	if (parsed.help) throw new Error("unexpected help");
-	return parsed.config;
-};
 
 describe("placement flags", () => {
 	it("default to static placement and the @vvm/leases defaults", () => {
