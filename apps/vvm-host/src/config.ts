@@ -1,5 +1,6 @@
 import type { ParseArgsConfig } from "node:util";
 import { parseArgs } from "node:util";
+import { LEASE_DEFAULTS, MAX_GROUPS, MAX_NAMESPACE_BYTES } from "@vvm/leases";
 import { validateCassandraIdentifier } from "@vvm/ttlstorage-cas/names";
 import type { PlacementMode } from "./create-placement.ts";
 import { PLACEMENT_MODES } from "./create-placement.ts";
@@ -42,13 +43,22 @@ export interface HostConfig {
 	readonly partitions: number;
 	/** SequencesTrustLevel of seed 004 (`VVMConfig.SequencesTrustLevel`): 0, 1 or 2. */
 	readonly sequencesTrustLevel: 0 | 1 | 2;
-	/** Which partitions this host serves: `static` (partition p by the leader of slot `p mod numVVM + 1`). */
+	/**
+	 * Which partitions this host serves: `static` (partition p by the leader of slot
+	 * `p mod numVVM + 1`) or `leases` (partition leases of `@vvm/leases`, any live host).
+	 */
 	readonly placement: PlacementMode;
 	/**
 	 * TEST-ONLY mutants that break safety on purpose (chaos test): `VVM_UNSAFE_MUTANTS` plus the
 	 * `--unsafe-allow-mutants` flag. Empty in any normal run; never for production.
 	 */
 	readonly unsafeMutants: readonly UnsafeMutant[];
+	/** leases: lease length granted by the placement driver. */
+	readonly leaseIntervalMs: number;
+	/** leases: the wall-clock skew bound between any two hosts (a holder stops that much early). */
+	readonly leaseMaxClockSkewMs: number;
+	/** leases: prefix of the lease records (one cluster per namespace on a storage). */
+	readonly leaseNamespace: string;
 }
 
 /** A bad flag or environment variable; the CLI prints `message` and exits with code 2. */
@@ -309,9 +319,42 @@ const SPECS: readonly OptionSpec[] = [
 		env: ["VVM_PLACEMENT"],
 		def: "static",
 		parse: oneOf(PLACEMENT_MODES),
-		help: "who serves a partition: static (partition p by the leader of slot p mod num-vvm + 1, while its lease is valid)",
+		help: "who serves which partition: static (partition p by the leader of slot p mod num-vvm + 1, while its lease is valid) or leases (any live host, by partition lease; no slot leadership needed)",
+	},
+	{
+		key: "leaseIntervalMs",
+		flag: "lease-interval-ms",
+		env: ["VVM_LEASE_INTERVAL_MS"],
+		def: String(LEASE_DEFAULTS.leaseIntervalMs),
+		parse: int(100, 86_400_000),
+		help: "leases: partition lease length; heartbeat, poll and placement-driver tick every tenth of it; the same on every host",
+	},
+	{
+		key: "leaseMaxClockSkewMs",
+		flag: "lease-max-clock-skew-ms",
+		env: ["VVM_LEASE_MAX_CLOCK_SKEW_MS"],
+		def: String(LEASE_DEFAULTS.maxClockSkewMs),
+		parse: int(0, 21_600_000),
+		help: "leases: wall-clock skew between hosts you guarantee; a holder stops serving that much before its lease expires (below a quarter of --lease-interval-ms; the same on every host)",
+	},
+	{
+		key: "leaseNamespace",
+		flag: "lease-namespace",
+		env: ["VVM_LEASE_NAMESPACE"],
+		def: LEASE_DEFAULTS.namespace,
+		parse: leaseNamespace,
+		help: "leases: prefix of the lease records on the storage (hosts of one cluster use the same)",
 	},
 ];
+
+/** A lease namespace as `@vvm/leases` accepts it. */
+function leaseNamespace(raw: string, source: string): string {
+	const value = nonEmpty(raw, source);
+	if (Buffer.byteLength(value) > MAX_NAMESPACE_BYTES) {
+		throw new ConfigError(`${source} must be at most ${MAX_NAMESPACE_BYTES} bytes, got "${raw}"`);
+	}
+	return value;
+}
 
 /** A keyspace exactly as the Cassandra driver accepts it (its own check, shared). */
 function keyspace(raw: string, source: string): string {
@@ -353,7 +396,9 @@ export function helpText(): string {
 	lines.push(
 		"HTTP: GET /healthz, GET /readyz (200 only while leader), GET /leadership, GET /metrics,",
 		"      POST /work (acts only while the lease is valid), GET / (status page),",
-		"      /api/v2/apps/vvm/demo/workspaces/{wsid}/docs|commands|wlog (the command processor).",
+		"      /api/v2/apps/vvm/demo/workspaces/{wsid}/docs|commands|wlog (the command processor),",
+		"      GET /leases and POST /work?partition=<p> (--placement leases: 200 while this host holds",
+		"      the partition's lease, 421 naming the holder, 503 while nobody is known).",
 		"Exit codes: 0 graceful shutdown (SIGINT/SIGTERM), 1 launch failure or leadership lost,",
 		"            2 bad configuration.",
 	);
@@ -430,6 +475,16 @@ export function parseHostConfig(
 	if (checked.maxClockSkewMs > checked.leadershipSeconds * 500) {
 		throw new ConfigError(
 			`--max-clock-skew-ms ${checked.maxClockSkewMs} is more than half of --leadership-seconds ${checked.leadershipSeconds} (at most ${checked.leadershipSeconds * 500})`,
+		);
+	}
+	if (checked.placement === "leases" && checked.partitions > MAX_GROUPS) {
+		throw new ConfigError(
+			`--partitions ${checked.partitions} is more than --placement leases can place (at most ${MAX_GROUPS})`,
+		);
+	}
+	if (checked.leaseMaxClockSkewMs * 4 >= checked.leaseIntervalMs) {
+		throw new ConfigError(
+			`--lease-max-clock-skew-ms ${checked.leaseMaxClockSkewMs} must be below a quarter of --lease-interval-ms ${checked.leaseIntervalMs} (below ${checked.leaseIntervalMs / 4})`,
 		);
 	}
 	return { help: false, config: checked };

@@ -2,11 +2,13 @@ import type { Clock } from "@vvm/clock";
 import type { VVMLeadership, VVMService } from "@vvm/orch";
 import type { TTLStorage } from "@vvm/ttlstorage";
 import type { Logger } from "pino";
+import { logLeaseEvent } from "./leases-mode.ts";
 import type { PartitionPlacement, PlacementHandlers } from "./placement.ts";
+import { createLeasesPlacement } from "./placement-leases.ts";
 import { createStaticPlacement } from "./placement-static.ts";
 
 /** The values of `--placement`. */
-export const PLACEMENT_MODES: readonly ["static"] = ["static"];
+export const PLACEMENT_MODES: readonly ["static", "leases"] = ["static", "leases"];
 
 /** A placement mode (`--placement`). */
 export type PlacementMode = (typeof PLACEMENT_MODES)[number];
@@ -36,12 +38,20 @@ export interface PlacementDeps {
 	readonly address: () => string;
 	readonly clock: Clock;
 	readonly logger: Logger;
+	/** leases: lease length, skew bound and record prefix (`--lease-*`). */
+	readonly leases: {
+		readonly intervalMs: number;
+		readonly maxClockSkewMs: number;
+		readonly namespace: string;
+	};
 }
 
 /** A placement and the VVM services it needs run while this VVM leads its slot. */
 export interface CreatedPlacement {
 	readonly placement: PartitionPlacement;
 	readonly services: readonly VVMService[];
+	/** leases: aborts when another process took this host's address (the host then exits 1). */
+	readonly lost?: AbortSignal;
 }
 
 /**
@@ -58,6 +68,21 @@ export function createPlacement(mode: PlacementMode, deps: PlacementDeps): Creat
 		case "static": {
 			const placement = createStaticPlacement(deps);
 			return { placement, services: [placement.service] };
+		}
+		case "leases": {
+			// No VVM slot is needed: any live host serves the partitions whose lease it holds.
+			const placement = createLeasesPlacement({
+				storage: deps.storage,
+				address: deps.address(),
+				partitions: deps.partitions,
+				leaseIntervalMs: deps.leases.intervalMs,
+				maxClockSkewMs: deps.leases.maxClockSkewMs,
+				namespace: deps.leases.namespace,
+				handlers: deps.handlers,
+				clock: deps.clock,
+				onEvent: (event) => logLeaseEvent(deps.logger, event),
+			});
+			return { placement, services: [], lost: placement.signal };
 		}
 	}
 }

@@ -13,8 +13,10 @@ import type { HttpApi, HttpApiState } from "./http.ts";
 import { startHttpApi } from "./http.ts";
 import { createLeaderValue } from "./leader-value.ts";
 import { createLeaseWorker } from "./lease-worker.ts";
+import { servePartitions } from "./leases-mode.ts";
 import { createHostLogger, describeError, logVVMEvent } from "./logger.ts";
 import { createHostMetrics } from "./metrics.ts";
+import { createPartitionRoutes, placementSections } from "./partition-routes.ts";
 import type { HostPartitions } from "./partitions.ts";
 import { createHostPartitions } from "./partitions.ts";
 import { partitionsSection } from "./partitions-section.ts";
@@ -185,26 +187,17 @@ export async function runHost(config: HostConfig, options: RunHostOptions = {}):
 			logger,
 		});
 		parts = partitions;
-		const created = createPlacement(config.placement, {
-			partitions: config.partitions,
-			numVVM: config.numVVM,
-			handlers: partitions.handlers,
-			leadership: () => current?.leadership(),
-			leaderOf: (slot) => leadershipStorage.get(slot),
-			storage: driver,
-			address: () => address,
-			clock: systemClock,
-			logger,
-		});
-		const served = created.placement;
-		placement = served;
-		const cpMetrics = createCpMetrics(
-			metrics.registry,
-			() => partitions.cp,
-			() => served,
-		);
+		// Created once the HTTP port (and so this host's advertised address) is known; until then
+		// the routes that need it answer 503.
+		let served: PartitionPlacement | undefined;
 		const state: HttpApiState = {
 			vvm: undefined,
+			routes: createPartitionRoutes({
+				mode: config.placement,
+				placement: () => served,
+				partitions: config.partitions,
+				logger,
+			}),
 			phase: "starting",
 			address: () => address,
 			numVVM: config.numVVM,
@@ -214,16 +207,10 @@ export async function runHost(config: HostConfig, options: RunHostOptions = {}):
 			expiresInOf: (slot) => driver.queryTTL(u32(VVM_LEADER_PREFIX), u32(slot)),
 			registry: metrics.registry,
 			worker,
-			sections: async () => [partitionsSection(served, partitions)],
-			api: createApiV2Handler({
-				partitions: config.partitions,
-				placement: served,
-				partition: (p) => partitions.partition(p),
-				fencingToken: (p) => partitions.fencingToken(p),
-				self: () => address,
-				metrics: cpMetrics,
-				logger,
-			}),
+			sections: async () =>
+				served === undefined
+					? []
+					: [partitionsSection(served, partitions), ...placementSections(served)],
 		};
 
 		try {
@@ -248,6 +235,47 @@ export async function runHost(config: HostConfig, options: RunHostOptions = {}):
 			`HTTP on http://${config.httpHost}:${http.port}`,
 		);
 
+		const created = createPlacement(config.placement, {
+			partitions: config.partitions,
+			numVVM: config.numVVM,
+			handlers: partitions.handlers,
+			leadership: () => current?.leadership(),
+			leaderOf: (slot) => leadershipStorage.get(slot),
+			storage: driver,
+			address: () => address,
+			clock: systemClock,
+			logger,
+			leases: {
+				intervalMs: config.leaseIntervalMs,
+				maxClockSkewMs: config.leaseMaxClockSkewMs,
+				namespace: config.leaseNamespace,
+			},
+		});
+		const placed = created.placement;
+		served = placed;
+		placement = placed;
+		state.api = createApiV2Handler({
+			partitions: config.partitions,
+			placement: placed,
+			partition: (p) => partitions.partition(p),
+			fencingToken: (p) => partitions.fencingToken(p),
+			self: () => address,
+			metrics: createCpMetrics(
+				metrics.registry,
+				() => partitions.cp,
+				() => placed,
+			),
+			logger,
+		});
+
+		if (created.lost !== undefined) {
+			// Partitions are leased one by one: no VVM slot leadership is needed (nor launched).
+			return await servePartitions(
+				{ placement: placed, lost: created.lost },
+				{ state, logger, stop: stopCtl.signal, fail },
+			);
+		}
+
 		const vvm = provideVVM({
 			storage: leadershipStorage,
 			address: leaderValue,
@@ -271,7 +299,7 @@ export async function runHost(config: HostConfig, options: RunHostOptions = {}):
 		state.vvm = vvm;
 		current = vvm;
 		if (stopCtl.signal.aborted) return EXIT.OK; // stopped before launch: nothing held yet
-		await served.start(stopCtl.signal);
+		await placed.start(stopCtl.signal);
 		state.phase = "waiting";
 		const launched = vvm.launch(config.leadershipSeconds, config.acquireTimeoutMs);
 		const problem = new Promise<void>((resolve) => {

@@ -6,14 +6,15 @@ import type { Registry } from "prom-client";
 import { isApiPath } from "./api-routes.ts";
 import type { LeaseWorker } from "./lease-worker.ts";
 import { describeError } from "./logger.ts";
+import type { ExtraRoutes } from "./partition-routes.ts";
 import { STATUS_PAGE_HTML } from "./status-page.ts";
 import { hostVersion } from "./version.ts";
 
 /** What the HTTP API reads. The VVM is set once created (the server starts before it). */
 export interface HttpApiState {
 	vvm: VVM | undefined;
-	/** `waiting` → `leader` → `stopping`, or `failed`. */
-	phase: "starting" | "waiting" | "leader" | "stopping" | "failed";
+	/** `waiting` → `leader` → `stopping`, or `failed`; `serving` with --placement leases (no slot). */
+	phase: "starting" | "waiting" | "leader" | "serving" | "stopping" | "failed";
 	readonly address: () => string;
 	readonly numVVM: number;
 	/** Wall ms: the times `/leadership` shows are wall times, for humans. */
@@ -25,6 +26,8 @@ export interface HttpApiState {
 	readonly expiresInOf: (slot: number) => Promise<number | undefined>;
 	/** Extra tables for the status page (partitions, flush lag), as they exist. */
 	readonly sections?: () => Promise<readonly StatusSection[]>;
+	/** Routes beyond the built-in ones (GET /leases, per-partition commands), asked first. */
+	readonly routes?: ExtraRoutes;
 	readonly registry: Registry;
 	readonly worker: LeaseWorker;
 	/** The command processor's routes (`/api/v2/…`), once the host has them. */
@@ -46,9 +49,15 @@ export interface HttpApi {
 	close(): Promise<void>;
 }
 
-const json = (res: ServerResponse, status: number, body: unknown): void => {
+const json = (
+	res: ServerResponse,
+	status: number,
+	body: unknown,
+	headers: Readonly<Record<string, string>> = {},
+): void => {
 	const text = `${JSON.stringify(body)}\n`;
 	res.writeHead(status, {
+		...headers,
 		"content-type": "application/json; charset=utf-8",
 		"content-length": Buffer.byteLength(text),
 		"cache-control": "no-store",
@@ -159,6 +168,11 @@ async function handle(
 	const url = new URL(req.url ?? "/", "http://localhost");
 	const path = url.pathname;
 	if (state.api !== undefined && isApiPath(path)) return state.api(req, res, url);
+	const extra = state.routes?.(req.method ?? "GET", url);
+	if (extra !== undefined) {
+		json(res, extra.status, extra.body, extra.headers);
+		return;
+	}
 	const route = `${req.method ?? "GET"} ${path}`;
 	switch (route) {
 		case "GET /healthz": {
@@ -168,7 +182,8 @@ async function handle(
 			return;
 		}
 		case "GET /readyz": {
-			const ready = state.vvm?.leaseValid() === true && state.phase === "leader";
+			const ready =
+				(state.vvm?.leaseValid() === true && state.phase === "leader") || state.phase === "serving";
 			json(res, ready ? 200 : 503, {
 				ready,
 				phase: state.phase,

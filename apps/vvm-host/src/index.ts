@@ -31,10 +31,25 @@ export {
 } from "./http.ts";
 export { createLeaderValue, LEADER_VALUE_SEPARATOR, parseLeaderValue } from "./leader-value.ts";
 export { type ActResult, createLeaseWorker, type LeaseWorker } from "./lease-worker.ts";
+export { servePartitions } from "./leases-mode.ts";
 export { createHostLogger, logVVMEvent } from "./logger.ts";
 export { createHostMetrics, type HostMetrics } from "./metrics.ts";
+export {
+	createPartitionRoutes,
+	type ExtraRoutes,
+	type JsonReply,
+	type PartitionRoutesOptions,
+} from "./partition-routes.ts";
 export { createHostPartitions, HOST_APP_ID, type HostPartitions } from "./partitions.ts";
 export type { PartitionHolder, PartitionPlacement, PlacementHandlers } from "./placement.ts";
+export {
+	createLeasesPlacement,
+	isLeasesPlacement,
+	type LeasesDescription,
+	type LeasesPlacement,
+	type LeasesPlacementOptions,
+	type ServingLease,
+} from "./placement-leases.ts";
 export {
 	createStaticPlacement,
 	type StaticPlacement,

@@ -61,7 +61,7 @@ export function createHostPartitions(options: HostPartitionsOptions): HostPartit
 			grant.signal.throwIfAborted();
 			const deployed = cp.deploy(partition);
 			tokens.set(partition, grant.fencingToken);
-			logger.debug(
+			logger.info(
 				{ event: "partition-deployed", partition, fencingToken: grant.fencingToken?.toString() },
 				`partition ${partition} deployed`,
 			);
@@ -76,9 +76,9 @@ export function createHostPartitions(options: HostPartitionsOptions): HostPartit
 			if (cp.partition(partition) === undefined) return;
 			const closing = cp.undeploy(partition).then(
 				() => {
-					logger.debug(
+					logger.info(
 						{ event: "partition-undeployed", partition, reason },
-						`partition ${partition} undeployed`,
+						`partition ${partition} undeployed: ${reason}`,
 					);
 				},
 				(error: unknown) => {

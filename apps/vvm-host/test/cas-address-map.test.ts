@@ -4,13 +4,8 @@ import { execFileSync } from "node:child_process";
 import { describe, expect, it } from "vitest";
 import { parseHostConfig } from "../src/config.ts";
 import { addressTranslation } from "../src/storage.ts";
+import { hostConfig as config } from "./support/config.ts";
 import { APP_DIR } from "./support/host-process.ts";
-
-const config = (argv: string[], env: Record<string, string> = {}) => {
-	const parsed = parseHostConfig(argv, env);
-	if (parsed.help) throw new Error("unexpected help");
-	return parsed.config;
-};
 
 describe("--cas-address-map", () => {
 	it("parses reported=connect pairs, from the flag or CASSANDRA_ADDRESS_MAP; empty by default", () => {

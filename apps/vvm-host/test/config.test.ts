@@ -1,11 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { ConfigError, helpText, parseHostConfig } from "../src/config.ts";
-
-const config = (argv: string[], env: Record<string, string> = {}) => {
-	const parsed = parseHostConfig(argv, env);
-	if (parsed.help) throw new Error("unexpected help");
-	return parsed.config;
-};
+import { hostConfig as config } from "./support/config.ts";
 
 describe("parseHostConfig", () => {
 	it("has the documented defaults", () => {

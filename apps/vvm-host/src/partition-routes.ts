@@ -1,0 +1,145 @@
+// GET /leases and the per-partition probe POST /work?partition=<p>: the smallest command a host
+// serves only while it holds the partition (the command processor's routes ask the same
+// placement). Every command served is logged ("served", at debug) with monotonic and wall stamps,
+// so a checker can prove from the hosts' own logs that no partition was served twice at once.
+import type { Logger } from "pino";
+import type { PlacementMode } from "./create-placement.ts";
+import type { StatusSection } from "./http.ts";
+import { systemMonotonicMs } from "./logger.ts";
+import type { PartitionPlacement } from "./placement.ts";
+import { isLeasesPlacement } from "./placement-leases.ts";
+
+/** A JSON answer of a route. */
+export interface JsonReply {
+	readonly status: number;
+	readonly body: unknown;
+	readonly headers?: Readonly<Record<string, string>>;
+}
+
+/** Extra routes of the host: a reply, or `undefined` when the request is not theirs. */
+export type ExtraRoutes = (method: string, url: URL) => JsonReply | undefined;
+
+/** Options of {@link createPartitionRoutes}. */
+export interface PartitionRoutesOptions {
+	readonly mode: PlacementMode;
+	/**
+	 * The running placement, asked per request; `undefined` in static mode without the command
+	 * processor, or while a leases host is still starting.
+	 */
+	readonly placement: () => PartitionPlacement | undefined;
+	readonly partitions: number;
+	readonly logger: Logger;
+}
+
+const NO_PLACEMENT =
+	"this host runs --placement static: partitions follow the VVM slots and there is no lease table; start the hosts with --placement leases";
+
+/**
+ * The routes `GET /leases` (the placement's `describe()`, or 404 without a placement) and
+ * `POST /work?partition=<p>`: `200` with what it was served under while this host serves `p`,
+ * `421` with the holder's address when another host holds it, `503` while nobody is known (or
+ * this host is still deploying it), `400` for a bad partition. `POST /work` without `partition`
+ * is not theirs (the VVM's demo worker answers it).
+ *
+ * @example
+ * ```ts
+ * const routes = createPartitionRoutes({ placement, partitions: 12, logger });
+ * routes("POST", new URL("http://h/work?partition=3")); // { status: 200 | 421 | 503, body }
+ * ```
+ */
+export function createPartitionRoutes(options: PartitionRoutesOptions): ExtraRoutes {
+	const { partitions, logger } = options;
+	const missing = (): JsonReply =>
+		options.mode === "leases"
+			? {
+					status: 503,
+					headers: { "retry-after": "1" },
+					body: { error: "the host is joining the lease cluster; retry" },
+				}
+			: { status: 404, body: { error: NO_PLACEMENT } };
+	return (method, url) => {
+		const placement = options.placement();
+		if (url.pathname === "/leases") {
+			if (method !== "GET")
+				return { status: 405, body: { error: `method ${method} not allowed on /leases` } };
+			if (placement === undefined) return missing();
+			return { status: 200, body: placement.describe() };
+		}
+		if (url.pathname !== "/work" || method !== "POST" || !url.searchParams.has("partition")) {
+			return undefined;
+		}
+		const raw = url.searchParams.get("partition") ?? "";
+		const partition = /^\d+$/.test(raw) ? Number(raw) : Number.NaN;
+		if (!Number.isSafeInteger(partition) || partition >= partitions) {
+			return {
+				status: 400,
+				body: { error: `partition must be an integer in 0..${partitions - 1}, got "${raw}"` },
+			};
+		}
+		if (placement === undefined) return missing();
+		// Stamped before the check: the command took effect no earlier than `mono`, and the lease
+		// was valid here at the check, so the whole interval [mono, check] lies inside the lease.
+		const mono = systemMonotonicMs();
+		const at = Date.now(); // for logs and humans only
+		if (placement.serving(partition)) {
+			const info = isLeasesPlacement(placement) ? (placement.servingInfo(partition) ?? {}) : {};
+			logger.debug({ event: "served", partition, mono, at, ...info }, "partition command served");
+			return { status: 200, body: { done: true, partition, mono, at, ...info } };
+		}
+		const holder = placement.holderOf(partition);
+		if (holder === undefined) {
+			return {
+				status: 503,
+				headers: { "retry-after": "1" },
+				body: { error: `partition ${partition} has no serving holder right now; retry`, partition },
+			};
+		}
+		return {
+			status: 421,
+			body: {
+				error: `partition ${partition} is served by ${holder.address}`,
+				partition,
+				holder: holder.address,
+				until: holder.until ?? null,
+			},
+		};
+	};
+}
+
+/**
+ * The status page's "Partition leases" table (leases mode): every partition's holder, whether
+ * this host serves it, its fencing token, and the seconds left by the holder's lease.
+ *
+ * @example
+ * ```ts
+ * const state = { ...rest, sections: async () => placementSections(placement) };
+ * ```
+ */
+export function placementSections(placement: PartitionPlacement | undefined): StatusSection[] {
+	if (placement === undefined || !isLeasesPlacement(placement)) return [];
+	const view = placement.describe();
+	const served = new Set(view.served);
+	const now = Date.now(); // wall time against the driver's wall expirations: display only
+	return [
+		{
+			id: "leases",
+			title: `Partition leases (${view.partitions} partitions, this host: ${view.served.length})`,
+			columns: [
+				"partition",
+				"holder",
+				"served here",
+				"fencing token",
+				"expires in (s)",
+				"accepted",
+			],
+			rows: view.table.leases.map((l) => [
+				l.group,
+				l.holder.address,
+				served.has(l.group),
+				l.startTime,
+				Math.max(0, Math.round((l.expirationTime - now) / 100) / 10),
+				l.accepted,
+			]),
+		},
+	];
+}

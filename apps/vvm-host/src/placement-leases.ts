@@ -1,0 +1,162 @@
+// The "leases" placement: any live host serves a partition while it holds the partition's lease
+// (@vvm/leases, seed 002). Every host heartbeats, runs a placement-driver candidate for all
+// partitions, and deploys a partition when its lease is granted here.
+import type { Clock } from "@vvm/clock";
+import { systemClock } from "@vvm/clock";
+import type { LeaseEvent, LeaseNode, LeaseTable } from "@vvm/leases";
+import { createLeaseNode } from "@vvm/leases";
+import type { TTLStorage } from "@vvm/ttlstorage";
+import type { PartitionHolder, PartitionPlacement, PlacementHandlers } from "./placement.ts";
+
+/** Options of {@link createLeasesPlacement}. */
+export interface LeasesPlacementOptions {
+	readonly storage: TTLStorage;
+	/** This host's advertised address: what other hosts put in a 421 reply. */
+	readonly address: string;
+	/** Partitions `0 .. partitions - 1`; the same on every host. */
+	readonly partitions: number;
+	readonly leaseIntervalMs: number;
+	readonly maxClockSkewMs: number;
+	readonly namespace: string;
+	readonly handlers: PlacementHandlers;
+	readonly onEvent?: (event: LeaseEvent) => void;
+	/** Default `systemClock`. */
+	readonly clock?: Clock;
+}
+
+/** What `GET /leases` shows in leases mode. */
+export interface LeasesDescription {
+	readonly mode: "leases";
+	readonly address: string;
+	readonly incarnation: string;
+	readonly partitions: number;
+	readonly leaseIntervalMs: number;
+	readonly maxClockSkewMs: number;
+	/** Partitions this host serves now (lease valid here and the partition deployed). */
+	readonly served: readonly number[];
+	readonly metrics: ReturnType<LeaseNode["metrics"]>;
+	readonly table: LeaseTable;
+}
+
+/** The leases placement, plus what the host needs beyond the contract. */
+export interface LeasesPlacement extends PartitionPlacement {
+	readonly mode: "leases";
+	/** Aborts when the node stopped on its own (`LEASES_REPLACED`: the host should exit) or closed. */
+	readonly signal: AbortSignal;
+	describe(): LeasesDescription;
+	/**
+	 * What a command served now on `partition` runs under: this host's incarnation, the lease's
+	 * `startTime` (its fencing token), `expirationTime` and the time left by the local deadline.
+	 */
+	servingInfo(partition: number): ServingLease | undefined;
+}
+
+/** See {@link LeasesPlacement.servingInfo}. */
+export interface ServingLease {
+	readonly address: string;
+	readonly incarnation: string;
+	readonly fencingToken: number;
+	readonly expirationTime: number;
+	readonly leftMs: number;
+}
+
+/**
+ * A {@link PartitionPlacement} over `@vvm/leases`. A partition counts as served only from the
+ * moment `handlers.onGranted` resolved (deployed) until its lease's local deadline
+ * (`expirationTime - maxClockSkewMs` on this host's monotonic clock); in between, requests get
+ * 503 from the routes (`holderOf` is `undefined` for this host's own lease). Options are
+ * checked by `createLeaseNode` before any I/O.
+ *
+ * @example
+ * ```ts
+ * const placement = createLeasesPlacement({ storage, address: "10.0.0.1:8080", partitions: 12,
+ *   leaseIntervalMs: 10_000, maxClockSkewMs: 500, namespace: "vvm", handlers });
+ * await placement.start(signal);
+ * if (!placement.serving(7)) reply(421, placement.holderOf(7));
+ * ```
+ */
+export function createLeasesPlacement(options: LeasesPlacementOptions): LeasesPlacement {
+	const { handlers, partitions } = options;
+	const clock = options.clock ?? systemClock;
+	// The grant each deployed partition was deployed for: a later grant replaces it.
+	const deployed = new Map<number, AbortSignal>();
+	const node = createLeaseNode({
+		storage: options.storage,
+		address: options.address,
+		namespace: options.namespace,
+		leaseIntervalMs: options.leaseIntervalMs,
+		maxClockSkewMs: options.maxClockSkewMs,
+		placementDriver: { groups: partitions },
+		clock,
+		...(options.onEvent === undefined ? {} : { onEvent: options.onEvent }),
+		onGranted: async (grant) => {
+			// startTime grows with every grant of a partition: its fencing token.
+			await handlers.onGranted(grant.group, {
+				signal: grant.signal,
+				fencingToken: BigInt(grant.lease.startTime),
+			});
+			if (!grant.signal.aborted) deployed.set(grant.group, grant.signal);
+		},
+		onEnded: (end) => {
+			deployed.delete(end.group);
+			handlers.onEnded(end.group, end.reason);
+		},
+	});
+	const serving = (partition: number): boolean =>
+		deployed.get(partition)?.aborted === false && node.serving(partition);
+	return {
+		mode: "leases",
+		get signal() {
+			return node.signal;
+		},
+		start: (signal) => node.start({ signal }),
+		serving,
+		holderOf(partition): PartitionHolder | undefined {
+			const view = node.holderOf(partition);
+			// This host's own lease while it is not serving (deploying, or past its deadline):
+			// nobody to redirect to; the routes answer 503.
+			if (view === undefined || view.holder.incarnation === node.incarnation) return undefined;
+			return { address: view.holder.address, until: view.expirationTime };
+		},
+		served: () => node.servedGroups().filter(serving),
+		describe: () => ({
+			mode: "leases",
+			address: node.address,
+			incarnation: node.incarnation,
+			partitions,
+			leaseIntervalMs: options.leaseIntervalMs,
+			maxClockSkewMs: options.maxClockSkewMs,
+			served: node.servedGroups().filter(serving),
+			metrics: node.metrics(),
+			table: node.table(),
+		}),
+		servingInfo(partition) {
+			const view = node.holderOf(partition);
+			const deadline = node.deadline(partition);
+			if (!serving(partition) || view === undefined || deadline === undefined) return undefined;
+			return {
+				address: node.address,
+				incarnation: node.incarnation,
+				fencingToken: view.startTime,
+				expirationTime: view.expirationTime,
+				leftMs: Math.round(deadline - clock.monotonic()),
+			};
+		},
+		close: () => node.close(),
+	};
+}
+
+/**
+ * Whether `placement` is a {@link LeasesPlacement} (it can say what a command runs under).
+ *
+ * @example
+ * ```ts
+ * if (isLeasesPlacement(placement)) log(placement.servingInfo(7));
+ * ```
+ */
+export function isLeasesPlacement(placement: PartitionPlacement): placement is LeasesPlacement {
+	return (
+		placement.mode === "leases" &&
+		typeof (placement as Partial<LeasesPlacement>).servingInfo === "function"
+	);
+}

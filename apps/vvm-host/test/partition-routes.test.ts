@@ -1,0 +1,151 @@
+// GET /leases and POST /work?partition=<p> over a stand-in placement, and a real in-process host
+// with --placement leases on mem storage.
+import { pino } from "pino";
+import { describe, expect, it } from "vitest";
+import { EXIT, startHost } from "../src/host.ts";
+import type { ExtraRoutes } from "../src/partition-routes.ts";
+import { createPartitionRoutes } from "../src/partition-routes.ts";
+import type { PartitionHolder, PartitionPlacement } from "../src/placement.ts";
+import { hostConfig } from "./support/config.ts";
+
+function capture(): { lines: Array<Record<string, unknown>>; logger: pino.Logger } {
+	const lines: Array<Record<string, unknown>> = [];
+	const logger = pino(
+		{ level: "debug" },
+		{ write: (l: string) => lines.push(JSON.parse(l) as Record<string, unknown>) },
+	);
+	return { lines, logger };
+}
+
+function fakePlacement(
+	served: readonly number[],
+	holders: Record<number, PartitionHolder>,
+): PartitionPlacement {
+	return {
+		mode: "static",
+		start: async () => {},
+		serving: (p) => served.includes(p),
+		holderOf: (p) => holders[p],
+		served: () => [...served],
+		describe: () => ({ mode: "static", served }),
+		close: async () => {},
+	};
+}
+
+const call = (routes: ExtraRoutes, method: string, path: string) =>
+	routes(method, new URL(path, "http://h"));
+
+describe("partition routes", () => {
+	it("answers 200 and logs `served` while serving, 421 with the holder, 503 when nobody is known, 400 for a bad partition", () => {
+		const { lines, logger } = capture();
+		const placement = fakePlacement([1], { 2: { address: "10.0.0.2:8080", until: 123 } });
+		const routes = createPartitionRoutes({
+			mode: "leases",
+			placement: () => placement,
+			partitions: 4,
+			logger,
+		});
+		const ok = call(routes, "POST", "/work?partition=1");
+		expect(ok).toMatchObject({ status: 200, body: { done: true, partition: 1 } });
+		expect(lines.filter((l) => l.event === "served")).toMatchObject([{ partition: 1 }]);
+		expect(typeof lines[0]?.mono).toBe("number");
+		expect(call(routes, "POST", "/work?partition=2")).toEqual({
+			status: 421,
+			body: {
+				error: "partition 2 is served by 10.0.0.2:8080",
+				partition: 2,
+				holder: "10.0.0.2:8080",
+				until: 123,
+			},
+		});
+		expect(call(routes, "POST", "/work?partition=3")).toMatchObject({
+			status: 503,
+			headers: { "retry-after": "1" },
+		});
+		for (const bad of ["4", "-1", "x", "1.5", ""]) {
+			expect(call(routes, "POST", `/work?partition=${bad}`)?.status).toBe(400);
+		}
+		expect(lines.filter((l) => l.event === "served")).toHaveLength(1);
+		// Not theirs: the VVM's demo worker answers POST /work without a partition.
+		expect(call(routes, "POST", "/work")).toBeUndefined();
+		expect(call(routes, "GET", "/leases")).toEqual({
+			status: 200,
+			body: { mode: "static", served: [1] },
+		});
+		expect(call(routes, "POST", "/leases")?.status).toBe(405);
+	});
+
+	it("without a placement: 404 naming --placement in static mode, 503 while a leases host joins", () => {
+		const { logger } = capture();
+		const routes = (mode: "static" | "leases") =>
+			createPartitionRoutes({ mode, placement: () => undefined, partitions: 4, logger });
+		const stat = call(routes("static"), "GET", "/leases");
+		expect(stat?.status).toBe(404);
+		expect(JSON.stringify(stat?.body)).toContain("--placement leases");
+		expect(call(routes("static"), "POST", "/work?partition=0")?.status).toBe(404);
+		expect(call(routes("leases"), "GET", "/leases")?.status).toBe(503);
+	});
+});
+
+describe("a host with --placement leases (mem storage, in-process)", () => {
+	it("serves every partition alone, shows the lease table, and ends every lease on stop", async () => {
+		const config = hostConfig([
+			...["--storage", "mem", "--http-port", "0", "--placement", "leases", "--partitions", "3"],
+			...["--lease-interval-ms", "1000", "--lease-max-clock-skew-ms", "100"],
+		]);
+		const lines: Array<Record<string, unknown>> = [];
+		const host = startHost(config, {
+			logDestination: { write: (l: string) => lines.push(JSON.parse(l)) },
+		});
+		try {
+			const deployed = () => lines.filter((l) => l.event === "partition-deployed").length;
+			for (let i = 0; i < 300 && deployed() < 3; i++) await new Promise((r) => setTimeout(r, 10));
+			const port = lines.find((l) => l.event === "listening")?.port as number;
+			const base = `http://127.0.0.1:${port}`;
+			const work = await fetch(`${base}/work?partition=2`, { method: "POST" });
+			expect(work.status).toBe(200);
+			expect(await work.json()).toMatchObject({ partition: 2, address: `127.0.0.1:${port}` });
+			expect((await fetch(`${base}/readyz`)).status).toBe(200);
+			const leases = (await (await fetch(`${base}/leases`)).json()) as {
+				mode: string;
+				served: number[];
+				table: { leases: unknown[] };
+			};
+			expect(leases).toMatchObject({ mode: "leases", served: [0, 1, 2] });
+			expect(leases.table.leases).toHaveLength(3);
+			const status = (await (await fetch(`${base}/status`)).json()) as {
+				phase: string;
+				sections: Array<{ id: string; rows: unknown[][] }>;
+			};
+			expect(status.phase).toBe("serving");
+			const leaseSection = status.sections.find((section) => section.id === "leases");
+			expect(leaseSection?.rows.map((r) => r[2])).toEqual([true, true, true]);
+			// No VVM slot in leases mode.
+			expect(lines.some((l) => l.event === "acquired")).toBe(false);
+		} finally {
+			expect(await host.stop()).toBe(EXIT.OK);
+		}
+		const undeployed = lines.filter((l) => l.event === "partition-undeployed");
+		expect(undeployed.map((l) => [l.partition, l.reason])).toEqual([
+			[0, "closed"],
+			[1, "closed"],
+			[2, "closed"],
+		]);
+	});
+
+	it("GET /leases of a static host describes the static placement", async () => {
+		const lines: Array<Record<string, unknown>> = [];
+		await using host = startHost(hostConfig(["--storage", "mem", "--http-port", "0"]), {
+			killer: { schedule: () => {}, disarm: () => {} },
+			logDestination: { write: (l: string) => lines.push(JSON.parse(l)) },
+		});
+		for (let i = 0; i < 300 && !lines.some((l) => l.event === "listening"); i++) {
+			await new Promise((r) => setTimeout(r, 10));
+		}
+		const port = lines.find((l) => l.event === "listening")?.port as number;
+		const res = await fetch(`http://127.0.0.1:${port}/leases`);
+		expect(res.status).toBe(200);
+		expect(((await res.json()) as { mode: string }).mode).toBe("static");
+		void host;
+	});
+});

@@ -1,0 +1,86 @@
+// --placement and the lease flags: defaults, environment, and every rejection (exit 2 naming the
+// flag, before any I/O).
+import { describe, expect, it } from "vitest";
+import { ConfigError, helpText, parseHostConfig } from "../src/config.ts";
+import { hostConfig as config } from "./support/config.ts";
+import { runCli } from "./support/host-process.ts";
+
+describe("placement flags", () => {
+	it("default to static placement and the @vvm/leases defaults", () => {
+		expect(config([])).toMatchObject({
+			placement: "static",
+			partitions: 10,
+			leaseIntervalMs: 10_000,
+			leaseMaxClockSkewMs: 500,
+			leaseNamespace: "vvm",
+		});
+	});
+
+	it("read VVM_PLACEMENT and friends; flags win", () => {
+		const env = {
+			VVM_PLACEMENT: "leases",
+			VVM_PARTITIONS: "12",
+			VVM_LEASE_INTERVAL_MS: "2000",
+			VVM_LEASE_MAX_CLOCK_SKEW_MS: "100",
+			VVM_LEASE_NAMESPACE: "c1",
+		};
+		expect(config([], env)).toMatchObject({
+			placement: "leases",
+			partitions: 12,
+			leaseIntervalMs: 2000,
+			leaseMaxClockSkewMs: 100,
+			leaseNamespace: "c1",
+		});
+		expect(config(["--placement", "static", "--partitions", "3"], env)).toMatchObject({
+			placement: "static",
+			partitions: 3,
+		});
+	});
+
+	it.each([
+		[["--placement", "ignite"], "--placement must be one of static, leases"],
+		[["--partitions", "0"], "--partitions must be an integer in 1..65536"],
+		[["--partitions", "65537"], "--partitions must be an integer in 1..65536"],
+		[
+			["--placement", "leases", "--partitions", "25001"],
+			"--partitions 25001 is more than --placement leases can place (at most 25000)",
+		],
+		[["--lease-interval-ms", "99"], "--lease-interval-ms must be an integer in 100..86400000"],
+		[["--lease-max-clock-skew-ms=-1"], "--lease-max-clock-skew-ms must be an integer"],
+		[
+			["--lease-interval-ms", "2000", "--lease-max-clock-skew-ms", "500"],
+			"--lease-max-clock-skew-ms 500 must be below a quarter of --lease-interval-ms 2000",
+		],
+		[["--lease-namespace", " "], "--lease-namespace must not be empty"],
+		[["--lease-namespace", "x".repeat(201)], "--lease-namespace must be at most 200 bytes"],
+	])("rejects %j naming the flag", (argv, message) => {
+		expect(() => parseHostConfig(argv, {})).toThrow(ConfigError);
+		expect(() => parseHostConfig(argv, {})).toThrow(message);
+	});
+
+	it("--help lists them", () => {
+		const text = helpText();
+		for (const s of ["--placement", "VVM_PLACEMENT", "--partitions", "--lease-interval-ms"]) {
+			expect(text).toContain(s);
+		}
+		expect(text).toContain("--lease-max-clock-skew-ms");
+		expect(text).toContain("GET /leases");
+	});
+
+	it("the CLI exits 2 before any I/O (an endpoint nobody listens on is never contacted)", async () => {
+		const { code, stderr, stdout } = await runCli([
+			...["--storage", "dyn", "--dyn-endpoint", "http://127.0.0.1:9"],
+			...[
+				"--placement",
+				"leases",
+				"--lease-interval-ms",
+				"1000",
+				"--lease-max-clock-skew-ms",
+				"250",
+			],
+		]);
+		expect(code).toBe(2);
+		expect(stderr).toContain("--lease-max-clock-skew-ms 250 must be below a quarter");
+		expect(stdout).toBe("");
+	});
+});
