@@ -1,0 +1,11 @@
+import { deposedLeaderSuite } from "./deposed-leader.ts";
+import { dynamoGate, useDynamo } from "./servers.ts";
+
+const skip = await dynamoGate();
+const createStorage = useDynamo(skip);
+
+deposedLeaderSuite("deposed leader over ttlstorage-dyn (DynamoDB Local)", {
+	skip,
+	createStorage,
+	timeoutMs: 120_000,
+});
