@@ -3,9 +3,9 @@
 import type { LeaseMetrics } from "@vvm/leases";
 import { Registry } from "prom-client";
 import { describe, expect, it } from "vitest";
-import { EXIT, startHost } from "../src/host.ts";
+import { EXIT } from "../src/host.ts";
 import { createLeaseMetrics } from "../src/lease-metrics.ts";
-import { hostConfig } from "./support/config.ts";
+import { startLeasesHost } from "./support/leases-host.ts";
 
 /** The value of one sample (`name` or `name{labels}`) in Prometheus text, `undefined` if absent. */
 function sample(text: string, series: string): number | undefined {
@@ -109,14 +109,7 @@ describe("/metrics of a host", () => {
 	}
 
 	it("with --placement leases shows the partitions held, the grants, the driver and its ticks", async () => {
-		const config = hostConfig([
-			...["--storage", "mem", "--http-port", "0", "--placement", "leases", "--partitions", "3"],
-			...["--lease-interval-ms", "1000", "--lease-max-clock-skew-ms", "100"],
-		]);
-		const lines: Array<Record<string, unknown>> = [];
-		const host = startHost(config, {
-			logDestination: { write: (l: string) => lines.push(JSON.parse(l)) },
-		});
+		const { host, lines } = startLeasesHost(3);
 		try {
 			for (let i = 0; i < 300 && !lines.some((l) => l.event === "placement-started"); i++) {
 				await new Promise((r) => setTimeout(r, 10));
@@ -148,20 +141,5 @@ describe("/metrics of a host", () => {
 		} finally {
 			expect(await host.stop()).toBe(EXIT.OK);
 		}
-	});
-
-	it("with static placement has no lease metrics", async () => {
-		const lines: Array<Record<string, unknown>> = [];
-		await using host = startHost(hostConfig(["--storage", "mem", "--http-port", "0"]), {
-			killer: { schedule: () => {}, disarm: () => {} },
-			logDestination: { write: (l: string) => lines.push(JSON.parse(l)) },
-		});
-		for (let i = 0; i < 300 && !lines.some((l) => l.event === "listening"); i++) {
-			await new Promise((r) => setTimeout(r, 10));
-		}
-		const text = await scrape(lines.find((l) => l.event === "listening")?.port as number);
-		expect(text).toContain("vvm_leader ");
-		expect(text).not.toContain("vvm_leases_");
-		void host;
 	});
 });
