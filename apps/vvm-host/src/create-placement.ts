@@ -1,4 +1,5 @@
 import type { Clock } from "@vvm/clock";
+import type { LeaseEvent } from "@vvm/leases";
 import type { VVMLeadership, VVMService } from "@vvm/orch";
 import type { TTLStorage } from "@vvm/ttlstorage";
 import type { Logger } from "pino";
@@ -43,6 +44,8 @@ export interface PlacementDeps {
 		readonly intervalMs: number;
 		readonly maxClockSkewMs: number;
 		readonly namespace: string;
+		/** Every lease event, after it is logged (the host's lease metrics). */
+		readonly onEvent?: (event: LeaseEvent) => void;
 	};
 }
 
@@ -80,7 +83,10 @@ export function createPlacement(mode: PlacementMode, deps: PlacementDeps): Creat
 				namespace: deps.leases.namespace,
 				handlers: deps.handlers,
 				clock: deps.clock,
-				onEvent: (event) => logLeaseEvent(deps.logger, event),
+				onEvent: (event) => {
+					logLeaseEvent(deps.logger, event);
+					deps.leases.onEvent?.(event);
+				},
 			});
 			return { placement, services: [], lost: placement.signal };
 		}

@@ -12,6 +12,7 @@ import { createPlacement } from "./create-placement.ts";
 import type { HttpApi, HttpApiState } from "./http.ts";
 import { startHttpApi } from "./http.ts";
 import { createLeaderValue } from "./leader-value.ts";
+import { createLeaseMetrics } from "./lease-metrics.ts";
 import { createLeaseWorker } from "./lease-worker.ts";
 import { servePartitions } from "./leases-mode.ts";
 import { createHostLogger, describeError, logVVMEvent } from "./logger.ts";
@@ -21,6 +22,7 @@ import type { HostPartitions } from "./partitions.ts";
 import { createHostPartitions } from "./partitions.ts";
 import { partitionsSection } from "./partitions-section.ts";
 import type { PartitionPlacement } from "./placement.ts";
+import { isLeasesPlacement } from "./placement-leases.ts";
 import type { OpenedStorage } from "./storage.ts";
 import { openStorage } from "./storage.ts";
 import { unsafeMutantHooks } from "./unsafe-mutants.ts";
@@ -235,6 +237,12 @@ export async function runHost(config: HostConfig, options: RunHostOptions = {}):
 			`HTTP on http://${config.httpHost}:${http.port}`,
 		);
 
+		const leaseMetrics =
+			config.placement === "leases"
+				? createLeaseMetrics(metrics.registry, () =>
+						served !== undefined && isLeasesPlacement(served) ? served.leaseMetrics() : undefined,
+					)
+				: undefined;
 		const created = createPlacement(config.placement, {
 			partitions: config.partitions,
 			numVVM: config.numVVM,
@@ -249,6 +257,7 @@ export async function runHost(config: HostConfig, options: RunHostOptions = {}):
 				intervalMs: config.leaseIntervalMs,
 				maxClockSkewMs: config.leaseMaxClockSkewMs,
 				namespace: config.leaseNamespace,
+				...(leaseMetrics === undefined ? {} : { onEvent: leaseMetrics.onEvent }),
 			},
 		});
 		const placed = created.placement;

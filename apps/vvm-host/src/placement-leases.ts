@@ -3,7 +3,7 @@
 // partitions, and deploys a partition when its lease is granted here.
 import type { Clock } from "@vvm/clock";
 import { systemClock } from "@vvm/clock";
-import type { LeaseEvent, LeaseNode, LeaseTable } from "@vvm/leases";
+import type { LeaseEvent, LeaseMetrics, LeaseNode, LeaseTable } from "@vvm/leases";
 import { createLeaseNode } from "@vvm/leases";
 import type { TTLStorage } from "@vvm/ttlstorage";
 import type { PartitionHolder, PartitionPlacement, PlacementHandlers } from "./placement.ts";
@@ -44,6 +44,8 @@ export interface LeasesPlacement extends PartitionPlacement {
 	/** Aborts when the node stopped on its own (`LEASES_REPLACED`: the host should exit) or closed. */
 	readonly signal: AbortSignal;
 	describe(): LeasesDescription;
+	/** The lease node's counters and gauges (for `/metrics`). */
+	leaseMetrics(): LeaseMetrics;
 	/**
 	 * What a command served now on `partition` runs under: this host's incarnation, the lease's
 	 * `startTime` (its fencing token), `expirationTime` and the time left by the local deadline.
@@ -130,6 +132,7 @@ export function createLeasesPlacement(options: LeasesPlacementOptions): LeasesPl
 			metrics: node.metrics(),
 			table: node.table(),
 		}),
+		leaseMetrics: () => node.metrics(),
 		servingInfo(partition) {
 			const view = node.holderOf(partition);
 			const deadline = node.deadline(partition);

@@ -7,6 +7,7 @@ import type { ExtraRoutes } from "../src/partition-routes.ts";
 import { createPartitionRoutes } from "../src/partition-routes.ts";
 import type { PartitionHolder, PartitionPlacement } from "../src/placement.ts";
 import { hostConfig } from "./support/config.ts";
+import { startLeasesHost } from "./support/leases-host.ts";
 
 function capture(): { lines: Array<Record<string, unknown>>; logger: pino.Logger } {
 	const lines: Array<Record<string, unknown>> = [];
@@ -89,14 +90,7 @@ describe("partition routes", () => {
 
 describe("a host with --placement leases (mem storage, in-process)", () => {
 	it("serves every partition alone, shows the lease table, and ends every lease on stop", async () => {
-		const config = hostConfig([
-			...["--storage", "mem", "--http-port", "0", "--placement", "leases", "--partitions", "3"],
-			...["--lease-interval-ms", "1000", "--lease-max-clock-skew-ms", "100"],
-		]);
-		const lines: Array<Record<string, unknown>> = [];
-		const host = startHost(config, {
-			logDestination: { write: (l: string) => lines.push(JSON.parse(l)) },
-		});
+		const { host, lines } = startLeasesHost(3);
 		try {
 			const deployed = () => lines.filter((l) => l.event === "partition-deployed").length;
 			for (let i = 0; i < 300 && deployed() < 3; i++) await new Promise((r) => setTimeout(r, 10));
@@ -133,7 +127,7 @@ describe("a host with --placement leases (mem storage, in-process)", () => {
 		]);
 	});
 
-	it("GET /leases of a static host describes the static placement", async () => {
+	it("GET /leases of a static host describes the static placement; /metrics has no lease metrics", async () => {
 		const lines: Array<Record<string, unknown>> = [];
 		await using host = startHost(hostConfig(["--storage", "mem", "--http-port", "0"]), {
 			killer: { schedule: () => {}, disarm: () => {} },
@@ -146,6 +140,9 @@ describe("a host with --placement leases (mem storage, in-process)", () => {
 		const res = await fetch(`http://127.0.0.1:${port}/leases`);
 		expect(res.status).toBe(200);
 		expect(((await res.json()) as { mode: string }).mode).toBe("static");
+		const metrics = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+		expect(metrics).toContain("vvm_leader ");
+		expect(metrics).not.toContain("vvm_leases_");
 		void host;
 	});
 });
