@@ -17,8 +17,8 @@ import { createCrashableStorage } from "../src/testing/crashable-storage.ts";
 import { prefixOf, storedNextOffset, waitFor } from "../src/testing/harness.ts";
 
 /** Workspaces of the one partition (partitions: 1). */
-export const W1 = 1001;
-export const W2 = 1002;
+const W1 = 1001;
+const W2 = 1002;
 const PARTITION = 0;
 /** `@vvm/seqstorage`'s prefixes (next PLog offset, numbers) and cp's (PLog, WLog, records). */
 const SEQ_PREFIXES = new Set([2, 3]);
@@ -30,10 +30,10 @@ const CP_PREFIXES = new Set([5, 6, 7]);
  * effects); `killed` — the host's killer ended it while its requests sat in the proxy: they land,
  * nobody hears back, nothing follows them.
  */
-export type DeposedMode = "alive" | "killed";
+type DeposedMode = "alive" | "killed";
 
 /** One held write as it landed. */
-export interface LateWrite {
+interface LateWrite {
 	readonly operation: string;
 	/** `seq` (the sequencer's numbers or offset) or `cp` (PLog, WLog, record). */
 	readonly kind: "seq" | "cp";
@@ -45,7 +45,7 @@ export interface LateWrite {
 }
 
 /** What one run found. */
-export interface DeposedOutcome {
+interface DeposedOutcome {
 	readonly late: readonly LateWrite[];
 	/** The stored next PLog offset: after B's flush, after the late writes landed. */
 	readonly storedOffset: { readonly beforeRelease: number; readonly afterRelease: number };
@@ -59,7 +59,7 @@ export interface DeposedOutcome {
 }
 
 /** A command of C, acknowledged after `errors`. */
-export type CAttempt = AcknowledgedCommand & { readonly errors: readonly string[] };
+type CAttempt = AcknowledgedCommand & { readonly errors: readonly string[] };
 
 type Item = Pick<BatchItem, "pKey" | "cCols">;
 
@@ -140,7 +140,8 @@ function gated(
 		// The storage outlives A.
 		close: async () => {},
 		[Symbol.asyncDispose]: async () => {},
-		put: (p, c, v, ttl) => through("put", [{ pKey: p, cCols: c }], [v], () => storage.put(p, c, v, ttl)),
+		put: (p, c, v, ttl) =>
+			through("put", [{ pKey: p, cCols: c }], [v], () => storage.put(p, c, v, ttl)),
 		putBatch: (items) =>
 			through(
 				"putBatch",
@@ -172,12 +173,11 @@ async function storedOffsetReaches(
 	}
 }
 
-
 /**
  * Runs the scenario once: A commits, its flush and one command's PLog write are held, A is
  * deposed, B deploys and commits, the held writes land, B commits again, C restarts and commits.
  */
-export async function runDeposedLeader(
+async function runDeposedLeader(
 	storage: TTLStorage,
 	trustLevel: SequencesTrustLevel,
 	mode: DeposedMode,
@@ -252,7 +252,8 @@ export async function runDeposedLeader(
 	);
 
 	// Release A's held writes and let them land.
-	for (const h of held) h.before = await Promise.all(h.items.map((i) => storage.get(i.pKey, i.cCols)));
+	for (const h of held)
+		h.before = await Promise.all(h.items.map((i) => storage.get(i.pKey, i.cCols)));
 	open();
 	await Promise.all(held.map((h) => h.landed));
 	const aOutcome = await aCommand;
@@ -315,11 +316,7 @@ const wlogOffsets = (acks: readonly AcknowledgedCommand[], wsid: number): number
  * them, so a restarted C reads W1's numbers rolled back: actualization replays the PLog only from
  * the stored offset. What that costs depends on the level; A's late PLog write likewise.
  */
-function expectOutcome(
-	out: DeposedOutcome,
-	level: SequencesTrustLevel,
-	mode: DeposedMode,
-): void {
+function expectOutcome(out: DeposedOutcome, level: SequencesTrustLevel, mode: DeposedMode): void {
 	const seq = out.late.filter((l) => l.kind === "seq");
 	// W1's WLog offset and CRecord ID; alive, A's flush then also puts its older offset 6 over
 	// B's 11 (harmless alone: a replay from 6 would see B's events).
@@ -386,22 +383,23 @@ export function deposedLeaderSuite(name: string, options: DeposedSuiteOptions): 
 						try {
 							const out = await runDeposedLeader(storage, level, mode, options.processorOptions);
 							expectOutcome(out, level, mode);
-							if (process.env.DEPOSED_REPORT) console.log(
-								`${name} L${level} ${mode}`,
-								JSON.stringify({
-									late: out.late.map(
-										(l) =>
-											`${l.operation}/${l.kind}/${l.keys}k/ow${l.overwrote}${l.refused ? "/refused" : ""}`,
-									),
-									off: out.storedOffset,
-									a: out.aCommand,
-									c: out.c.map(
-										(x) =>
-											`${x.wsid}:w${x.result.CurrentWLogOffset}/p${x.result.plogOffset}${x.errors.join(",")}`,
-									),
-									problems: out.report.problems,
-								}),
-							);
+							if (process.env.DEPOSED_REPORT)
+								console.log(
+									`${name} L${level} ${mode}`,
+									JSON.stringify({
+										late: out.late.map(
+											(l) =>
+												`${l.operation}/${l.kind}/${l.keys}k/ow${l.overwrote}${l.refused ? "/refused" : ""}`,
+										),
+										off: out.storedOffset,
+										a: out.aCommand,
+										c: out.c.map(
+											(x) =>
+												`${x.wsid}:w${x.result.CurrentWLogOffset}/p${x.result.plogOffset}${x.errors.join(",")}`,
+										),
+										problems: out.report.problems,
+									}),
+								);
 						} finally {
 							await (options.disposeStorage ?? ((s: TTLStorage) => s.close()))(storage);
 						}
