@@ -44,6 +44,11 @@ export interface HostConfig {
 	/** SequencesTrustLevel of seed 004 (`VVMConfig.SequencesTrustLevel`): 0, 1 or 2. */
 	readonly sequencesTrustLevel: 0 | 1 | 2;
 	/**
+	 * How sequencers store numbers: `grow-only` (`@vvm/cp` `growOnlyNumbers`: a deposed host's
+	 * late flush cannot roll them back) or `batch` (one unconditional batch; one process only).
+	 */
+	readonly seqWrites: "grow-only" | "batch";
+	/**
 	 * Which partitions this host serves: `static` (partition p by the leader of slot
 	 * `p mod numVVM + 1`) or `leases` (partition leases of `@vvm/leases`, any live host).
 	 */
@@ -312,6 +317,14 @@ const SPECS: readonly OptionSpec[] = [
 		def: "0",
 		parse: int(0, 2),
 		help: "SequencesTrustLevel: 0 insert-if-not-exists for events and new records, 1 for events only, 2 puts everything",
+	},
+	{
+		key: "seqWrites",
+		flag: "seq-writes",
+		env: ["VVM_SEQ_WRITES"],
+		def: "grow-only",
+		parse: oneOf(["grow-only", "batch"]),
+		help: "how sequencers store their numbers: grow-only (compare-and-swap; a deposed host's late flush cannot roll them back) or batch (faster; one process ever per partition)",
 	},
 	{
 		key: "placement",

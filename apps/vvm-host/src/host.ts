@@ -186,6 +186,7 @@ export async function runHost(config: HostConfig, options: RunHostOptions = {}):
 			trustLevel: config.sequencesTrustLevel,
 			// One LevelDB write batch is all or nothing: at level 2 an event and its effects land together.
 			atomicBatches: config.storage === "level",
+			growOnlyNumbers: config.seqWrites === "grow-only",
 			logger,
 		});
 		parts = partitions;

@@ -14,6 +14,8 @@ export interface HostPartitionsOptions {
 	readonly trustLevel: 0 | 1 | 2;
 	/** The storage applies a `putBatch` all or nothing (`@vvm/ttlstorage-level`). */
 	readonly atomicBatches: boolean;
+	/** The sequencers' stored numbers only grow (`--seq-writes grow-only`). */
+	readonly growOnlyNumbers: boolean;
 	readonly logger: Logger;
 }
 
@@ -49,6 +51,7 @@ export function createHostPartitions(options: HostPartitionsOptions): HostPartit
 		partitions: options.partitions,
 		trustLevel: options.trustLevel,
 		atomicBatches: options.atomicBatches,
+		growOnlyNumbers: options.growOnlyNumbers,
 		logger: logger.child({ component: "cp" }),
 	});
 	const tokens = new Map<number, bigint | undefined>();

@@ -149,6 +149,8 @@ export interface PartitionContext {
 	readonly storage: TTLStorage;
 	/** Unconditional writes (possibly coalesced across partitions). */
 	readonly writes: TTLStorage;
+	/** The sequencer's stored numbers only grow (seqstorage `growOnly`). */
+	readonly growOnlyNumbers: boolean;
 	readonly writer: EventWriter;
 	readonly clock: Clock;
 	readonly retryAfterMs: number;
@@ -185,10 +187,12 @@ export class AppPartitionImpl implements AppPartition {
 			(offset, decoded, bytes) => this.#recover(offset, decoded, bytes),
 		);
 		const base = createSeqStorage({
-			storage: ctx.writes,
+			// Grow-only writes are conditional: they go to the storage itself, not the coalescer.
+			storage: ctx.growOnlyNumbers ? ctx.storage : ctx.writes,
 			appId: ctx.appId,
 			partitionId,
 			plog: reader,
+			growOnly: ctx.growOnlyNumbers,
 		});
 		const seqStorage: SeqStorage = {
 			readNumbers: (wsid, seqIds) => base.readNumbers(wsid, seqIds),

@@ -62,6 +62,13 @@ export interface CommandProcessorOptions {
 	 */
 	readonly atomicBatches?: boolean;
 	/**
+	 * The sequencers' numbers and next PLog offset only ever grow in storage (`@vvm/seqstorage`'s
+	 * `growOnly`): a deposed leader's flush that lands late cannot roll them back under the new
+	 * leader. Costs a read and a conditional write per changed number per flush. Default `false`;
+	 * turn it on whenever more than one process may serve a partition over time (a cluster).
+	 */
+	readonly growOnlyNumbers?: boolean;
+	/**
 	 * Any pino-compatible logger (`@vvm/log`): corrupted offsets (warn), conflicts found by
 	 * recovery and application commands that threw (error), and the sequencers' storage retries
 	 * (warn). Default: nothing is logged.
@@ -197,6 +204,7 @@ class CommandProcessorImpl implements CommandProcessor {
 				partitions: this.partitions,
 				storage: o.storage,
 				writes: this.#coalescer ?? o.storage,
+				growOnlyNumbers: o.growOnlyNumbers === true,
 				writer: this.#writer,
 				clock: o.clock ?? systemClock,
 				retryAfterMs: o.retryAfterMs ?? 1000,

@@ -56,6 +56,8 @@ interface DeposedOutcome {
 	/** C's commands, each with the errors it was answered before it succeeded. */
 	readonly c: readonly CAttempt[];
 	readonly report: CheckReport;
+	/** The processors ran with `growOnlyNumbers`. */
+	readonly growOnly: boolean;
 }
 
 /** A command of C, acknowledged after `errors`. */
@@ -73,7 +75,7 @@ const kindOf = (items: readonly Item[]): "seq" | "cp" | undefined =>
 const sameBytes = (a: Uint8Array | undefined, b: Uint8Array | undefined): boolean =>
 	a === b || (a !== undefined && b !== undefined && hex(a) === hex(b));
 
-type Write = "put" | "putBatch" | "insertIfNotExists";
+type Write = "put" | "putBatch" | "insertIfNotExists" | "compareAndSwap";
 
 interface Held {
 	readonly operation: Write;
@@ -132,7 +134,10 @@ function gated(
 	}
 	return {
 		// A driver is often a class instance: delegate explicitly rather than spread.
-		compareAndSwap: (p, c, o, n, ttl) => storage.compareAndSwap(p, c, o, n, ttl),
+		compareAndSwap: (p, c, o, n, ttl) =>
+			through("compareAndSwap", [{ pKey: p, cCols: c }], [n], () =>
+				storage.compareAndSwap(p, c, o, n, ttl),
+			),
 		compareAndDelete: (p, c, v) => storage.compareAndDelete(p, c, v),
 		get: (p, c) => storage.get(p, c),
 		read: (p, range) => storage.read(p, range),
@@ -193,11 +198,11 @@ async function runDeposedLeader(
 			sequencerRetry: { baseDelayMs: 1, maxDelayMs: 20 },
 			...extra,
 		});
-	const create = (cp: CommandProcessor, wsid: number) =>
+	const create = (cp: CommandProcessor, wsid: number, name = `n${wsid}`) =>
 		cp.partition(PARTITION)?.createRecord({
 			wsid,
 			table: "app1pkg.Customer",
-			fields: { name: `n${wsid}` },
+			fields: { name },
 		}) ?? Promise.reject(new Error("not deployed"));
 	const acked: AcknowledgedCommand[] = [];
 	const ack = async (cp: CommandProcessor, wsid: number): Promise<AcknowledgedCommand> => {
@@ -229,7 +234,9 @@ async function runDeposedLeader(
 	for (const w of [W1, W2]) await ack(a, w);
 	await waitFor(() => held.some((h) => h.kind === "seq"), "A's flush to be held");
 	holding = "all";
-	const aCommand = create(a, W1).then(
+	// Its content differs from B's command that takes the same offsets: a late write that lands
+	// is then visible as such.
+	const aCommand = create(a, W1, "deposed A").then(
 		() => "ok",
 		(e: unknown) => (CpError.is(e) ? e.code : String(e)),
 	);
@@ -304,6 +311,7 @@ async function runDeposedLeader(
 		b: bAcked,
 		c: cOut,
 		report,
+		growOnly: extra.growOnlyNumbers === true,
 	};
 }
 
@@ -318,6 +326,10 @@ const wlogOffsets = (acks: readonly AcknowledgedCommand[], wsid: number): number
  */
 function expectOutcome(out: DeposedOutcome, level: SequencesTrustLevel, mode: DeposedMode): void {
 	const seq = out.late.filter((l) => l.kind === "seq");
+	if (out.growOnly) {
+		expectGrowOnlyOutcome(out, level, seq);
+		return;
+	}
 	// W1's WLog offset and CRecord ID; alive, A's flush then also puts its older offset 6 over
 	// B's 11 (harmless alone: a replay from 6 would see B's events).
 	expect(seq.reduce((n, l) => n + l.overwrote, 0)).toBe(mode === "alive" ? 3 : 2);
@@ -362,6 +374,37 @@ function expectOutcome(out: DeposedOutcome, level: SequencesTrustLevel, mode: De
 	);
 }
 
+/**
+ * With `growOnlyNumbers`: every late write of A's flush is refused (a compare-and-swap from the
+ * value A read finds B's newer one), so nothing rolls back and C carries on from B's numbers.
+ * Levels 0 and 1 then lose and reuse nothing (the checker finds no problem). Level 2 still puts
+ * A's late PLog event over B's acknowledged one at the same offset: level 2 trusts that one
+ * process writes, which a deposed leader breaks.
+ */
+function expectGrowOnlyOutcome(
+	out: DeposedOutcome,
+	level: SequencesTrustLevel,
+	seq: readonly LateWrite[],
+): void {
+	expect(seq.length).toBeGreaterThan(0);
+	expect(seq.reduce((n, l) => n + l.overwrote, 0)).toBe(0);
+	expect(out.storedOffset).toEqual({ beforeRelease: 11, afterRelease: 11 });
+	expect(wlogOffsets(out.b, W1)).toEqual([4, 5]);
+	expect(wlogOffsets(out.b, W2)).toEqual([4, 5, 6, 7]);
+	expect(wlogOffsets(out.c, W1)).toEqual([6, 7]);
+	expect(wlogOffsets(out.c, W2)).toEqual([8, 9]);
+	const plog = out.late.find((l) => l.kind === "cp");
+	if (level === 2) {
+		// A's late PLog put replaced B's acknowledged event at offset 7 (same workspace, offsets
+		// and IDs, A's content: the checker, which compares numbers, sees a consistent log).
+		expect(plog).toMatchObject({ operation: "putBatch", refused: false, overwrote: 1 });
+		return;
+	}
+	expect(plog).toMatchObject({ operation: "insertIfNotExists", refused: true, overwrote: 0 });
+	expect(out.c.every((x) => x.errors.length === 0)).toBe(true);
+	expect(out.report.problems).toEqual([]);
+}
+
 /** Options of {@link deposedLeaderSuite}. */
 export interface DeposedSuiteOptions {
 	readonly createStorage: () => TTLStorage | Promise<TTLStorage>;
@@ -374,38 +417,42 @@ export interface DeposedSuiteOptions {
 /** Every trust level × both endings of A, on one driver. */
 export function deposedLeaderSuite(name: string, options: DeposedSuiteOptions): void {
 	const body = (): void => {
-		for (const level of [0, 1, 2] as const)
-			for (const mode of ["alive", "killed"] as const)
-				it(
-					`level ${level}, A ${mode}`,
-					async () => {
-						const storage = await options.createStorage();
-						try {
-							const out = await runDeposedLeader(storage, level, mode, options.processorOptions);
-							expectOutcome(out, level, mode);
-							if (process.env.DEPOSED_REPORT)
-								console.log(
-									`${name} L${level} ${mode}`,
-									JSON.stringify({
-										late: out.late.map(
-											(l) =>
-												`${l.operation}/${l.kind}/${l.keys}k/ow${l.overwrote}${l.refused ? "/refused" : ""}`,
-										),
-										off: out.storedOffset,
-										a: out.aCommand,
-										c: out.c.map(
-											(x) =>
-												`${x.wsid}:w${x.result.CurrentWLogOffset}/p${x.result.plogOffset}${x.errors.join(",")}`,
-										),
-										problems: out.report.problems,
-									}),
-								);
-						} finally {
-							await (options.disposeStorage ?? ((s: TTLStorage) => s.close()))(storage);
-						}
-					},
-					options.timeoutMs ?? 60_000,
-				);
+		for (const growOnly of [false, true])
+			for (const level of [0, 1, 2] as const)
+				for (const mode of ["alive", "killed"] as const)
+					it(
+						`level ${level}, A ${mode}${growOnly ? ", growOnlyNumbers" : ""}`,
+						async () => {
+							const storage = await options.createStorage();
+							try {
+								const out = await runDeposedLeader(storage, level, mode, {
+									...options.processorOptions,
+									growOnlyNumbers: growOnly,
+								});
+								if (process.env.DEPOSED_REPORT)
+									console.log(
+										`${name} L${level} ${mode}${growOnly ? " growOnly" : ""}`,
+										JSON.stringify({
+											late: out.late.map(
+												(l) =>
+													`${l.operation}/${l.kind}/${l.keys}k/ow${l.overwrote}${l.refused ? "/refused" : ""}`,
+											),
+											off: out.storedOffset,
+											a: out.aCommand,
+											c: out.c.map(
+												(x) =>
+													`${x.wsid}:w${x.result.CurrentWLogOffset}/p${x.result.plogOffset}${x.errors.join(",")}`,
+											),
+											problems: out.report.problems,
+										}),
+									);
+								expectOutcome(out, level, mode);
+							} finally {
+								await (options.disposeStorage ?? ((s: TTLStorage) => s.close()))(storage);
+							}
+						},
+						options.timeoutMs ?? 60_000,
+					);
 	};
 	if (options.skip) describe.skip(`${name} (skipped: ${options.skip})`, body);
 	else describe(name, body);

@@ -234,3 +234,58 @@ describe("with @vvm/isequencer", () => {
 		await second.cleanup();
 	});
 });
+
+describe("growOnly: a late, lower write never rolls numbers back", () => {
+	function pair() {
+		const clock = new MockClock(0);
+		const ttl = createMemTTLStorage({ clock });
+		const plog = createMemPLog();
+		// Two writers of one partition over one storage: a deposed leader and its successor.
+		const old = createSeqStorage({ storage: ttl, appId: 1, partitionId: 0, plog, growOnly: true });
+		const next = createSeqStorage({ storage: ttl, appId: 1, partitionId: 0, plog, growOnly: true });
+		return { old, next };
+	}
+
+	it("inserts what is absent and raises what is lower", async () => {
+		const { next } = pair();
+		await next.writeValuesAndNextPLogOffset([{ wsid: 7, seqId: 1, value: 5 }], 3);
+		expect(await next.readNumbers(7, [1])).toEqual([5]);
+		expect(await next.readNextPLogOffset()).toBe(3);
+		await next.writeValuesAndNextPLogOffset([{ wsid: 7, seqId: 1, value: 9 }], 4);
+		expect(await next.readNumbers(7, [1])).toEqual([9]);
+		expect(await next.readNextPLogOffset()).toBe(4);
+	});
+
+	it("drops a deposed writer's lower numbers and offset", async () => {
+		const { old, next } = pair();
+		await next.writeValuesAndNextPLogOffset(
+			[
+				{ wsid: 7, seqId: 1, value: 9 },
+				{ wsid: 7, seqId: 2, value: 100 },
+			],
+			11,
+		);
+		await old.writeValuesAndNextPLogOffset(
+			[
+				{ wsid: 7, seqId: 1, value: 6 }, // lower: dropped
+				{ wsid: 7, seqId: 2, value: 101 }, // higher: raised
+				{ wsid: 8, seqId: 1, value: 3 }, // absent: inserted
+			],
+			6,
+		);
+		expect(await next.readNumbers(7, [1, 2])).toEqual([9, 101]);
+		expect(await next.readNumbers(8, [1])).toEqual([3]);
+		expect(await next.readNextPLogOffset()).toBe(11);
+	});
+
+	it("without growOnly the last writer wins (the default: one unconditional batch)", async () => {
+		const clock = new MockClock(0);
+		const ttl = createMemTTLStorage({ clock });
+		const plog = createMemPLog();
+		const a = createSeqStorage({ storage: ttl, appId: 1, partitionId: 0, plog });
+		await a.writeValuesAndNextPLogOffset([{ wsid: 7, seqId: 1, value: 9 }], 11);
+		await a.writeValuesAndNextPLogOffset([{ wsid: 7, seqId: 1, value: 6 }], 6);
+		expect(await a.readNumbers(7, [1])).toEqual([6]);
+		expect(await a.readNextPLogOffset()).toBe(6);
+	});
+});
