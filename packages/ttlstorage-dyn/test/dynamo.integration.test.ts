@@ -92,6 +92,30 @@ describe.skipIf(skip)(
 			await storage.close();
 		});
 
+		it("the server reaps by its own clock: a client clock more than reapGraceSeconds behind loses a live record", async () => {
+			// A client clock 2 h slow (here a MockClock started 2 h in the past) writes a native TTL
+			// in the server's past: DynamoDB Local deletes the item about a second later, while the
+			// client still sees it as live. This is why the grace exists and why tests on mock time
+			// start their clock at the real time.
+			const clock = new MockClock(Date.now() - 2 * 3600_000);
+			const storage = createDynamoTTLStorage({ client, tableName, clock });
+			const onTime = createDynamoTTLStorage({ client, tableName });
+			const pKey = utf8(`reaped/${run}`);
+			expect(await storage.insertIfNotExists(pKey, utf8("k"), utf8("v"), 60)).toBe(true);
+			expect(await onTime.insertIfNotExists(pKey, utf8("control"), utf8("c"), 60)).toBe(true);
+			expect(await storage.get(pKey, utf8("k"))).toEqual(utf8("v"));
+			// Poll the server until its reaper has run; a deadline keeps a changed server from hanging.
+			const deadline = performance.now() + 20_000;
+			while ((await storage.get(pKey, utf8("k"))) !== undefined && performance.now() < deadline)
+				await new Promise((resolve) => setTimeout(resolve, 100));
+			expect(await storage.get(pKey, utf8("k"))).toBeUndefined();
+			// The same record written with a correct clock is still there.
+			expect(await onTime.get(pKey, utf8("control"))).toEqual(utf8("c"));
+			expect(await storage.insertIfNotExists(pKey, utf8("k"), utf8("w"), 60)).toBe(true);
+			await storage.close();
+			await onTime.close();
+		});
+
 		it("two clients racing on one key: exactly one insertIfNotExists and one compareAndSwap win", async () => {
 			const other = newClient();
 			try {

@@ -81,7 +81,10 @@ async function withFixture(
 	body: (f: Fixture) => Promise<void>,
 ): Promise<void> {
 	const p = options.time === "real" ? REAL : MOCK;
-	const clock: Clock = p.mode === "mock" ? new MockClock(1_700_000_000_000) : systemClock;
+	// Mock time starts at the real time: DynamoDB (Local too) reaps an item once its native TTL
+	// attribute lies in the server's real past, so a mock clock that started in 2023 saw the
+	// records of a case vanish about a second after they were written.
+	const clock: Clock = p.mode === "mock" ? new MockClock() : systemClock;
 	const storage = await options.createStorage({ clock });
 	const namespace = `leases-suite-${runId}-${++runCounter}`;
 	const clusters: LeaseCluster[] = [];
