@@ -82,6 +82,8 @@ export function cpTestSuite(name: string, options: CpSuiteOptions): void {
 				timeout,
 			);
 	};
+	// The caller's reason (e.g. "Cassandra is not reachable at …") is shown in the skipped title;
+	// real-server gates throw instead of skipping in CI (see @vvm/vitest-config/servers).
 	if (options.skip) describe.skip(`${name} [skipped: ${options.skip}]`, body);
 	else describe(`${name}: cpTestSuite`, body);
 }

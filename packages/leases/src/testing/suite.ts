@@ -82,8 +82,8 @@ async function withFixture(
 ): Promise<void> {
 	const p = options.time === "real" ? REAL : MOCK;
 	// Mock time starts at the real time: DynamoDB (Local too) reaps an item once its native TTL
-	// attribute lies in the server's real past, so a mock clock that started in 2023 saw the
-	// records of a case vanish about a second after they were written.
+	// attribute lies in the server's real past, so mock time behind the real one would see a
+	// case's records vanish mid-case (DynamoDB Local reaps within about a second).
 	const clock: Clock = p.mode === "mock" ? new MockClock() : systemClock;
 	const storage = await options.createStorage({ clock });
 	const namespace = `leases-suite-${runId}-${++runCounter}`;
