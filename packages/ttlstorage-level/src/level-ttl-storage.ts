@@ -2,21 +2,37 @@ import type { Clock, TimerHandle } from "@vvm/clock";
 import { systemClock } from "@vvm/clock";
 import type { Logger } from "@vvm/log";
 import { libraryLogger } from "@vvm/log";
-import type { BatchItem, Bytes, ReadRange, StoredRecord, TTLStorage } from "@vvm/ttlstorage";
+import type {
+	BatchItem,
+	Bytes,
+	ReadRange,
+	StoredRecord,
+	TTLStorage,
+	TTLStorageSupports,
+	WriteFence,
+	WriteOptions,
+} from "@vvm/ttlstorage";
 import {
 	bytesEqual,
 	closedError,
+	decodeFenceEpoch,
+	encodeFenceEpoch,
 	expireAtMs,
+	FENCE_CCOLS,
+	fencedError,
 	isExpired,
 	NO_EXPIRY,
 	remainingSeconds,
 	TTLStorageError,
 	validateBatch,
 	validateDeleteArgs,
+	validateFenceEpoch,
+	validateFenceScope,
 	validateInsertArgs,
 	validateKey,
 	validateRange,
 	validateSwapArgs,
+	validateWriteOptions,
 } from "@vvm/ttlstorage";
 import type { AbstractLevel, AbstractSublevel } from "abstract-level";
 import {
@@ -30,6 +46,7 @@ import {
 	lockKeyOf,
 	prefixEnd,
 } from "./encoding.ts";
+import { FenceGate } from "./fence-gate.ts";
 import { KeyLock } from "./key-lock.ts";
 
 const DRIVER_NAME = "level";
@@ -134,7 +151,16 @@ class LevelTTLStorageImpl implements LevelTTLStorage {
 	readonly #ownsDb: boolean;
 	readonly #log: Logger;
 	readonly #locks = new KeyLock();
+	/** Fenced writes of a scope pass together, its raise alone (see FenceGate). */
+	readonly #gate = new FenceGate();
+	/** Epoch of each fenced scope seen by this process (the stored fence record, cached). */
+	readonly #epochs = new Map<string, bigint>();
 	readonly #inFlight = new Set<Promise<unknown>>();
+	/** One LevelDB batch is all or nothing; fences are checked under a per-scope gate. */
+	readonly supports: TTLStorageSupports = Object.freeze({
+		atomicBatches: true,
+		fencing: "epoch",
+	});
 	#timer: TimerHandle | undefined;
 	#closed = false;
 	#closing: Promise<void> | undefined;
@@ -226,27 +252,93 @@ class LevelTTLStorageImpl implements LevelTTLStorage {
 		if (ops.length > 0) await this.#root.batch(ops);
 	}
 
-	/** Read-check-write of one record under its key lock. */
+	// --- fencing --------------------------------------------------------------------------------
+
+	/** The raised epoch of a scope: cached, else the stored fence record (0n when none). */
+	async #epochOf(scope: Bytes): Promise<bigint> {
+		const k = lockKeyOf(scope);
+		const cached = this.#epochs.get(k);
+		if (cached !== undefined) return cached;
+		const stored = await this.#load(dataKey(scope, FENCE_CCOLS));
+		const epoch = stored === undefined ? 0n : decodeFenceEpoch(stored.value, DRIVER_NAME);
+		this.#epochs.set(k, epoch);
+		return epoch;
+	}
+
+	/** Rejects with TTLSTORAGE_FENCED when any of the fences is superseded. */
+	async #checkFences(fences: readonly WriteFence[], operation: string): Promise<void> {
+		for (const fence of fences) {
+			const current = await this.#epochOf(fence.scope);
+			if (fence.epoch < current) throw fencedError(DRIVER_NAME, operation, fence.epoch, current);
+		}
+	}
+
+	/** Runs `write` inside the gates of the fences' scopes, after checking their epochs. */
+	#fenced<T>(
+		fences: readonly WriteFence[],
+		operation: string,
+		write: () => Promise<T>,
+	): Promise<T> {
+		if (fences.length === 0) return write();
+		return this.#gate.shared(
+			fences.map((f) => lockKeyOf(f.scope)),
+			() => this.#checkFences(fences, operation),
+			write,
+		);
+	}
+
+	async raiseFence(scope: Bytes, epoch?: bigint): Promise<bigint> {
+		validateFenceScope(scope);
+		if (epoch !== undefined) validateFenceEpoch(epoch);
+		const key = dataKey(scope, FENCE_CCOLS);
+		return this.#io("raiseFence", () =>
+			this.#gate.exclusive(lockKeyOf(scope), () =>
+				this.#locks.run(lockKeyOf(key), async () => {
+					const current = await this.#epochOf(scope);
+					if (epoch !== undefined && epoch < current)
+						throw fencedError(DRIVER_NAME, "raiseFence", epoch, current);
+					const next = epoch ?? current + 1n;
+					const ops: Op[] = [];
+					this.#rewrite(ops, key, await this.#load(key), {
+						expireAt: NO_EXPIRY,
+						value: encodeFenceEpoch(next),
+					});
+					await this.#commit(ops);
+					this.#epochs.set(lockKeyOf(scope), next);
+					return next;
+				}),
+			),
+		);
+	}
+
+	// --- writes ----------------------------------------------------------------------------------
+
+	/** Read-check-write of one record under its key lock (and its fence's gate). */
 	#conditional(
 		operation: string,
 		pKey: Bytes,
 		cCols: Bytes,
 		decide: (live: Decoded | undefined) => { expireAt: number; value: Bytes } | null | undefined,
+		options: WriteOptions | undefined,
 	): Promise<boolean> {
+		validateWriteOptions(options);
 		const key = dataKey(pKey, cCols);
+		const fences = options?.fence === undefined ? [] : [options.fence];
 		return this.#io(operation, () =>
-			this.#locks.run(lockKeyOf(key), async () => {
-				const old = await this.#load(key);
-				const live =
-					old !== undefined && !isExpired(old.expireAt, this.#clock.now()) ? old : undefined;
-				// `null`: condition failed; `undefined`: delete; otherwise the new record.
-				const next = decide(live);
-				if (next === null) return false;
-				const ops: Op[] = [];
-				this.#rewrite(ops, key, old, next);
-				await this.#commit(ops);
-				return true;
-			}),
+			this.#fenced(fences, operation, () =>
+				this.#locks.run(lockKeyOf(key), async () => {
+					const old = await this.#load(key);
+					const live =
+						old !== undefined && !isExpired(old.expireAt, this.#clock.now()) ? old : undefined;
+					// `null`: condition failed; `undefined`: delete; otherwise the new record.
+					const next = decide(live);
+					if (next === null) return false;
+					const ops: Op[] = [];
+					this.#rewrite(ops, key, old, next);
+					await this.#commit(ops);
+					return true;
+				}),
+			),
 		);
 	}
 
@@ -257,10 +349,16 @@ class LevelTTLStorageImpl implements LevelTTLStorage {
 		cCols: Bytes,
 		value: Bytes,
 		ttlSeconds: number,
+		options?: WriteOptions,
 	): Promise<boolean> {
 		validateInsertArgs(pKey, cCols, value, ttlSeconds);
-		return this.#conditional("insertIfNotExists", pKey, cCols, (live) =>
-			live !== undefined ? null : { expireAt: expireAtMs(this.#clock.now(), ttlSeconds), value },
+		return this.#conditional(
+			"insertIfNotExists",
+			pKey,
+			cCols,
+			(live) =>
+				live !== undefined ? null : { expireAt: expireAtMs(this.#clock.now(), ttlSeconds), value },
+			options,
 		);
 	}
 
@@ -270,19 +368,34 @@ class LevelTTLStorageImpl implements LevelTTLStorage {
 		oldValue: Bytes,
 		newValue: Bytes,
 		ttlSeconds: number,
+		options?: WriteOptions,
 	): Promise<boolean> {
 		validateSwapArgs(pKey, cCols, oldValue, newValue, ttlSeconds);
-		return this.#conditional("compareAndSwap", pKey, cCols, (live) =>
-			live === undefined || !bytesEqual(live.value, oldValue)
-				? null
-				: { expireAt: expireAtMs(this.#clock.now(), ttlSeconds), value: newValue },
+		return this.#conditional(
+			"compareAndSwap",
+			pKey,
+			cCols,
+			(live) =>
+				live === undefined || !bytesEqual(live.value, oldValue)
+					? null
+					: { expireAt: expireAtMs(this.#clock.now(), ttlSeconds), value: newValue },
+			options,
 		);
 	}
 
-	async compareAndDelete(pKey: Bytes, cCols: Bytes, expectedValue: Bytes): Promise<boolean> {
+	async compareAndDelete(
+		pKey: Bytes,
+		cCols: Bytes,
+		expectedValue: Bytes,
+		options?: WriteOptions,
+	): Promise<boolean> {
 		validateDeleteArgs(pKey, cCols, expectedValue);
-		return this.#conditional("compareAndDelete", pKey, cCols, (live) =>
-			live === undefined || !bytesEqual(live.value, expectedValue) ? null : undefined,
+		return this.#conditional(
+			"compareAndDelete",
+			pKey,
+			cCols,
+			(live) => (live === undefined || !bytesEqual(live.value, expectedValue) ? null : undefined),
+			options,
 		);
 	}
 
@@ -298,9 +411,21 @@ class LevelTTLStorageImpl implements LevelTTLStorage {
 		});
 	}
 
-	async put(pKey: Bytes, cCols: Bytes, value: Bytes, ttlSeconds = 0): Promise<void> {
+	async put(
+		pKey: Bytes,
+		cCols: Bytes,
+		value: Bytes,
+		ttlSeconds = 0,
+		options?: WriteOptions,
+	): Promise<void> {
 		validateInsertArgs(pKey, cCols, value, ttlSeconds);
-		await this.#write("put", [{ pKey, cCols, value, ttlSeconds }]);
+		validateWriteOptions(options);
+		const fence = options?.fence;
+		await this.#write("put", [
+			fence === undefined
+				? { pKey, cCols, value, ttlSeconds }
+				: { pKey, cCols, value, ttlSeconds, fence },
+		]);
 	}
 
 	async putBatch(items: readonly BatchItem[]): Promise<void> {
@@ -308,37 +433,41 @@ class LevelTTLStorageImpl implements LevelTTLStorage {
 		await this.#write("putBatch", items);
 	}
 
-	/** Unconditional writes of already validated items, in one batch. */
+	/** Unconditional writes of already validated items, in one batch (refused whole when fenced out). */
 	#write(operation: string, items: readonly BatchItem[]): Promise<void> {
 		const keys = items.map((item) => dataKey(item.pKey, item.cCols));
-		return this.#io(operation, async () => {
-			if (items.length === 0) return;
-			// Holding every key of the batch keeps each record's index exact (its previous entry is
-			// known and removed in the same batch). Keys are taken in sorted order: no deadlock.
-			const release = await this.#locks.acquireAll(keys.map(lockKeyOf));
-			try {
-				const stored = await this.#data.getMany(keys);
-				const current = new Map<string, Decoded | undefined>();
-				const ops: Op[] = [];
-				const now = this.#clock.now();
-				items.forEach((item, i) => {
-					const key = keys[i] as Uint8Array;
-					const lk = lockKeyOf(key);
-					const raw = stored[i];
-					const old = current.has(lk)
-						? current.get(lk)
-						: raw === undefined
-							? undefined
-							: decodeValue(raw);
-					const next = { expireAt: expireAtMs(now, item.ttlSeconds ?? 0), value: item.value };
-					this.#rewrite(ops, key, old, next);
-					current.set(lk, next);
-				});
-				await this.#commit(ops);
-			} finally {
-				release();
-			}
-		});
+		const fences: WriteFence[] = [];
+		for (const item of items) if (item.fence !== undefined) fences.push(item.fence);
+		return this.#io(operation, () =>
+			this.#fenced(fences, operation, async () => {
+				if (items.length === 0) return;
+				// Holding every key of the batch keeps each record's index exact (its previous entry is
+				// known and removed in the same batch). Keys are taken in sorted order: no deadlock.
+				const release = await this.#locks.acquireAll(keys.map(lockKeyOf));
+				try {
+					const stored = await this.#data.getMany(keys);
+					const current = new Map<string, Decoded | undefined>();
+					const ops: Op[] = [];
+					const now = this.#clock.now();
+					items.forEach((item, i) => {
+						const key = keys[i] as Uint8Array;
+						const lk = lockKeyOf(key);
+						const raw = stored[i];
+						const old = current.has(lk)
+							? current.get(lk)
+							: raw === undefined
+								? undefined
+								: decodeValue(raw);
+						const next = { expireAt: expireAtMs(now, item.ttlSeconds ?? 0), value: item.value };
+						this.#rewrite(ops, key, old, next);
+						current.set(lk, next);
+					});
+					await this.#commit(ops);
+				} finally {
+					release();
+				}
+			}),
+		);
 	}
 
 	read(pKey: Bytes, range: ReadRange = {}): AsyncIterable<StoredRecord> {
@@ -498,6 +627,9 @@ class LevelTTLStorageImpl implements LevelTTLStorage {
  *
  * - Conditional writes are atomic: each read-check-write holds a per-key lock, and the record and
  *   its expiry-index entry are written in one `batch`. One database belongs to one process.
+ * - `putBatch` is one LevelDB batch (`supports.atomicBatches`). Fenced writes (`supports.fencing`
+ *   `"epoch"`) are checked against their scope's epoch inside a per-scope gate that `raiseFence`
+ *   holds alone, so no write of a superseded epoch lands once a raise resolved.
  * - Every record stores its expiry, checked on every read and condition with the injected clock
  *   (`now >= expireAt` is expired).
  * - A background cleaner on the clock's timer deletes records that are expired now, walking the

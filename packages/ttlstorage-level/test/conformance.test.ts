@@ -1,8 +1,13 @@
 import { ttlStorageTestSuite } from "@vvm/ttlstorage/testing";
 import { onClassicLevel, onMemoryLevel } from "./helpers/fixtures.ts";
 
-ttlStorageTestSuite("ttlstorage-level (memory-level)", { time: "mock", ...onMemoryLevel });
+ttlStorageTestSuite("ttlstorage-level (memory-level)", {
+	time: "mock",
+	supports: { atomicBatches: true, fencing: "epoch" },
+	...onMemoryLevel,
+});
 ttlStorageTestSuite("ttlstorage-level (classic-level on disk)", {
 	time: "mock",
+	supports: { atomicBatches: true, fencing: "epoch" },
 	...onClassicLevel("vvm-ttl-level-"),
 });

@@ -1,20 +1,36 @@
 import type { Clock } from "@vvm/clock";
 import { systemClock } from "@vvm/clock";
-import type { BatchItem, Bytes, ReadRange, StoredRecord, TTLStorage } from "@vvm/ttlstorage";
+import type {
+	BatchItem,
+	Bytes,
+	ReadRange,
+	StoredRecord,
+	TTLStorage,
+	TTLStorageSupports,
+	WriteFence,
+	WriteOptions,
+} from "@vvm/ttlstorage";
 import {
 	bytesEqual,
 	closedError,
 	compareBytes,
+	decodeFenceEpoch,
+	encodeFenceEpoch,
 	expireAtMs,
+	FENCE_CCOLS,
+	fencedError,
 	inRange,
 	isExpired,
 	remainingSeconds,
 	validateBatch,
 	validateDeleteArgs,
+	validateFenceEpoch,
+	validateFenceScope,
 	validateInsertArgs,
 	validateKey,
 	validateRange,
 	validateSwapArgs,
+	validateWriteOptions,
 } from "@vvm/ttlstorage";
 
 const DRIVER_NAME = "mem";
@@ -28,12 +44,25 @@ export interface MemTTLStorageOptions {
 	 * stays bounded by the live records. Default 1024.
 	 */
 	readonly sweepEveryWrites?: number;
+	/**
+	 * How fenced writes are honoured: `"epoch"` (default) refuses every write under an epoch below
+	 * its scope's raised one, as `@vvm/ttlstorage-level` does; `"ordered"` behaves like the
+	 * DynamoDB and Cassandra drivers (per record, a write under a lower epoch never replaces one
+	 * under a higher epoch, and is otherwise written), so tests can run against the weaker guarantee.
+	 */
+	readonly fencing?: "epoch" | "ordered";
 }
 
 interface Entry {
 	value: Bytes;
 	expireAt: number;
+	/** "ordered" fencing: the epoch and the per-process write number the record was written under. */
+	order?: readonly [epoch: bigint, stamp: number];
 }
+
+/** `a` is newer than `b` in (epoch, stamp) order. */
+const newer = (a: readonly [bigint, number], b: readonly [bigint, number]): boolean =>
+	a[0] > b[0] || (a[0] === b[0] && a[1] > b[1]);
 
 // Byte strings as map keys: latin1 keeps one char per byte, so the mapping is exact and cheap.
 const keyOf = (b: Bytes): string =>
@@ -48,12 +77,21 @@ class MemTTLStorageImpl implements TTLStorage {
 	readonly #clock: Clock;
 	readonly #sweepEvery: number;
 	readonly #partitions = new Map<string, Map<string, Entry & { cCols: Bytes }>>();
+	readonly supports: TTLStorageSupports;
 	#writes = 0;
+	/** "ordered" fencing: the number of the next fenced write (F2: later calls win). */
+	#stamp = 0;
 	#closed = false;
 
 	constructor(options: MemTTLStorageOptions) {
 		this.#clock = options.clock ?? systemClock;
 		this.#sweepEvery = options.sweepEveryWrites ?? 1024;
+		const fencing = options.fencing ?? "epoch";
+		if (fencing !== "epoch" && fencing !== "ordered")
+			throw new RangeError(
+				`[@vvm/ttlstorage-mem] fencing must be "epoch" or "ordered", got ${String(fencing)}`,
+			);
+		this.supports = Object.freeze({ atomicBatches: true, fencing });
 		if (!Number.isInteger(this.#sweepEvery) || this.#sweepEvery < 1) {
 			throw new RangeError(
 				`[@vvm/ttlstorage-mem] sweepEveryWrites must be a positive integer, got ${this.#sweepEvery}`,
@@ -75,7 +113,13 @@ class MemTTLStorageImpl implements TTLStorage {
 		return entry;
 	}
 
-	#write(pKey: Bytes, cCols: Bytes, value: Bytes, ttlSeconds: number): void {
+	#write(
+		pKey: Bytes,
+		cCols: Bytes,
+		value: Bytes,
+		ttlSeconds: number,
+		order?: readonly [bigint, number],
+	): void {
 		const pk = keyOf(pKey);
 		let part = this.#partitions.get(pk);
 		if (part === undefined) {
@@ -86,8 +130,49 @@ class MemTTLStorageImpl implements TTLStorage {
 			cCols: copy(cCols),
 			value: copy(value),
 			expireAt: expireAtMs(this.#clock.now(), ttlSeconds),
+			...(order === undefined ? {} : { order }),
 		});
 		if (++this.#writes % this.#sweepEvery === 0) this.sweep();
+	}
+
+	// --- fencing ---------------------------------------------------------------------------------
+
+	/** The epoch raised for `scope` (0n before any raise). */
+	#epochOf(scope: Bytes): bigint {
+		const stored = this.#live(scope, FENCE_CCOLS);
+		return stored === undefined ? 0n : decodeFenceEpoch(stored.value, DRIVER_NAME);
+	}
+
+	async raiseFence(scope: Bytes, epoch?: bigint): Promise<bigint> {
+		validateFenceScope(scope);
+		if (epoch !== undefined) validateFenceEpoch(epoch);
+		this.#open("raiseFence");
+		const current = this.#epochOf(scope);
+		if (epoch !== undefined && epoch < current)
+			throw fencedError(DRIVER_NAME, "raiseFence", epoch, current);
+		const next = epoch ?? current + 1n;
+		this.#write(scope, FENCE_CCOLS, encodeFenceEpoch(next), 0);
+		return next;
+	}
+
+	/**
+	 * What a fenced write may do. "epoch": refused (throws) under a superseded epoch. "ordered":
+	 * the (epoch, stamp) to store, and whether the live record at the key is newer (then a plain
+	 * write is shadowed: skipped without an error).
+	 */
+	#fence(fence: WriteFence | undefined, operation: string): readonly [bigint, number] | undefined {
+		if (fence === undefined) return undefined;
+		if (this.supports.fencing === "epoch") {
+			const current = this.#epochOf(fence.scope);
+			if (fence.epoch < current) throw fencedError(DRIVER_NAME, operation, fence.epoch, current);
+			return undefined;
+		}
+		return [fence.epoch, ++this.#stamp];
+	}
+
+	/** "ordered": whether a write under `order` is superseded by the live record at the key. */
+	#shadowed(live: Entry | undefined, order: readonly [bigint, number] | undefined): boolean {
+		return order !== undefined && live?.order !== undefined && newer(live.order, order);
 	}
 
 	#delete(pKey: Bytes, cCols: Bytes): void {
@@ -131,11 +216,14 @@ class MemTTLStorageImpl implements TTLStorage {
 		cCols: Bytes,
 		value: Bytes,
 		ttlSeconds: number,
+		options?: WriteOptions,
 	): Promise<boolean> {
 		validateInsertArgs(pKey, cCols, value, ttlSeconds);
+		validateWriteOptions(options);
 		this.#open("insertIfNotExists");
+		const order = this.#fence(options?.fence, "insertIfNotExists");
 		if (this.#live(pKey, cCols) !== undefined) return false;
-		this.#write(pKey, cCols, value, ttlSeconds);
+		this.#write(pKey, cCols, value, ttlSeconds, order);
 		return true;
 	}
 
@@ -145,20 +233,32 @@ class MemTTLStorageImpl implements TTLStorage {
 		oldValue: Bytes,
 		newValue: Bytes,
 		ttlSeconds: number,
+		options?: WriteOptions,
 	): Promise<boolean> {
 		validateSwapArgs(pKey, cCols, oldValue, newValue, ttlSeconds);
+		validateWriteOptions(options);
 		this.#open("compareAndSwap");
+		const order = this.#fence(options?.fence, "compareAndSwap");
 		const entry = this.#live(pKey, cCols);
 		if (entry === undefined || !bytesEqual(entry.value, oldValue)) return false;
-		this.#write(pKey, cCols, newValue, ttlSeconds);
+		if (this.#shadowed(entry, order)) return false;
+		this.#write(pKey, cCols, newValue, ttlSeconds, order);
 		return true;
 	}
 
-	async compareAndDelete(pKey: Bytes, cCols: Bytes, expectedValue: Bytes): Promise<boolean> {
+	async compareAndDelete(
+		pKey: Bytes,
+		cCols: Bytes,
+		expectedValue: Bytes,
+		options?: WriteOptions,
+	): Promise<boolean> {
 		validateDeleteArgs(pKey, cCols, expectedValue);
+		validateWriteOptions(options);
 		this.#open("compareAndDelete");
+		const order = this.#fence(options?.fence, "compareAndDelete");
 		const entry = this.#live(pKey, cCols);
 		if (entry === undefined || !bytesEqual(entry.value, expectedValue)) return false;
+		if (this.#shadowed(entry, order)) return false;
 		this.#delete(pKey, cCols);
 		return true;
 	}
@@ -170,16 +270,31 @@ class MemTTLStorageImpl implements TTLStorage {
 		return entry === undefined ? undefined : copy(entry.value);
 	}
 
-	async put(pKey: Bytes, cCols: Bytes, value: Bytes, ttlSeconds = 0): Promise<void> {
+	async put(
+		pKey: Bytes,
+		cCols: Bytes,
+		value: Bytes,
+		ttlSeconds = 0,
+		options?: WriteOptions,
+	): Promise<void> {
 		validateInsertArgs(pKey, cCols, value, ttlSeconds);
+		validateWriteOptions(options);
 		this.#open("put");
-		this.#write(pKey, cCols, value, ttlSeconds);
+		const order = this.#fence(options?.fence, "put");
+		if (this.#shadowed(this.#live(pKey, cCols), order)) return;
+		this.#write(pKey, cCols, value, ttlSeconds, order);
 	}
 
 	async putBatch(items: readonly BatchItem[]): Promise<void> {
 		validateBatch(items);
 		this.#open("putBatch");
-		for (const item of items) this.#write(item.pKey, item.cCols, item.value, item.ttlSeconds ?? 0);
+		// All fences first: under "epoch", one superseded item refuses the whole batch.
+		const orders = items.map((item) => this.#fence(item.fence, "putBatch"));
+		items.forEach((item, i) => {
+			const order = orders[i];
+			if (this.#shadowed(this.#live(item.pKey, item.cCols), order)) return;
+			this.#write(item.pKey, item.cCols, item.value, item.ttlSeconds ?? 0, order);
+		});
 	}
 
 	read(pKey: Bytes, range: ReadRange = {}): AsyncIterable<StoredRecord> {
@@ -230,6 +345,8 @@ export interface MemTTLStorage extends TTLStorage {
  * Creates the in-memory TTL storage: conditional writes are atomic because each runs synchronously
  * on the event loop; expiry uses the injected clock (`now >= expireAt`), and expired records are
  * removed on access and by an amortised sweep, so memory does not grow with dead records.
+ * `putBatch` is atomic (`supports.atomicBatches`); fenced writes are checked in the same
+ * synchronous step (`supports.fencing`, `"epoch"` by default).
  *
  * @example
  * ```ts

@@ -3,4 +3,10 @@ import { createMemTTLStorage } from "../src/index.ts";
 
 ttlStorageTestSuite("ttlstorage-mem", {
 	createStorage: ({ clock }) => createMemTTLStorage({ clock }),
+	supports: { atomicBatches: true, fencing: "epoch" },
+});
+
+ttlStorageTestSuite("ttlstorage-mem (fencing: ordered)", {
+	createStorage: ({ clock }) => createMemTTLStorage({ clock, fencing: "ordered" }),
+	supports: { atomicBatches: true, fencing: "ordered" },
 });

@@ -25,7 +25,10 @@ function broken(breaker: Breaker) {
 
 async function failingCases(breaker: Breaker): Promise<string[]> {
 	const failed: string[] = [];
-	for (const c of ttlStorageCases({ createStorage: broken(breaker) })) {
+	for (const c of ttlStorageCases({
+		createStorage: broken(breaker),
+		supports: { atomicBatches: true, fencing: "epoch" },
+	})) {
 		try {
 			await c.run();
 		} catch {
@@ -183,6 +186,31 @@ describe("ttlStorageTestSuite catches broken drivers", () => {
 			insertIfNotExists: (p, c, v, ttl) => inner.insertIfNotExists(p, c, v, ttl === 0 ? 1 : ttl),
 		}));
 		expect(failed).toContain("InsertIfNotExists: ttl 0 keeps the record forever");
+	});
+
+	it("catches writes that ignore their fence", async () => {
+		const failed = await failingCases((inner) => ({
+			put: (p, c, v, ttl) => inner.put(p, c, v, ttl),
+			putBatch: (items) => inner.putBatch(items.map(({ fence: _, ...item }) => item)),
+		}));
+		expect(failed).toContain(
+			"Fencing: a write under a superseded epoch never replaces what a newer epoch wrote",
+		);
+		expect(failed).toContain(
+			"Fencing (epoch): a superseded epoch writes nothing anywhere in its scope",
+		);
+	});
+
+	it("catches a raiseFence that lowers the epoch", async () => {
+		const failed = await failingCases((inner) => ({
+			raiseFence: async (scope, epoch) => {
+				await inner.put(scope, new Uint8Array(0), new Uint8Array(8));
+				return inner.raiseFence?.(scope, epoch) ?? 0n;
+			},
+		}));
+		expect(failed).toContain(
+			"Fencing: raiseFence raises, refuses a lower epoch, and counts on without one",
+		);
 	});
 
 	it("catches operations that still work after close", async () => {

@@ -7,6 +7,8 @@
  *   before deciding (never treat it as `false`).
  * - `TTLSTORAGE_THROTTLED`: the storage rejected the request for capacity reasons; nothing was written.
  * - `TTLSTORAGE_CLOSED`: the storage was closed.
+ * - `TTLSTORAGE_FENCED`: a fenced write (or `raiseFence`) of an epoch that a newer one of its scope
+ *   superseded; nothing was written. The writer was deposed: it must stop writing for that scope.
  * - `TTLSTORAGE_FAILED`: any other storage failure.
  */
 export type TTLStorageErrorCode =
@@ -14,6 +16,7 @@ export type TTLStorageErrorCode =
 	| "TTLSTORAGE_OUTCOME_UNKNOWN"
 	| "TTLSTORAGE_THROTTLED"
 	| "TTLSTORAGE_CLOSED"
+	| "TTLSTORAGE_FENCED"
 	| "TTLSTORAGE_FAILED";
 
 /** All codes, for iteration and validation. */
@@ -22,6 +25,7 @@ export const TTL_STORAGE_ERROR_CODES: readonly TTLStorageErrorCode[] = Object.fr
 	"TTLSTORAGE_OUTCOME_UNKNOWN",
 	"TTLSTORAGE_THROTTLED",
 	"TTLSTORAGE_CLOSED",
+	"TTLSTORAGE_FENCED",
 	"TTLSTORAGE_FAILED",
 ]);
 
@@ -79,4 +83,25 @@ export class TTLStorageError extends Error {
 /** The error every driver rejects with once closed. */
 export function closedError(driver: string, operation: string): TTLStorageError {
 	return new TTLStorageError("TTLSTORAGE_CLOSED", "the storage is closed", { driver, operation });
+}
+
+/**
+ * The error of a write (or a `raiseFence`) whose epoch a newer one of its scope superseded.
+ *
+ * @example
+ * ```ts
+ * throw fencedError("level", "put", 7n, 9n);
+ * ```
+ */
+export function fencedError(
+	driver: string,
+	operation: string,
+	epoch: bigint,
+	current: bigint,
+): TTLStorageError {
+	return new TTLStorageError(
+		"TTLSTORAGE_FENCED",
+		`epoch ${epoch} was superseded by epoch ${current} of its scope; nothing was written`,
+		{ driver, operation },
+	);
 }

@@ -1,6 +1,53 @@
 /** Bytes as every driver stores them. */
 export type Bytes = Uint8Array;
 
+/**
+ * The fence of a write: the scope it belongs to (an opaque name, e.g. one partition of an
+ * application) and the epoch of the writer (its fencing token). See {@link TTLStorage.raiseFence}.
+ *
+ * @example
+ * ```ts
+ * const fence: WriteFence = { scope: utf8("app1/partition/7"), epoch: 42n };
+ * await storage.put(pKey, cCols, value, 0, { fence });
+ * ```
+ */
+export interface WriteFence {
+	/** 1..255 bytes naming the fenced scope. */
+	readonly scope: Bytes;
+	/** The writer's epoch, `0n..2n ** 63n - 1n`; a newer writer of the scope has a higher one. */
+	readonly epoch: bigint;
+}
+
+/** Options of a single write. */
+export interface WriteOptions {
+	/** Fence the write (drivers whose `supports.fencing` is set; see {@link TTLStorage.raiseFence}). */
+	readonly fence?: WriteFence;
+}
+
+/**
+ * What a driver can do beyond the contract, as `abstract-level`'s `db.supports`: read by callers
+ * instead of driver names.
+ *
+ * @example
+ * ```ts
+ * if (storage.supports?.atomicBatches) await storage.putBatch([event, ...effects]);
+ * ```
+ */
+export interface TTLStorageSupports {
+	/** `putBatch` is all or nothing (one LevelDB batch, one synchronous step in memory). */
+	readonly atomicBatches: boolean;
+	/**
+	 * How fenced writes are honoured ({@link TTLStorage.raiseFence}):
+	 * - `"epoch"`: every fenced write (conditional or not) under an epoch below the scope's raised
+	 *   epoch is refused with `TTLSTORAGE_FENCED` and writes nothing, atomically with the write;
+	 * - `"ordered"`: per record, a write under a lower epoch never replaces one under a higher
+	 *   epoch, whichever lands first (it is refused or shadowed); it may still land on a record no
+	 *   newer write has touched. Unconditional writes refused this way resolve without an error.
+	 * `undefined`: the driver ignores fences.
+	 */
+	readonly fencing?: "epoch" | "ordered";
+}
+
 /** One record of a {@link TTLStorage.putBatch}. */
 export interface BatchItem {
 	readonly pKey: Bytes;
@@ -8,6 +55,8 @@ export interface BatchItem {
 	readonly value: Bytes;
 	/** 0 (the default) keeps the record forever. */
 	readonly ttlSeconds?: number;
+	/** Fence this item (see {@link WriteFence}); items of one batch may carry different fences. */
+	readonly fence?: WriteFence;
 }
 
 /** A record returned by a range read. */
@@ -35,7 +84,9 @@ export interface ReadRange {
  * - conditional writes are atomic;
  * - `read` returns `from <= cCols < to`, ordered by the bytes of `cCols`;
  * - storage failures reject with a {@link TTLStorageError}; bad arguments throw a `TypeError` or
- *   `RangeError` before any I/O.
+ *   `RangeError` before any I/O;
+ * - with `supports.fencing`, writes carrying a {@link WriteFence} are fenced: a writer deposed by a
+ *   newer epoch of the same scope can never replace what the newer one wrote (see `raiseFence`).
  *
  * @see voedger pkg/istorage IAppStorage
  * @example
@@ -45,8 +96,29 @@ export interface ReadRange {
  * ```
  */
 export interface TTLStorage extends AsyncDisposable {
+	/** What the driver supports beyond the contract; absent on drivers written before it existed. */
+	readonly supports?: TTLStorageSupports;
+	/**
+	 * Makes `epoch` the current epoch of `scope` (without `epoch`: one above the stored one) and
+	 * resolves to the epoch now in force. Rejects with `TTLSTORAGE_FENCED` when a higher epoch is
+	 * already stored (a newer writer took the scope over); raising to the stored epoch again is
+	 * allowed. Epochs only grow. Drivers with `supports.fencing` only.
+	 *
+	 * Once it resolved, the driver guarantees, for every write carrying `{ scope, epoch: e }` with
+	 * `e` below the raised epoch: **(F1)** it never replaces a record written under the raised
+	 * epoch or a later one, whenever it lands (`"epoch"` drivers refuse it altogether). And for
+	 * writes under one epoch from one process: **(F2)** of two writes of one record, the one
+	 * called later wins, even if the earlier one lands later (a timed-out request applied late).
+	 */
+	raiseFence?(scope: Bytes, epoch?: bigint): Promise<bigint>;
 	/** Writes the record unless a live one exists; `true` when written. */
-	insertIfNotExists(pKey: Bytes, cCols: Bytes, value: Bytes, ttlSeconds: number): Promise<boolean>;
+	insertIfNotExists(
+		pKey: Bytes,
+		cCols: Bytes,
+		value: Bytes,
+		ttlSeconds: number,
+		options?: WriteOptions,
+	): Promise<boolean>;
 	/**
 	 * Replaces the value and resets the TTL when a live record holds exactly `oldValue`; `true`
 	 * when swapped, `false` when the record is missing, expired or holds another value.
@@ -57,13 +129,25 @@ export interface TTLStorage extends AsyncDisposable {
 		oldValue: Bytes,
 		newValue: Bytes,
 		ttlSeconds: number,
+		options?: WriteOptions,
 	): Promise<boolean>;
 	/** Deletes the record when a live one holds exactly `expectedValue`; `true` when deleted. */
-	compareAndDelete(pKey: Bytes, cCols: Bytes, expectedValue: Bytes): Promise<boolean>;
+	compareAndDelete(
+		pKey: Bytes,
+		cCols: Bytes,
+		expectedValue: Bytes,
+		options?: WriteOptions,
+	): Promise<boolean>;
 	/** The value of the live record, or `undefined`. */
 	get(pKey: Bytes, cCols: Bytes): Promise<Bytes | undefined>;
 	/** Writes unconditionally; `ttlSeconds` defaults to 0 (no TTL). */
-	put(pKey: Bytes, cCols: Bytes, value: Bytes, ttlSeconds?: number): Promise<void>;
+	put(
+		pKey: Bytes,
+		cCols: Bytes,
+		value: Bytes,
+		ttlSeconds?: number,
+		options?: WriteOptions,
+	): Promise<void>;
 	/** Writes many records unconditionally. All arguments are validated before anything is written. */
 	putBatch(items: readonly BatchItem[]): Promise<void>;
 	/** Live records of one partition key within `range`, ordered by `cCols` bytes. */

@@ -1,4 +1,4 @@
-import type { BatchItem, Bytes } from "./ttl-storage.ts";
+import type { BatchItem, Bytes, WriteFence, WriteOptions } from "./ttl-storage.ts";
 
 /** Longest key (`pKey` + `cCols`) in bytes. */
 export const MAX_KEY_BYTES = 1024;
@@ -43,6 +43,49 @@ export function validateTTL(ttlSeconds: number): void {
 	}
 }
 
+/** Longest fence scope in bytes. */
+export const MAX_FENCE_SCOPE_BYTES = 255;
+/** Largest epoch of a fence (a signed 64-bit integer, as every backend stores it). */
+export const MAX_FENCE_EPOCH: bigint = 2n ** 63n - 1n;
+
+/** Throws unless `scope` is 1..{@link MAX_FENCE_SCOPE_BYTES} bytes. */
+export function validateFenceScope(scope: unknown): asserts scope is Bytes {
+	checkBytes("fence.scope", scope);
+	if (scope.length === 0 || scope.length > MAX_FENCE_SCOPE_BYTES)
+		throw new RangeError(
+			`[@vvm/ttlstorage] fence.scope must be 1..${MAX_FENCE_SCOPE_BYTES} bytes, got ${scope.length}`,
+		);
+}
+
+/** Throws unless `epoch` is a bigint in `0n..MAX_FENCE_EPOCH`. */
+export function validateFenceEpoch(epoch: unknown): asserts epoch is bigint {
+	if (typeof epoch !== "bigint")
+		throw new TypeError(`[@vvm/ttlstorage] fence.epoch must be a bigint, got ${typeof epoch}`);
+	if (epoch < 0n || epoch > MAX_FENCE_EPOCH)
+		throw new RangeError(
+			`[@vvm/ttlstorage] fence.epoch must be in 0..2^63-1, got ${epoch.toString()}`,
+		);
+}
+
+/** Throws unless `fence` is absent or a valid {@link WriteFence}. */
+export function validateFence(fence: unknown): asserts fence is WriteFence | undefined {
+	if (fence === undefined) return;
+	if (typeof fence !== "object" || fence === null)
+		throw new TypeError("[@vvm/ttlstorage] fence must be an object { scope, epoch }");
+	validateFenceScope((fence as WriteFence).scope);
+	validateFenceEpoch((fence as WriteFence).epoch);
+}
+
+/** Throws unless `options` (of a single write) is absent or valid. */
+export function validateWriteOptions(
+	options: unknown,
+): asserts options is WriteOptions | undefined {
+	if (options === undefined) return;
+	if (typeof options !== "object" || options === null)
+		throw new TypeError("[@vvm/ttlstorage] write options must be an object");
+	validateFence((options as WriteOptions).fence);
+}
+
 /** Validates every item of a batch; nothing is written when one is bad. */
 export function validateBatch(items: readonly BatchItem[]): void {
 	if (!Array.isArray(items))
@@ -52,6 +95,7 @@ export function validateBatch(items: readonly BatchItem[]): void {
 			validateKey(item.pKey, item.cCols);
 			validateValue(item.value);
 			validateTTL(item.ttlSeconds ?? 0);
+			validateFence(item.fence);
 		} catch (error) {
 			if (error instanceof Error) error.message = `${error.message} (putBatch item ${i})`;
 			throw error;

@@ -33,6 +33,15 @@ export interface TTLStorageSuiteOptions {
 	readonly skipTests?: readonly string[];
 	/** Per-case timeout; default 30 s (60 s in real time). */
 	readonly timeoutMs?: number;
+	/**
+	 * What the driver claims in `supports` (checked by a case): `fencing` adds the fenced-write
+	 * cases for that kind; `atomicBatches` is compared as given. Default: no fencing, no atomic
+	 * batches (a driver written before `supports` existed).
+	 */
+	readonly supports?: {
+		readonly atomicBatches?: boolean;
+		readonly fencing?: "epoch" | "ordered";
+	};
 }
 
 /** One case of a shared suite, runnable outside `describe` (the suites' own tests use this). */
@@ -90,7 +99,179 @@ async function expectBadArgument(
 
 type CaseBody = (f: Fixture) => Promise<void>;
 
-function defineCases(time: "mock" | "real"): Array<[string, CaseBody]> {
+/** The error a call rejected with, or `undefined` when it resolved. */
+async function failure(p: Promise<unknown>): Promise<unknown> {
+	return p.then(
+		() => undefined,
+		(e: unknown) => e,
+	);
+}
+
+const isFenced = (e: unknown): boolean => TTLStorageError.is(e) && e.code === "TTLSTORAGE_FENCED";
+
+/** The fenced-write cases (see `TTLStorage.raiseFence`), for a driver claiming `kind`. */
+function fencingCases(kind: "epoch" | "ordered"): Array<[string, CaseBody]> {
+	const scopeOf = (pKey: Bytes): Bytes => enc(`fence/${text(pKey)}`);
+	return [
+		[
+			"Fencing: raiseFence raises, refuses a lower epoch, and counts on without one",
+			async ({ storage, pKey }) => {
+				const scope = scopeOf(pKey);
+				const raise = storage.raiseFence?.bind(storage);
+				expect(raise, "supports.fencing is set but raiseFence is missing").toBeTypeOf("function");
+				if (raise === undefined) return;
+				expect(await raise(scope)).toBe(1n);
+				expect(await raise(scope, 5n)).toBe(5n);
+				expect(await raise(scope, 5n)).toBe(5n);
+				const lower = await failure(raise(scope, 4n));
+				expect(isFenced(lower), `expected TTLSTORAGE_FENCED, got ${String(lower)}`).toBe(true);
+				expect(await raise(scope)).toBe(6n);
+				expect(await raise(enc(`${text(scope)}/other`))).toBe(1n);
+			},
+		],
+		[
+			"Fencing: a write under a superseded epoch never replaces what a newer epoch wrote",
+			async ({ storage, pKey }) => {
+				const scope = scopeOf(pKey);
+				const old = { scope, epoch: 3n };
+				const fence = { scope, epoch: 4n };
+				await storage.raiseFence?.(scope, 3n);
+				await storage.put(pKey, c("a"), c("old-a"), 0, { fence: old });
+				await storage.raiseFence?.(scope, 4n);
+				await storage.put(pKey, c("a"), c("new-a"), 0, { fence });
+				await storage.putBatch([{ pKey, cCols: c("b"), value: c("new-b"), fence }]);
+				expect(await storage.insertIfNotExists(pKey, c("c"), c("new-c"), 0, { fence })).toBe(true);
+				// The deposed writer's late writes: each is refused or has no effect.
+				const late = [
+					storage.put(pKey, c("a"), c("late-a"), 0, { fence: old }),
+					storage.putBatch([{ pKey, cCols: c("b"), value: c("late-b"), fence: old }]),
+					storage.compareAndSwap(pKey, c("c"), c("new-c"), c("late-c"), 0, { fence: old }),
+					storage.compareAndDelete(pKey, c("c"), c("new-c"), { fence: old }),
+				];
+				for (const e of await Promise.all(late.map(failure)))
+					if (e !== undefined)
+						expect(isFenced(e), `a late write failed with ${String(e)}`).toBe(true);
+				expect(text(await storage.get(pKey, c("a")))).toBe("new-a");
+				expect(text(await storage.get(pKey, c("b")))).toBe("new-b");
+				expect(text(await storage.get(pKey, c("c")))).toBe("new-c");
+				// The newer epoch goes on writing, in call order.
+				await storage.put(pKey, c("a"), c("newer-a"), 0, { fence });
+				expect(text(await storage.get(pKey, c("a")))).toBe("newer-a");
+			},
+		],
+		[
+			"Fencing: unfenced writes and writes of other scopes are not affected",
+			async ({ storage, pKey }) => {
+				const scope = scopeOf(pKey);
+				await storage.raiseFence?.(scope, 9n);
+				await storage.put(pKey, c("plain"), c("v"));
+				const other = { scope: enc(`${text(scope)}/other`), epoch: 1n };
+				await storage.put(pKey, c("other"), c("v"), 0, { fence: other });
+				expect(await storage.insertIfNotExists(pKey, c("ins"), c("v"), 0, { fence: other })).toBe(
+					true,
+				);
+				expect(text(await storage.get(pKey, c("plain")))).toBe("v");
+				expect(text(await storage.get(pKey, c("other")))).toBe("v");
+			},
+		],
+		[
+			"Fencing: bad fences are refused before any I/O",
+			async ({ storage, pKey }) => {
+				const bad: unknown[] = [
+					{ scope: enc(""), epoch: 1n },
+					{ scope: new Uint8Array(256), epoch: 1n },
+					{ scope: "s", epoch: 1n },
+					{ scope: enc("s"), epoch: 1 },
+					{ scope: enc("s"), epoch: -1n },
+					{ scope: enc("s"), epoch: 2n ** 63n },
+					null,
+				];
+				for (const fence of bad) {
+					const f = fence as never;
+					const e = await failure(
+						(async () => storage.put(pKey, c("k"), c("v"), 0, { fence: f }))(),
+					);
+					expect(e instanceof TypeError || e instanceof RangeError, `fence ${String(fence)}`).toBe(
+						true,
+					);
+					const b = await failure(
+						(async () => storage.putBatch([{ pKey, cCols: c("k"), value: c("v"), fence: f }]))(),
+					);
+					expect(b instanceof TypeError || b instanceof RangeError).toBe(true);
+				}
+				const r = await failure((async () => storage.raiseFence?.(enc(""), 1n))());
+				expect(r).toBeInstanceOf(RangeError);
+				const e = await failure((async () => storage.raiseFence?.(enc("s"), 1 as never))());
+				expect(e).toBeInstanceOf(TypeError);
+				expect(await storage.get(pKey, c("k"))).toBeUndefined();
+			},
+		],
+		...(kind === "epoch"
+			? ([
+					[
+						"Fencing (epoch): a superseded epoch writes nothing anywhere in its scope",
+						async ({ storage, pKey }) => {
+							const scope = scopeOf(pKey);
+							await storage.raiseFence?.(scope, 7n);
+							const old = { scope, epoch: 6n };
+							const fence = { scope, epoch: 7n };
+							const attempts = [
+								storage.put(pKey, c("p"), c("v"), 0, { fence: old }),
+								storage.insertIfNotExists(pKey, c("i"), c("v"), 0, { fence: old }),
+								storage.putBatch([
+									{ pKey, cCols: c("b1"), value: c("v"), fence },
+									{ pKey, cCols: c("b2"), value: c("v"), fence: old },
+								]),
+							];
+							for (const e of await Promise.all(attempts.map(failure)))
+								expect(isFenced(e), `expected TTLSTORAGE_FENCED, got ${String(e)}`).toBe(true);
+							expect(await collect(storage.read(pKey))).toEqual([]);
+							await storage.put(pKey, c("p"), c("ok"), 0, { fence });
+							expect(text(await storage.get(pKey, c("p")))).toBe("ok");
+						},
+					],
+					[
+						"Fencing (epoch): no write of the old epoch lands after a raise resolved",
+						async ({ storage, pKey }) => {
+							const scope = scopeOf(pKey);
+							await storage.raiseFence?.(scope, 1n);
+							const old = { scope, epoch: 1n };
+							const fence = { scope, epoch: 2n };
+							const keys = Array.from({ length: 20 }, (_, i) => c(`w${i}`));
+							// Each old write also names one shared key, so they queue behind one another.
+							const writes = keys.map((k) =>
+								failure(
+									storage.putBatch([
+										{ pKey, cCols: c("common"), value: c("old"), fence: old },
+										{ pKey, cCols: k, value: c("old"), fence: old },
+									]),
+								),
+							);
+							// The moment the raise resolves, the new epoch writes every key: an old write
+							// still on its way would land over it.
+							const newer = storage
+								.raiseFence?.(scope, 2n)
+								.then(() =>
+									Promise.all(keys.map((k) => storage.put(pKey, k, c("new"), 0, { fence }))),
+								);
+							for (const e of await Promise.all(writes))
+								if (e !== undefined) expect(isFenced(e), String(e)).toBe(true);
+							await newer;
+							for (const k of keys) expect(text(await storage.get(pKey, k))).toBe("new");
+							const after = await failure(storage.put(pKey, c("after"), c("v"), 0, { fence: old }));
+							expect(isFenced(after)).toBe(true);
+							expect(await storage.get(pKey, c("after"))).toBeUndefined();
+						},
+					],
+				] as Array<[string, CaseBody]>)
+			: []),
+	];
+}
+
+function defineCases(
+	time: "mock" | "real",
+	supports: NonNullable<TTLStorageSuiteOptions["supports"]>,
+): Array<[string, CaseBody]> {
 	const mock = time === "mock";
 	const cases: Array<[string, CaseBody]> = [
 		// --- voedger TCK (istorage/tck.go), TTL part ---
@@ -467,6 +648,19 @@ function defineCases(time: "mock" | "real"): Array<[string, CaseBody]> {
 			},
 		],
 	];
+	cases.push([
+		"Supports: the driver's manifest says what it was tested for",
+		async ({ storage }) => {
+			expect({
+				atomicBatches: storage.supports?.atomicBatches ?? false,
+				fencing: storage.supports?.fencing,
+			}).toEqual({
+				atomicBatches: supports.atomicBatches ?? false,
+				fencing: supports.fencing,
+			});
+		},
+	]);
+	if (supports.fencing !== undefined) cases.push(...fencingCases(supports.fencing));
 	if (mock) {
 		cases.push([
 			"Expiry boundary: live 1 ms before expireAt, expired exactly at expireAt for every read and condition",
@@ -499,7 +693,7 @@ function defineCases(time: "mock" | "real"): Array<[string, CaseBody]> {
 export function ttlStorageCases(options: TTLStorageSuiteOptions): SuiteCase[] {
 	const time = options.time ?? "mock";
 	const skipped = new Set(options.skipTests ?? []);
-	return defineCases(time)
+	return defineCases(time, options.supports ?? {})
 		.filter(([name]) => !skipped.has(name))
 		.map(([name, body]) => ({
 			name,
