@@ -1,31 +1,45 @@
-import type { DynamoDBClient, WriteRequest } from "@aws-sdk/client-dynamodb";
+import type { DynamoDBClient, TransactWriteItem, WriteRequest } from "@aws-sdk/client-dynamodb";
 import {
 	BatchWriteItemCommand,
 	DeleteItemCommand,
 	GetItemCommand,
 	PutItemCommand,
 	QueryCommand,
+	TransactWriteItemsCommand,
 } from "@aws-sdk/client-dynamodb";
 import type { Clock } from "@vvm/clock";
 import { systemClock } from "@vvm/clock";
-import type { BatchItem, Bytes, ReadRange, StoredRecord, TTLStorage } from "@vvm/ttlstorage";
+import type {
+	BatchItem,
+	Bytes,
+	ReadRange,
+	StoredRecord,
+	TTLStorage,
+	TTLStorageSupports,
+	WriteFence,
+	WriteOptions,
+} from "@vvm/ttlstorage";
 import {
 	bytesEqual,
 	closedError,
 	compareBytes,
 	expireAtMs,
 	isExpired,
+	raiseFenceRecord,
 	remainingSeconds,
 	TTLStorageError,
 	validateBatch,
 	validateDeleteArgs,
+	validateFenceEpoch,
+	validateFenceScope,
 	validateInsertArgs,
 	validateKey,
 	validateRange,
 	validateSwapArgs,
+	validateWriteOptions,
 } from "@vvm/ttlstorage";
 import { attemptsOf, isConditionFailed, toStorageError } from "./error-mapping.ts";
-import type { Item } from "./item.ts";
+import type { FenceOrder, Item } from "./item.ts";
 import {
 	ATTR,
 	itemCCols,
@@ -33,6 +47,8 @@ import {
 	itemOf,
 	itemValue,
 	keyOf,
+	nextStamp,
+	ORDER_CONDITION,
 	recordId,
 	sortKey,
 } from "./item.ts";
@@ -44,8 +60,11 @@ type AnyCommand =
 	| DeleteItemCommand
 	| GetItemCommand
 	| PutItemCommand
-	| QueryCommand;
+	| QueryCommand
+	| TransactWriteItemsCommand;
 const BATCH_LIMIT = 25;
+/** Actions of one TransactWriteItems request (DynamoDB's limit). */
+const TRANSACT_LIMIT = 100;
 const EMPTY = new Uint8Array(0);
 
 /** Options of {@link createDynamoTTLStorage}. */
@@ -107,6 +126,11 @@ class DynamoTTLStorageImpl implements TTLStorage {
 	readonly #inFlight = new Set<Promise<unknown>>();
 	#closed = false;
 	#closing: Promise<void> | undefined;
+	/** BatchWriteItem is not atomic; fenced writes are conditional on the stored (epoch, stamp). */
+	readonly supports: TTLStorageSupports = Object.freeze({
+		atomicBatches: false,
+		fencing: "ordered",
+	});
 
 	constructor(options: DynamoTTLStorageOptions) {
 		const client = options.client;
@@ -210,6 +234,32 @@ class DynamoTTLStorageImpl implements TTLStorage {
 		});
 	}
 
+	// --- fencing --------------------------------------------------------------------------------
+
+	/** The (epoch, stamp) a write under `fence` stores; `undefined` for an unfenced write. */
+	static #order(fence: WriteFence | undefined): FenceOrder | undefined {
+		return fence === undefined ? undefined : { epoch: fence.epoch, stamp: nextStamp() };
+	}
+
+	/** Names and values of {@link ORDER_CONDITION}. */
+	static #orderTerms(order: FenceOrder, now: number) {
+		return {
+			names: { "#fe": ATTR.fe, "#fs": ATTR.fs, "#exp": ATTR.exp },
+			values: {
+				":fe": { N: order.epoch.toString() },
+				":fs": { N: String(order.stamp) },
+				":zero": { N: "0" },
+				":now": { N: String(now) },
+			} as Item,
+		};
+	}
+
+	async raiseFence(scope: Bytes, epoch?: bigint): Promise<bigint> {
+		validateFenceScope(scope);
+		if (epoch !== undefined) validateFenceEpoch(epoch);
+		return raiseFenceRecord(this, DRIVER_NAME, scope, epoch);
+	}
+
 	// --- the contract ---------------------------------------------------------------------------
 
 	async insertIfNotExists(
@@ -217,15 +267,18 @@ class DynamoTTLStorageImpl implements TTLStorage {
 		cCols: Bytes,
 		value: Bytes,
 		ttlSeconds: number,
+		options?: WriteOptions,
 	): Promise<boolean> {
 		validateInsertArgs(pKey, cCols, value, ttlSeconds);
+		validateWriteOptions(options);
 		const now = this.#clock.now();
 		const mine: NewRecord = { value, expireAt: expireAtMs(now, ttlSeconds) };
+		const order = DynamoTTLStorageImpl.#order(options?.fence);
 		return this.#conditional(
 			"insertIfNotExists",
 			new PutItemCommand({
 				TableName: this.#table,
-				Item: itemOf(pKey, cCols, value, mine.expireAt, this.#grace),
+				Item: itemOf(pKey, cCols, value, mine.expireAt, this.#grace, order),
 				// Absent, or present but expired by our clock (DynamoDB may take days to reap it).
 				ConditionExpression: "attribute_not_exists(#pk) OR (#exp > :zero AND #exp <= :now)",
 				ExpressionAttributeNames: { "#pk": ATTR.pk, "#exp": ATTR.exp },
@@ -242,22 +295,27 @@ class DynamoTTLStorageImpl implements TTLStorage {
 		oldValue: Bytes,
 		newValue: Bytes,
 		ttlSeconds: number,
+		options?: WriteOptions,
 	): Promise<boolean> {
 		validateSwapArgs(pKey, cCols, oldValue, newValue, ttlSeconds);
+		validateWriteOptions(options);
 		const now = this.#clock.now();
 		const mine: NewRecord = { value: newValue, expireAt: expireAtMs(now, ttlSeconds) };
+		const order = DynamoTTLStorageImpl.#order(options?.fence);
+		const fenced = DynamoTTLStorageImpl.#fencedCondition(order, now);
 		return this.#conditional(
 			"compareAndSwap",
 			new PutItemCommand({
 				TableName: this.#table,
 				// A full replace: a swap to ttl 0 also drops the native TTL attribute.
-				Item: itemOf(pKey, cCols, newValue, mine.expireAt, this.#grace),
-				ConditionExpression: "#v = :old AND (#exp = :zero OR #exp > :now)",
-				ExpressionAttributeNames: { "#v": ATTR.v, "#exp": ATTR.exp },
+				Item: itemOf(pKey, cCols, newValue, mine.expireAt, this.#grace, order),
+				ConditionExpression: `#v = :old AND (#exp = :zero OR #exp > :now)${fenced.condition}`,
+				ExpressionAttributeNames: { "#v": ATTR.v, "#exp": ATTR.exp, ...fenced.names },
 				ExpressionAttributeValues: {
 					":old": { B: oldValue },
 					":zero": { N: "0" },
 					":now": { N: String(now) },
+					...fenced.values,
 				},
 				ReturnValuesOnConditionCheckFailure: "ALL_OLD",
 			}),
@@ -265,23 +323,45 @@ class DynamoTTLStorageImpl implements TTLStorage {
 		);
 	}
 
-	async compareAndDelete(pKey: Bytes, cCols: Bytes, expectedValue: Bytes): Promise<boolean> {
+	async compareAndDelete(
+		pKey: Bytes,
+		cCols: Bytes,
+		expectedValue: Bytes,
+		options?: WriteOptions,
+	): Promise<boolean> {
 		validateDeleteArgs(pKey, cCols, expectedValue);
+		validateWriteOptions(options);
 		const now = this.#clock.now();
+		const fenced = DynamoTTLStorageImpl.#fencedCondition(
+			DynamoTTLStorageImpl.#order(options?.fence),
+			now,
+		);
 		return this.#conditional(
 			"compareAndDelete",
 			new DeleteItemCommand({
 				TableName: this.#table,
 				Key: keyOf(pKey, cCols),
-				ConditionExpression: "#v = :old AND (#exp = :zero OR #exp > :now)",
-				ExpressionAttributeNames: { "#v": ATTR.v, "#exp": ATTR.exp },
+				ConditionExpression: `#v = :old AND (#exp = :zero OR #exp > :now)${fenced.condition}`,
+				ExpressionAttributeNames: { "#v": ATTR.v, "#exp": ATTR.exp, ...fenced.names },
 				ExpressionAttributeValues: {
 					":old": { B: expectedValue },
 					":zero": { N: "0" },
 					":now": { N: String(now) },
+					...fenced.values,
 				},
 			}),
 		);
+	}
+
+	/** For a swap or delete of a live record: it must not be newer than the fenced write. */
+	static #fencedCondition(order: FenceOrder | undefined, now: number) {
+		if (order === undefined) return { condition: "", names: {}, values: {} };
+		const { names, values } = DynamoTTLStorageImpl.#orderTerms(order, now);
+		return {
+			condition: " AND (attribute_not_exists(#fe) OR #fe < :fe OR (#fe = :fe AND #fs <= :fs))",
+			names: { "#fe": names["#fe"], "#fs": names["#fs"] },
+			values: { ":fe": values[":fe"], ":fs": values[":fs"] } as Item,
+		};
 	}
 
 	async get(pKey: Bytes, cCols: Bytes): Promise<Bytes | undefined> {
@@ -297,45 +377,125 @@ class DynamoTTLStorageImpl implements TTLStorage {
 		return item === undefined ? undefined : remainingSeconds(itemExpiry(item), this.#clock.now());
 	}
 
-	async put(pKey: Bytes, cCols: Bytes, value: Bytes, ttlSeconds = 0): Promise<void> {
+	async put(
+		pKey: Bytes,
+		cCols: Bytes,
+		value: Bytes,
+		ttlSeconds = 0,
+		options?: WriteOptions,
+	): Promise<void> {
 		validateInsertArgs(pKey, cCols, value, ttlSeconds);
-		const expireAt = expireAtMs(this.#clock.now(), ttlSeconds);
+		validateWriteOptions(options);
+		const now = this.#clock.now();
+		const expireAt = expireAtMs(now, ttlSeconds);
+		const order = DynamoTTLStorageImpl.#order(options?.fence);
+		const item = itemOf(pKey, cCols, value, expireAt, this.#grace, order);
 		await this.#io("put", async () => {
 			try {
 				await this.#send(
-					new PutItemCommand({
-						TableName: this.#table,
-						Item: itemOf(pKey, cCols, value, expireAt, this.#grace),
-					}),
+					new PutItemCommand({ TableName: this.#table, Item: item, ...this.#ordered(order, now) }),
 				);
 			} catch (error) {
+				// A newer (epoch, stamp) is stored: this write is superseded and has no effect (F1).
+				if (order !== undefined && isConditionFailed(error)) return;
 				throw toStorageError(error, "put", false);
 			}
 		});
+	}
+
+	/** The condition of a fenced unconditional write; nothing for an unfenced one. */
+	#ordered(order: FenceOrder | undefined, now: number) {
+		if (order === undefined) return {};
+		const { names, values } = DynamoTTLStorageImpl.#orderTerms(order, now);
+		return {
+			ConditionExpression: ORDER_CONDITION,
+			ExpressionAttributeNames: names,
+			ExpressionAttributeValues: values,
+		};
 	}
 
 	async putBatch(items: readonly BatchItem[]): Promise<void> {
 		validateBatch(items);
 		const now = this.#clock.now();
 		// One request must not name a key twice; the last item for a key wins, as in a loop of puts.
-		const unique = new Map<string, WriteRequest>();
+		const unique = new Map<string, { item: Item; order: FenceOrder | undefined }>();
 		for (const it of items) {
+			const order = DynamoTTLStorageImpl.#order(it.fence);
 			const item = itemOf(
 				it.pKey,
 				it.cCols,
 				it.value,
 				expireAtMs(now, it.ttlSeconds ?? 0),
 				this.#grace,
+				order,
 			);
-			unique.set(recordId(it.pKey, it.cCols), { PutRequest: { Item: item } });
+			const id = recordId(it.pKey, it.cCols);
+			unique.delete(id); // keep call order: a re-written key moves to the end
+			unique.set(id, { item, order });
 		}
-		const requests = [...unique.values()];
+		const plain: WriteRequest[] = [];
+		const fenced: TransactWriteItem[] = [];
+		for (const { item, order } of unique.values()) {
+			if (order === undefined) plain.push({ PutRequest: { Item: item } });
+			else
+				fenced.push({ Put: { TableName: this.#table, Item: item, ...this.#ordered(order, now) } });
+		}
 		await this.#io("putBatch", async () => {
 			const deadline = performance.now() + this.#batchDeadlineMs;
-			for (let i = 0; i < requests.length; i += BATCH_LIMIT) {
-				await this.#writeChunk(requests.slice(i, i + BATCH_LIMIT), deadline);
+			for (let i = 0; i < plain.length; i += BATCH_LIMIT) {
+				await this.#writeChunk(plain.slice(i, i + BATCH_LIMIT), deadline);
+			}
+			for (let i = 0; i < fenced.length; i += TRANSACT_LIMIT) {
+				await this.#writeFenced(fenced.slice(i, i + TRANSACT_LIMIT), deadline);
 			}
 		});
+	}
+
+	/**
+	 * Fenced items in one TransactWriteItems: each is conditional on the stored (epoch, stamp). A
+	 * failed condition cancels the whole request, and DynamoDB says which item failed: that item is
+	 * superseded (no effect, F1) and dropped, the others are sent again. Conflicts with concurrent
+	 * writes and throttling are retried with backoff until the batch deadline. The SDK gives each
+	 * request an idempotency token, so its own retries never apply a transaction twice.
+	 */
+	async #writeFenced(chunk: TransactWriteItem[], deadline: number): Promise<void> {
+		let pending = chunk;
+		for (let attempt = 0; pending.length > 0; attempt++) {
+			try {
+				await this.#send(new TransactWriteItemsCommand({ TransactItems: pending }));
+				return;
+			} catch (error) {
+				const reasons = (error as { CancellationReasons?: Array<{ Code?: string }> })
+					.CancellationReasons;
+				if (
+					(error as { name?: unknown }).name !== "TransactionCanceledException" ||
+					reasons === undefined
+				)
+					throw toStorageError(error, "putBatch", false);
+				const superseded = reasons.map((r) => r.Code === "ConditionalCheckFailed");
+				const retryable = reasons.every(
+					(r) =>
+						r.Code === undefined ||
+						r.Code === "None" ||
+						r.Code === "ConditionalCheckFailed" ||
+						r.Code === "TransactionConflict" ||
+						r.Code === "ThrottlingError" ||
+						r.Code === "ProvisionedThroughputExceeded",
+				);
+				if (!retryable) throw toStorageError(error, "putBatch", false);
+				const conflicted = superseded.every((s) => !s);
+				pending = pending.filter((_, i) => superseded[i] !== true);
+				if (!conflicted) continue; // only superseded items failed: send the rest at once
+			}
+			const delay = Math.min(2_000, 25 * 2 ** attempt) * (0.5 + Math.random() / 2);
+			if (this.#closed || performance.now() + delay > deadline)
+				throw new TTLStorageError(
+					this.#closed ? "TTLSTORAGE_CLOSED" : "TTLSTORAGE_UNAVAILABLE",
+					`${pending.length} fenced items still unwritten after ${attempt + 1} TransactWriteItems attempts (conflicts or throttling)`,
+					{ driver: DRIVER_NAME, operation: "putBatch" },
+				);
+			await realSleep(delay);
+		}
 	}
 
 	/** One BatchWriteItem, retrying `UnprocessedItems` with jittered exponential backoff. */
@@ -438,6 +598,11 @@ class DynamoTTLStorageImpl implements TTLStorage {
  * `ConditionExpression` also compares the stored expiry (`exp`, ms) with the clock's now, so an
  * expired item counts as absent at once, however late DynamoDB reaps it. Reads are strongly
  * consistent and filter expired items. Create the table first with {@link ensureDynamoTTLTable}.
+ *
+ * Fenced writes (`supports.fencing: "ordered"`) store the writer's epoch and a stamp that grows
+ * per process, and are conditional on the stored pair being older: a deposed writer's late put is
+ * refused (and resolves: it is superseded), whenever it arrives. A fenced `putBatch` goes out as
+ * TransactWriteItems of up to 100 items instead of BatchWriteItem.
  *
  * @example
  * ```ts

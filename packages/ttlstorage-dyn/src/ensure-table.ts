@@ -43,6 +43,7 @@ export interface EnsureDynamoTTLTableOptions {
  * DynamoDB eventually reaps dead items; the driver never relies on it). Safe to call when the table
  * exists: it then checks the key schema and enables TTL if needed. Waits until the table is active.
  *
+ * Safe to run from several processes at once on a new table (all resolve; one says `"created"`).
  * Every request has a timeout (`requestTimeoutMs`) and `signal` stops it all.
  *
  * @returns `"created"` or `"exists"`.
@@ -115,13 +116,14 @@ export async function ensureDynamoTTLTable(
 			);
 			checkKeySchema(tableName, described.Table?.KeySchema);
 		}
-		const ttl = await client.send(
-			new DescribeTimeToLiveCommand({ TableName: tableName }),
-			request(),
-		);
-		const status = ttl.TimeToLiveDescription?.TimeToLiveStatus;
-		const attribute = ttl.TimeToLiveDescription?.AttributeName;
-		if (status === "ENABLED" || status === "ENABLING") {
+		const ttlStatus = async () => {
+			const ttl = await client.send(
+				new DescribeTimeToLiveCommand({ TableName: tableName }),
+				request(),
+			);
+			const status = ttl.TimeToLiveDescription?.TimeToLiveStatus;
+			const attribute = ttl.TimeToLiveDescription?.AttributeName;
+			if (status !== "ENABLED" && status !== "ENABLING") return false;
 			if (attribute !== undefined && attribute !== ATTR.ttl) {
 				throw new TTLStorageError(
 					"TTLSTORAGE_FAILED",
@@ -129,14 +131,22 @@ export async function ensureDynamoTTLTable(
 					{ driver: "dyn", operation },
 				);
 			}
-		} else {
-			await client.send(
-				new UpdateTimeToLiveCommand({
-					TableName: tableName,
-					TimeToLiveSpecification: { AttributeName: ATTR.ttl, Enabled: true },
-				}),
-				request(),
-			);
+			return true;
+		};
+		if (!(await ttlStatus())) {
+			try {
+				await client.send(
+					new UpdateTimeToLiveCommand({
+						TableName: tableName,
+						TimeToLiveSpecification: { AttributeName: ATTR.ttl, Enabled: true },
+					}),
+					request(),
+				);
+			} catch (error) {
+				// Another process enabling it at the same moment ("TimeToLive is already enabled",
+				// or modified too often): fine if it is now on, on our attribute.
+				if (!isNamed(error, "ValidationException") || !(await ttlStatus())) throw error;
+			}
 		}
 		return result;
 	} catch (error) {

@@ -12,11 +12,21 @@ import { NO_EXPIRY } from "@vvm/ttlstorage";
  * - `v` (B) = the value (may be empty);
  * - `exp` (N) = expiry in Unix ms, 0 = none: the attribute every condition and read compares;
  * - `ttl` (N) = only when the record has a TTL: expiry in Unix seconds plus a grace period, the
- *   table's native TTL attribute, so DynamoDB eventually reaps dead items.
+ *   table's native TTL attribute, so DynamoDB eventually reaps dead items;
+ * - `fe`, `fs` (N) = only on a fenced write: the writer's epoch and its write stamp (µs, growing
+ *   per process), compared in (epoch, stamp) order by the next fenced write of the record.
  *
  * @internal
  */
-export const ATTR = { pk: "pk", ck: "ck", v: "v", exp: "exp", ttl: "ttl" } as const;
+export const ATTR = {
+	pk: "pk",
+	ck: "ck",
+	v: "v",
+	exp: "exp",
+	ttl: "ttl",
+	fe: "fe",
+	fs: "fs",
+} as const;
 
 export type Item = Record<string, AttributeValue>;
 
@@ -39,6 +49,7 @@ export function itemOf(
 	value: Bytes,
 	expireAt: number,
 	reapGraceSeconds: number,
+	order?: FenceOrder,
 ): Item {
 	const item: Item = {
 		...keyOf(pKey, cCols),
@@ -48,8 +59,39 @@ export function itemOf(
 	if (expireAt !== NO_EXPIRY) {
 		item[ATTR.ttl] = { N: String(Math.ceil(expireAt / 1000) + reapGraceSeconds) };
 	}
+	if (order !== undefined) {
+		item[ATTR.fe] = { N: order.epoch.toString() };
+		item[ATTR.fs] = { N: String(order.stamp) };
+	}
 	return item;
 }
+
+/** The (epoch, stamp) a fenced write stores. @internal */
+export interface FenceOrder {
+	readonly epoch: bigint;
+	readonly stamp: number;
+}
+
+let lastStamp = 0;
+
+/**
+ * The stamp of the next fenced write of this process: microseconds of wall time, but always above
+ * the previous one, so of two writes under one epoch the later call has the higher stamp (F2).
+ * Wall time only keeps stamps growing across restarts of a process with the same epoch.
+ * @internal
+ */
+export function nextStamp(): number {
+	lastStamp = Math.max(lastStamp + 1, Date.now() * 1000);
+	return lastStamp;
+}
+
+/**
+ * The condition under which a fenced write may replace the stored item: none stored, a live one
+ * written under an older (epoch, stamp), or an expired one. `:fe`, `:fs`, `:zero`, `:now` bound.
+ * @internal
+ */
+export const ORDER_CONDITION =
+	"(attribute_not_exists(#fe) OR #fe < :fe OR (#fe = :fe AND #fs <= :fs) OR (#exp > :zero AND #exp <= :now))";
 
 function bytesAttr(item: Item, name: string): Uint8Array {
 	const b = item[name]?.B;

@@ -8,5 +8,6 @@ const { client, tableName } = useTable("conformance", skip);
 ttlStorageTestSuite("ttlstorage-dyn (DynamoDB Local)", {
 	time: "mock",
 	skip,
+	supports: { atomicBatches: false, fencing: "ordered" },
 	createStorage: ({ clock }) => createDynamoTTLStorage({ client, tableName, clock }),
 });

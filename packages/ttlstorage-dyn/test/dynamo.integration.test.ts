@@ -46,6 +46,24 @@ describe.skipIf(skip)(
 			}
 		});
 
+		it("ensureDynamoTTLTable run by five processes at once on a new table: all succeed, one creates it", async () => {
+			const name = uniqueTableName("race");
+			const clients = Array.from({ length: 5 }, () => newClient());
+			try {
+				const results = await Promise.all(clients.map((c) => ensureDynamoTTLTable(c, name)));
+				expect(results.filter((r) => r === "created")).toHaveLength(1);
+				expect(results.filter((r) => r === "exists")).toHaveLength(4);
+				const ttl = await client.send(new DescribeTimeToLiveCommand({ TableName: name }));
+				expect(ttl.TimeToLiveDescription).toMatchObject({
+					TimeToLiveStatus: "ENABLED",
+					AttributeName: "ttl",
+				});
+			} finally {
+				await client.send(new DeleteTableCommand({ TableName: name }));
+				for (const c of clients) c.destroy();
+			}
+		});
+
 		it("ensureDynamoTTLTable refuses a table with another key schema", async () => {
 			const name = uniqueTableName("foreign");
 			await client.send(

@@ -12,7 +12,8 @@ export {
 	decodeFenceEpoch,
 	encodeFenceEpoch,
 	FENCE_CCOLS,
-	sameFence,
+	type FenceRecordStore,
+	raiseFenceRecord,
 } from "./fence.ts";
 export type {
 	BatchItem,
