@@ -1,20 +1,34 @@
-import type { BatchItem, Bytes, ReadRange, StoredRecord, TTLStorage } from "@vvm/ttlstorage";
+import type {
+	BatchItem,
+	Bytes,
+	ReadRange,
+	StoredRecord,
+	TTLStorage,
+	TTLStorageSupports,
+	WriteOptions,
+} from "@vvm/ttlstorage";
 import {
 	closedError,
 	compareBytes,
+	FENCE_CCOLS,
 	validateBatch,
 	validateDeleteArgs,
+	validateFenceEpoch,
+	validateFenceScope,
 	validateInsertArgs,
 	validateKey,
 	validateRange,
 	validateSwapArgs,
+	validateWriteOptions,
 } from "@vvm/ttlstorage";
-import type { Client, types } from "cassandra-driver";
+import type { Client } from "cassandra-driver";
+import { types } from "cassandra-driver";
 import { resolveConsistency } from "./consistency.ts";
 import type { StatementKind } from "./errors.ts";
 import { DRIVER_NAME, mapCassandraError } from "./errors.ts";
 import { validateCassandraIdentifier } from "./names.ts";
 import { DEFAULT_TABLE } from "./schema.ts";
+import { FenceStamps } from "./stamps.ts";
 import type { CassandraStatements } from "./statements.ts";
 import { cassandraStatements, parseApplied, remainingFromServer, serverTTL } from "./statements.ts";
 
@@ -81,7 +95,9 @@ interface ExecOptions {
 	readonly pageState?: string;
 }
 
-type Params = ReadonlyArray<Buffer | number>;
+type Params = ReadonlyArray<Buffer | number | types.Long>;
+
+const long = (n: bigint): types.Long => types.Long.fromString(n.toString());
 
 class CassandraTTLStorageImpl implements TTLStorage {
 	readonly #client: Client;
@@ -91,7 +107,13 @@ class CassandraTTLStorageImpl implements TTLStorage {
 	readonly #read: ExecOptions;
 	readonly #pageSize: number;
 	readonly #maxBatchBytes: number;
+	readonly #stamps: FenceStamps;
 	#closed = false;
+	/** Logged batches are not isolated and are split by size; fenced writes carry ordered timestamps. */
+	readonly supports: TTLStorageSupports = Object.freeze({
+		atomicBatches: false,
+		fencing: "ordered",
+	});
 
 	constructor(options: CassandraTTLStorageOptions) {
 		if (typeof options !== "object" || options === null) {
@@ -113,6 +135,30 @@ class CassandraTTLStorageImpl implements TTLStorage {
 		this.#conditional = { consistency, serialConsistency, isIdempotent: false };
 		this.#write = { consistency, isIdempotent: false };
 		this.#read = { consistency: readConsistency, isIdempotent: true };
+		this.#stamps = new FenceStamps(
+			{
+				readFenceRow: (scope) => this.get(scope, FENCE_CCOLS),
+				swapFenceRow: (scope, stored, next) =>
+					stored === undefined
+						? this.insertIfNotExists(scope, FENCE_CCOLS, next, 0)
+						: this.compareAndSwap(scope, FENCE_CCOLS, stored, next, 0),
+			},
+			() => BigInt(Date.now()) * 1000n,
+		);
+	}
+
+	async raiseFence(scope: Bytes, epoch?: bigint): Promise<bigint> {
+		validateFenceScope(scope);
+		if (epoch !== undefined) validateFenceEpoch(epoch);
+		this.#open("raiseFence");
+		return this.#stamps.raise(scope, epoch);
+	}
+
+	/** A conditional write is decided by its condition; only a known-superseded epoch is refused here. */
+	#checkFence(options: WriteOptions | undefined, operation: string): void {
+		validateWriteOptions(options);
+		const fence = options?.fence;
+		if (fence !== undefined) this.#stamps.check(fence.scope, fence.epoch, operation);
 	}
 
 	#open(operation: string): void {
@@ -144,8 +190,10 @@ class CassandraTTLStorageImpl implements TTLStorage {
 		cCols: Bytes,
 		value: Bytes,
 		ttlSeconds: number,
+		options?: WriteOptions,
 	): Promise<boolean> {
 		validateInsertArgs(pKey, cCols, value, ttlSeconds);
+		this.#checkFence(options, "insertIfNotExists");
 		return this.#lwt("insertIfNotExists", this.#cql.insertIfNotExists, [
 			serverTTL(ttlSeconds),
 			buf(value),
@@ -160,8 +208,10 @@ class CassandraTTLStorageImpl implements TTLStorage {
 		oldValue: Bytes,
 		newValue: Bytes,
 		ttlSeconds: number,
+		options?: WriteOptions,
 	): Promise<boolean> {
 		validateSwapArgs(pKey, cCols, oldValue, newValue, ttlSeconds);
+		this.#checkFence(options, "compareAndSwap");
 		return this.#lwt("compareAndSwap", this.#cql.compareAndSwap, [
 			serverTTL(ttlSeconds),
 			buf(newValue),
@@ -171,8 +221,14 @@ class CassandraTTLStorageImpl implements TTLStorage {
 		]);
 	}
 
-	async compareAndDelete(pKey: Bytes, cCols: Bytes, expectedValue: Bytes): Promise<boolean> {
+	async compareAndDelete(
+		pKey: Bytes,
+		cCols: Bytes,
+		expectedValue: Bytes,
+		options?: WriteOptions,
+	): Promise<boolean> {
 		validateDeleteArgs(pKey, cCols, expectedValue);
+		this.#checkFence(options, "compareAndDelete");
 		return this.#lwt("compareAndDelete", this.#cql.compareAndDelete, [
 			buf(pKey),
 			buf(cCols),
@@ -193,36 +249,60 @@ class CassandraTTLStorageImpl implements TTLStorage {
 		return value instanceof Uint8Array ? own(value) : undefined;
 	}
 
-	async put(pKey: Bytes, cCols: Bytes, value: Bytes, ttlSeconds = 0): Promise<void> {
+	async put(
+		pKey: Bytes,
+		cCols: Bytes,
+		value: Bytes,
+		ttlSeconds = 0,
+		options?: WriteOptions,
+	): Promise<void> {
 		validateInsertArgs(pKey, cCols, value, ttlSeconds);
-		await this.#execute(
+		validateWriteOptions(options);
+		this.#open("put");
+		const { query, params } = await this.#putStatement(
+			{
+				pKey,
+				cCols,
+				value,
+				ttlSeconds,
+				...(options?.fence === undefined ? {} : { fence: options.fence }),
+			},
 			"put",
-			"write",
-			this.#cql.put,
-			[serverTTL(ttlSeconds), buf(value), buf(pKey), buf(cCols)],
-			this.#write,
 		);
+		await this.#execute("put", "write", query, params, this.#write);
+	}
+
+	/** The statement of one put: with `USING TIMESTAMP` from the fence's stamps when fenced. */
+	async #putStatement(
+		it: BatchItem,
+		operation: string,
+	): Promise<{ query: string; params: Params }> {
+		const ttl = serverTTL(it.ttlSeconds ?? 0);
+		if (it.fence === undefined)
+			return { query: this.#cql.put, params: [ttl, buf(it.value), buf(it.pKey), buf(it.cCols)] };
+		const stamp = await this.#stamps.next(it.fence.scope, it.fence.epoch, operation);
+		return {
+			query: this.#cql.putAt,
+			params: [ttl, long(stamp), buf(it.value), buf(it.pKey), buf(it.cCols)],
+		};
 	}
 
 	async putBatch(items: readonly BatchItem[]): Promise<void> {
 		validateBatch(items);
 		this.#open("putBatch");
+		// Stamps in item order, before anything is sent: a later item of a record wins (F2).
+		const statements = new Map<BatchItem, { query: string; params: Params }>();
+		for (const it of items) statements.set(it, await this.#putStatement(it, "putBatch"));
 		for (const chunk of this.#chunks(items)) {
 			if (chunk.length === 1) {
-				const [it] = chunk as [BatchItem];
-				await this.#execute(
-					"putBatch",
-					"write",
-					this.#cql.put,
-					[serverTTL(it.ttlSeconds ?? 0), buf(it.value), buf(it.pKey), buf(it.cCols)],
-					this.#write,
-				);
+				const { query, params } = statements.get(chunk[0] as BatchItem) as {
+					query: string;
+					params: Params;
+				};
+				await this.#execute("putBatch", "write", query, params, this.#write);
 				continue;
 			}
-			const queries = chunk.map((it) => ({
-				query: this.#cql.put,
-				params: [serverTTL(it.ttlSeconds ?? 0), buf(it.value), buf(it.pKey), buf(it.cCols)],
-			}));
+			const queries = chunk.map((it) => statements.get(it) as { query: string; params: Params });
 			this.#open("putBatch");
 			try {
 				await this.#client.batch(queries, { ...this.#write, prepare: true, logged: true });
@@ -328,6 +408,13 @@ class CassandraTTLStorageImpl implements TTLStorage {
  * is deliberate: for elections a lease must never end early. The injected clock of the contract
  * is not used. Filtering with a client-side expiry is not possible atomically: CQL conditions
  * have no `OR` for `IF value = null OR expire_at <= now`.
+ *
+ * **Fenced writes** (`supports.fencing: "ordered"`): a fenced put carries `USING TIMESTAMP` from a
+ * range its epoch reserved in the scope's fence record (a lightweight transaction every few
+ * seconds of writing); the next epoch starts above it, so last-write-wins orders every record by
+ * epoch, whenever a write lands. Conditional writes (LWT) are decided by their condition: do not
+ * follow a fenced put of a record with a conditional write of the same record (Paxos stamps it
+ * with the coordinator's clock, which may lie below the put's reserved timestamp).
  *
  * The table must exist: call {@link ensureCassandraSchema} once at start-up.
  *

@@ -22,6 +22,8 @@ export interface CassandraStatements {
 	readonly get: string;
 	/** Params: ttl, value, pKey, cCols. */
 	readonly put: string;
+	/** Params: ttl, timestamp (µs), value, pKey, cCols: a fenced put. */
+	readonly putAt: string;
 	/** Params: pKey, cCols. Columns `value`, `remaining`. */
 	readonly queryTTL: string;
 	/** Params: pKey, then `from` and/or `to` as named. Columns `c_col`, `value`. */
@@ -52,6 +54,7 @@ export function cassandraStatements(keyspace: string, table: string): CassandraS
 		compareAndDelete: `DELETE FROM ${t} ${key} IF value = ?`,
 		get: `SELECT value FROM ${t} ${key}`,
 		put: `UPDATE ${t} USING TTL ? SET value = ? ${key}`,
+		putAt: `UPDATE ${t} USING TTL ? AND TIMESTAMP ? SET value = ? ${key}`,
 		queryTTL: `SELECT value, TTL(value) AS remaining FROM ${t} ${key}`,
 		read: {
 			all: select,

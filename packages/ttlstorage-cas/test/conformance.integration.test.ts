@@ -20,6 +20,7 @@ const fixture = useCassandraKeyspace("vvm_conf", skip);
 ttlStorageTestSuite("ttlstorage-cas", {
 	time: "real",
 	skip,
+	supports: { atomicBatches: false, fencing: "ordered" },
 	createStorage: () => createCassandraTTLStorage(fixture()),
 });
 

@@ -1,0 +1,171 @@
+import type { Bytes } from "@vvm/ttlstorage";
+import { fencedError, TTLStorageError } from "@vvm/ttlstorage";
+import { DRIVER_NAME } from "./errors.ts";
+
+/**
+ * How far ahead of its last ceiling (µs of wall time) a writer reserves write timestamps: the
+ * fence record is extended by a lightweight transaction when less than half of it is left.
+ */
+export const STAMP_RESERVATION_MICROS = 5_000_000n;
+
+/** The fence record of a scope on Cassandra: `u64(epoch) u64(ceiling µs)`. @internal */
+export interface FenceRow {
+	readonly epoch: bigint;
+	/** Every write timestamp the epoch's writer may use lies below this. */
+	readonly ceiling: bigint;
+}
+
+/** @internal */
+export function encodeFenceRow(row: FenceRow): Uint8Array {
+	const out = new Uint8Array(16);
+	const v = new DataView(out.buffer);
+	v.setBigUint64(0, row.epoch);
+	v.setBigUint64(8, row.ceiling);
+	return out;
+}
+
+/** @internal */
+export function decodeFenceRow(value: Bytes): FenceRow {
+	if (value.length !== 16)
+		throw new TTLStorageError(
+			"TTLSTORAGE_FAILED",
+			`a fence record holds ${value.length} bytes, expected 16 (epoch, ceiling)`,
+			{ driver: DRIVER_NAME, operation: "raiseFence" },
+		);
+	const v = new DataView(value.buffer, value.byteOffset, 16);
+	return { epoch: v.getBigUint64(0), ceiling: v.getBigUint64(8) };
+}
+
+/** What {@link FenceStamps} needs of the storage: the fence record's conditional writes. */
+export interface FenceRowStore {
+	readFenceRow(scope: Bytes): Promise<Bytes | undefined>;
+	/** Writes `next` when the record holds `stored` (absent: `undefined`); `true` when written. */
+	swapFenceRow(scope: Bytes, stored: Bytes | undefined, next: Bytes): Promise<boolean>;
+}
+
+interface ScopeState {
+	readonly epoch: bigint;
+	/** The next stamp is above this (the previous writer's ceiling, then our own last stamp). */
+	last: bigint;
+	ceiling: bigint;
+	extending: Promise<void> | undefined;
+	/** Set when another epoch took the scope over. */
+	supersededBy: bigint | undefined;
+}
+
+const key = (scope: Bytes): string =>
+	Buffer.from(scope.buffer, scope.byteOffset, scope.byteLength).toString("latin1");
+
+/**
+ * Write timestamps for fenced writes, so that Cassandra's last-write-wins orders them by epoch:
+ * every timestamp an epoch's writer uses lies below the ceiling it reserved in the scope's fence
+ * record (by lightweight transaction), and the next epoch starts above that ceiling. So a newer
+ * epoch's write always carries a higher timestamp than any older epoch's write of the same
+ * record, whenever either lands, without comparing clocks of different hosts (F1); within one
+ * process, later calls get higher timestamps (F2). Wall time only keeps timestamps near real time.
+ * @internal
+ */
+export class FenceStamps {
+	readonly #store: FenceRowStore;
+	readonly #now: () => bigint;
+	readonly #scopes = new Map<string, ScopeState>();
+
+	constructor(store: FenceRowStore, nowMicros: () => bigint) {
+		this.#store = store;
+		this.#now = nowMicros;
+	}
+
+	/** `raiseFence`: takes the scope over for `epoch` (default: the stored one + 1). */
+	async raise(scope: Bytes, epoch: bigint | undefined): Promise<bigint> {
+		for (;;) {
+			const stored = await this.#store.readFenceRow(scope);
+			const row = stored === undefined ? { epoch: 0n, ceiling: 0n } : decodeFenceRow(stored);
+			if (epoch !== undefined && epoch < row.epoch)
+				throw fencedError(DRIVER_NAME, "raiseFence", epoch, row.epoch);
+			const next = epoch ?? row.epoch + 1n;
+			const ceiling = max(row.ceiling, this.#now()) + STAMP_RESERVATION_MICROS;
+			if (await this.#store.swapFenceRow(scope, stored, encodeFenceRow({ epoch: next, ceiling }))) {
+				const k = key(scope);
+				const known = this.#scopes.get(k);
+				// Re-raising our own epoch keeps our stamps growing; a new epoch starts above the old ceiling.
+				const last = known?.epoch === next ? max(known.last, row.ceiling) : row.ceiling;
+				this.#scopes.set(k, {
+					epoch: next,
+					last,
+					ceiling,
+					extending: undefined,
+					supersededBy: undefined,
+				});
+				return next;
+			}
+		}
+	}
+
+	/** The timestamp of the next write under `epoch`; `TTLSTORAGE_FENCED` once superseded. */
+	async next(scope: Bytes, epoch: bigint, operation: string): Promise<bigint> {
+		const k = key(scope);
+		let s = this.#scopes.get(k);
+		if (s !== undefined && epoch < s.epoch)
+			throw fencedError(DRIVER_NAME, operation, epoch, s.epoch);
+		if (s === undefined || s.epoch !== epoch) {
+			// First write of this epoch in this process: take the scope over (refused if superseded).
+			await this.raise(scope, epoch);
+			s = this.#scopes.get(k) as ScopeState;
+		}
+		for (;;) {
+			if (s.supersededBy !== undefined)
+				throw fencedError(DRIVER_NAME, operation, epoch, s.supersededBy);
+			const stamp = max(this.#now(), s.last + 1n);
+			if (stamp < s.ceiling) {
+				s.last = stamp;
+				if (s.ceiling - stamp < STAMP_RESERVATION_MICROS / 2n)
+					void this.#extend(scope, s).catch(() => {});
+				return stamp;
+			}
+			await this.#extend(scope, s);
+		}
+	}
+
+	/** Rejects with `TTLSTORAGE_FENCED` when this process knows `epoch` was superseded. */
+	check(scope: Bytes, epoch: bigint, operation: string): void {
+		const s = this.#scopes.get(key(scope));
+		if (s === undefined) return;
+		if (epoch < s.epoch) throw fencedError(DRIVER_NAME, operation, epoch, s.epoch);
+		if (epoch === s.epoch && s.supersededBy !== undefined)
+			throw fencedError(DRIVER_NAME, operation, epoch, s.supersededBy);
+	}
+
+	/** Moves the scope's ceiling up (one LWT; concurrent callers share it). */
+	#extend(scope: Bytes, s: ScopeState): Promise<void> {
+		s.extending ??= (async () => {
+			try {
+				for (;;) {
+					const stored = await this.#store.readFenceRow(scope);
+					// A missing record (deleted by hand) is taken back for this epoch.
+					const row =
+						stored === undefined ? { epoch: s.epoch, ceiling: s.ceiling } : decodeFenceRow(stored);
+					if (row.epoch !== s.epoch) {
+						s.supersededBy = row.epoch;
+						return;
+					}
+					const ceiling = max(row.ceiling, this.#now()) + STAMP_RESERVATION_MICROS;
+					if (
+						await this.#store.swapFenceRow(
+							scope,
+							stored,
+							encodeFenceRow({ epoch: s.epoch, ceiling }),
+						)
+					) {
+						s.ceiling = max(s.ceiling, ceiling);
+						return;
+					}
+				}
+			} finally {
+				s.extending = undefined;
+			}
+		})();
+		return s.extending;
+	}
+}
+
+const max = (a: bigint, b: bigint): bigint => (a > b ? a : b);

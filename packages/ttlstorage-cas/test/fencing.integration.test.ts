@@ -1,0 +1,86 @@
+// Fenced writes on real Cassandra: a put that reaches the server late (held between the driver and
+// the client, as a congested link or a retried request would) never replaces a newer one, because
+// its USING TIMESTAMP comes from its epoch's reserved range.
+import { utf8 } from "@vvm/ttlstorage";
+import type { Client } from "cassandra-driver";
+import { describe, expect, it } from "vitest";
+import { createCassandraTTLStorage } from "../src/index.ts";
+import { cassandraGate, useCassandraKeyspace } from "./cassandra-env.ts";
+
+const skip = await cassandraGate();
+const fixture = useCassandraKeyspace("vvm_fence", skip);
+const run = `${process.pid}-${Date.now()}`;
+const text = (b: Uint8Array | undefined) =>
+	b === undefined ? undefined : new TextDecoder().decode(b);
+
+/** A client whose next statement containing `TIMESTAMP` waits for `release()`. */
+function holding(client: Client) {
+	let armed = false;
+	let release!: () => void;
+	const gate = new Promise<void>((r) => {
+		release = r;
+	});
+	let reached!: () => void;
+	const atServer = new Promise<void>((r) => {
+		reached = r;
+	});
+	const wrapped = new Proxy(client, {
+		get(target, prop, receiver) {
+			if (prop === "execute")
+				return async (cql: string, ...rest: unknown[]) => {
+					if (armed && cql.includes("TIMESTAMP")) {
+						armed = false;
+						reached();
+						await gate;
+					}
+					return (target.execute as (...a: unknown[]) => unknown).call(target, cql, ...rest);
+				};
+			const v = Reflect.get(target, prop, receiver);
+			return typeof v === "function" ? v.bind(target) : v;
+		},
+	});
+	return { client: wrapped, arm: () => (armed = true), reached: atServer, release };
+}
+
+describe.skipIf(skip)(
+	`ttlstorage-cas fenced writes on Cassandra${skip ? ` [skipped: ${skip}]` : ""}`,
+	() => {
+		it("F2: of two puts under one epoch, the later call wins although the earlier one lands last", async () => {
+			const { client, keyspace } = fixture();
+			const held = holding(client);
+			const slow = createCassandraTTLStorage({ client: held.client, keyspace });
+			const pKey = utf8(`f2/${run}`);
+			const fence = { scope: utf8(`scope/f2/${run}`), epoch: 1n };
+			await slow.raiseFence?.(fence.scope, 1n);
+			held.arm();
+			const first = slow.put(pKey, utf8("k"), utf8("first"), 0, { fence });
+			await held.reached;
+			await slow.put(pKey, utf8("k"), utf8("second"), 0, { fence });
+			held.release();
+			await first;
+			expect(text(await slow.get(pKey, utf8("k")))).toBe("second");
+		});
+
+		it("F1: a deposed writer's put that lands after the new epoch took over never replaces the new epoch's write", async () => {
+			const { client, keyspace } = fixture();
+			const held = holding(client);
+			const deposed = createCassandraTTLStorage({ client: held.client, keyspace });
+			const next = createCassandraTTLStorage({ client, keyspace });
+			const pKey = utf8(`f1/${run}`);
+			const scope = utf8(`scope/f1/${run}`);
+			await deposed.raiseFence?.(scope, 1n);
+			held.arm();
+			const late = deposed.putBatch([
+				{ pKey, cCols: utf8("a"), value: utf8("old-a"), fence: { scope, epoch: 1n } },
+			]);
+			await held.reached;
+			expect(await next.raiseFence?.(scope, 2n)).toBe(2n);
+			await next.put(pKey, utf8("a"), utf8("new-a"), 0, { fence: { scope, epoch: 2n } });
+			held.release();
+			await late;
+			// And later writes of the deposed process, on its still-valid reservation, lose too.
+			await deposed.put(pKey, utf8("a"), utf8("later-a"), 0, { fence: { scope, epoch: 1n } });
+			expect(text(await next.get(pKey, utf8("a")))).toBe("new-a");
+		});
+	},
+);

@@ -1,0 +1,98 @@
+// FenceStamps on its own (our logic, with an in-memory fence record and a hand-moved clock).
+import { TTLStorageError } from "@vvm/ttlstorage";
+import { describe, expect, it } from "vitest";
+import type { FenceRowStore } from "../src/stamps.ts";
+import { decodeFenceRow, FenceStamps, STAMP_RESERVATION_MICROS } from "../src/stamps.ts";
+
+function memRows(): FenceRowStore & { rows: Map<string, Uint8Array>; swaps: number } {
+	const rows = new Map<string, Uint8Array>();
+	const k = (s: Uint8Array) => Buffer.from(s).toString("hex");
+	const store = {
+		rows,
+		swaps: 0,
+		async readFenceRow(scope: Uint8Array) {
+			return rows.get(k(scope));
+		},
+		async swapFenceRow(scope: Uint8Array, stored: Uint8Array | undefined, next: Uint8Array) {
+			const cur = rows.get(k(scope));
+			const same =
+				stored === undefined
+					? cur === undefined
+					: cur !== undefined && Buffer.compare(cur, stored) === 0;
+			if (!same) return false;
+			store.swaps++;
+			rows.set(k(scope), next);
+			return true;
+		},
+	};
+	return store;
+}
+
+const scope = new Uint8Array([1, 2, 3]);
+const fenced = (e: unknown) => TTLStorageError.is(e) && e.code === "TTLSTORAGE_FENCED";
+
+describe("FenceStamps", () => {
+	it("a new epoch's stamps start above every stamp the old epoch could use, whatever the clocks say", async () => {
+		const rows = memRows();
+		let nowA = 1_000_000_000n;
+		const a = new FenceStamps(rows, () => nowA);
+		expect(await a.raise(scope, 1n)).toBe(1n);
+		const aStamps: bigint[] = [];
+		for (let i = 0; i < 50; i++) aStamps.push(await a.next(scope, 1n, "put"));
+		// B's clock is far behind A's: ordering must not depend on it.
+		const b = new FenceStamps(rows, () => 5n);
+		expect(await b.raise(scope, 2n)).toBe(2n);
+		const firstB = await b.next(scope, 2n, "put");
+		const ceilingA = decodeFenceRow(rows.rows.values().next().value as Uint8Array);
+		expect(ceilingA.epoch).toBe(2n);
+		for (const s of aStamps) expect(s).toBeLessThan(firstB);
+		// A, still running on its reservation, keeps stamping below B's floor (its writes lose) ...
+		nowA += 1n;
+		const lateA = await a.next(scope, 1n, "put");
+		expect(lateA).toBeLessThan(firstB);
+		// ... until it must extend: then it learns it was superseded.
+		nowA += STAMP_RESERVATION_MICROS;
+		const e = await a.next(scope, 1n, "put").catch((x: unknown) => x);
+		expect(fenced(e), String(e)).toBe(true);
+	});
+
+	it("stamps grow strictly within an epoch, even with a stopped or backward clock", async () => {
+		let now = 10_000_000n;
+		const s = new FenceStamps(memRows(), () => now);
+		await s.raise(scope, 7n);
+		let last = 0n;
+		for (let i = 0; i < 100; i++) {
+			if (i === 50) now -= 3_000_000n;
+			const stamp = await s.next(scope, 7n, "put");
+			expect(stamp).toBeGreaterThan(last);
+			last = stamp;
+		}
+	});
+
+	it("extends its reservation in the background before it runs out, with one LWT at a time", async () => {
+		const rows = memRows();
+		let now = 0n;
+		const s = new FenceStamps(rows, () => now);
+		await s.raise(scope, 1n);
+		expect(rows.swaps).toBe(1);
+		now = STAMP_RESERVATION_MICROS / 2n + 1n; // less than half left
+		await Promise.all(Array.from({ length: 10 }, () => s.next(scope, 1n, "put")));
+		await new Promise((r) => setImmediate(r));
+		expect(rows.swaps).toBe(2);
+		now = STAMP_RESERVATION_MICROS * 3n; // past the ceiling: the write waits for the extension
+		const stamp = await s.next(scope, 1n, "put");
+		expect(stamp).toBe(now);
+		expect(decodeFenceRow([...rows.rows.values()][0] as Uint8Array).ceiling).toBeGreaterThan(stamp);
+	});
+
+	it("refuses a lower epoch at raise and at the first write, and counts without one", async () => {
+		const rows = memRows();
+		const s = new FenceStamps(rows, () => 1n);
+		expect(await s.raise(scope, undefined)).toBe(1n);
+		expect(await s.raise(scope, undefined)).toBe(2n);
+		expect(fenced(await s.raise(scope, 1n).catch((e: unknown) => e))).toBe(true);
+		const other = new FenceStamps(rows, () => 1n);
+		expect(fenced(await other.next(scope, 1n, "put").catch((e: unknown) => e))).toBe(true);
+		expect(() => s.check(scope, 1n, "compareAndSwap")).toThrow(/superseded by epoch 2/);
+	});
+});
