@@ -242,7 +242,10 @@ class DynamoTTLStorageImpl implements TTLStorage {
 	}
 
 	/** Names and values of {@link ORDER_CONDITION}. */
-	static #orderTerms(order: FenceOrder, now: number) {
+	static #orderTerms(
+		order: FenceOrder,
+		now: number,
+	): { names: Record<string, string>; values: Item } {
 		return {
 			names: { "#fe": ATTR.fe, "#fs": ATTR.fs, "#exp": ATTR.exp },
 			values: {
@@ -354,12 +357,15 @@ class DynamoTTLStorageImpl implements TTLStorage {
 	}
 
 	/** For a swap or delete of a live record: it must not be newer than the fenced write. */
-	static #fencedCondition(order: FenceOrder | undefined, now: number) {
+	static #fencedCondition(
+		order: FenceOrder | undefined,
+		now: number,
+	): { condition: string; names: Record<string, string>; values: Item } {
 		if (order === undefined) return { condition: "", names: {}, values: {} };
 		const { names, values } = DynamoTTLStorageImpl.#orderTerms(order, now);
 		return {
 			condition: " AND (attribute_not_exists(#fe) OR #fe < :fe OR (#fe = :fe AND #fs <= :fs))",
-			names: { "#fe": names["#fe"], "#fs": names["#fs"] },
+			names: { "#fe": ATTR.fe, "#fs": ATTR.fs },
 			values: { ":fe": values[":fe"], ":fs": values[":fs"] } as Item,
 		};
 	}
