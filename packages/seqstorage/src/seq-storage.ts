@@ -21,7 +21,11 @@ import type { PLogReader } from "./mem-plog.ts";
  * ```
  */
 export interface SeqStorageOptions {
-	/** Any TTL storage driver (mem, level, cas, dyn). Records are written without TTL. */
+	/**
+	 * Any TTL storage driver (mem, level, cas, dyn). Records are written without TTL. Give it a view
+	 * that fences its writes (as `@vvm/cp` does per partition) when more than one process may
+	 * serve the partition over time: a deposed writer's late flush then cannot roll numbers back.
+	 */
 	readonly storage: TTLStorage;
 	/** Cluster application ID, `0..2^32-1`. Numbers are per application and workspace. */
 	readonly appId: number;
@@ -29,15 +33,6 @@ export interface SeqStorageOptions {
 	readonly partitionId: number;
 	/** The partition's event log, replayed by actualization. */
 	readonly plog: PLogReader;
-	/**
-	 * Numbers and the next PLog offset only ever grow in storage: each is written by a
-	 * compare-and-swap from the value read (insert-if-not-exists when absent), and a value not
-	 * above the stored one is dropped. A flush of a deposed leader that lands late (held by a
-	 * proxy, a GC pause) then cannot roll a newer leader's numbers back. Costs a read and a
-	 * conditional write per changed number per flush instead of one batch (on Cassandra an LWT
-	 * each). Default `false`: one unconditional batch, for a single writer.
-	 */
-	readonly growOnly?: boolean;
 }
 
 function checkInt(n: number, max: number, what: string): void {
@@ -52,7 +47,6 @@ class SeqStorageImpl implements SeqStorage {
 	readonly #appId: number;
 	readonly #plog: PLogReader;
 	readonly #offsetPKey: Uint8Array;
-	readonly #growOnly: boolean;
 
 	constructor(options: SeqStorageOptions) {
 		if (typeof options !== "object" || options === null)
@@ -67,7 +61,6 @@ class SeqStorageImpl implements SeqStorage {
 		this.#appId = options.appId;
 		this.#plog = options.plog;
 		this.#offsetPKey = offsetPKey(options.appId, options.partitionId);
-		this.#growOnly = options.growOnly === true;
 	}
 
 	async readNumbers(wsid: WSID, seqIds: readonly SeqID[]): Promise<readonly SeqNumber[]> {
@@ -117,32 +110,8 @@ class SeqStorageImpl implements SeqStorage {
 		}
 		// Numbers first, then the offset: a crash in between leaves an older offset, and the
 		// replay from it is idempotent (the sequencer takes maxima).
-		if (this.#growOnly) {
-			await Promise.all(batch.map((v, i) => this.#raise(items[i] as BatchItem, v.value)));
-			await this.#raise(
-				{ pKey: this.#offsetPKey, cCols: OFFSET_CCOLS, value: encodeU64(nextPLogOffset) },
-				nextPLogOffset,
-			);
-			return;
-		}
 		if (items.length > 0) await this.#storage.putBatch(items);
 		await this.#storage.put(this.#offsetPKey, OFFSET_CCOLS, encodeU64(nextPLogOffset));
-	}
-
-	/**
-	 * Raises the stored value to `value` unless it is already there or above. Values only grow,
-	 * so a compare-and-swap from the value read cannot succeed over a newer one (no ABA).
-	 */
-	async #raise(item: BatchItem, value: number): Promise<void> {
-		for (;;) {
-			const stored = await this.#storage.get(item.pKey, item.cCols);
-			if (stored === undefined) {
-				if (await this.#storage.insertIfNotExists(item.pKey, item.cCols, item.value, 0)) return;
-				continue;
-			}
-			if (decodeU64(stored, "stored number") >= value) return;
-			if (await this.#storage.compareAndSwap(item.pKey, item.cCols, stored, item.value, 0)) return;
-		}
 	}
 
 	async actualizeSequencesFromPLog(

@@ -1,7 +1,7 @@
 import { MockClock } from "@vvm/clock";
 import type { SeqValue } from "@vvm/isequencer";
 import { createSequencer } from "@vvm/isequencer";
-import { TTLStorageError } from "@vvm/ttlstorage";
+import { TTLStorageError, withFence } from "@vvm/ttlstorage";
 import { faults, withFaults } from "@vvm/ttlstorage/testing";
 import { createMemTTLStorage } from "@vvm/ttlstorage-mem";
 import { describe, expect, it } from "vitest";
@@ -235,50 +235,41 @@ describe("with @vvm/isequencer", () => {
 	});
 });
 
-describe("growOnly: a late, lower write never rolls numbers back", () => {
-	function pair() {
-		const clock = new MockClock(0);
-		const ttl = createMemTTLStorage({ clock });
-		const plog = createMemPLog();
-		// Two writers of one partition over one storage: a deposed leader and its successor.
-		const old = createSeqStorage({ storage: ttl, appId: 1, partitionId: 0, plog, growOnly: true });
-		const next = createSeqStorage({ storage: ttl, appId: 1, partitionId: 0, plog, growOnly: true });
-		return { old, next };
-	}
+describe("over fenced views: a deposed writer's late flush never rolls numbers back", () => {
+	for (const fencing of ["epoch", "ordered"] as const)
+		it(`fencing ${fencing}: the deposed writer's numbers and offset do not replace the successor's`, async () => {
+			const ttl = createMemTTLStorage({ clock: new MockClock(0), fencing });
+			const plog = createMemPLog();
+			const scope = new Uint8Array([9, 0, 0, 0, 1]);
+			// Two writers of one partition over one storage: a deposed leader and its successor.
+			await ttl.raiseFence?.(scope, 1n);
+			const old = createSeqStorage({
+				storage: withFence(ttl, { scope, epoch: 1n }),
+				appId: 1,
+				partitionId: 0,
+				plog,
+			});
+			await ttl.raiseFence?.(scope, 2n);
+			const next = createSeqStorage({
+				storage: withFence(ttl, { scope, epoch: 2n }),
+				appId: 1,
+				partitionId: 0,
+				plog,
+			});
+			await next.writeValuesAndNextPLogOffset([{ wsid: 7, seqId: 1, value: 9 }], 11);
+			const late = await old
+				.writeValuesAndNextPLogOffset([{ wsid: 7, seqId: 1, value: 6 }], 6)
+				.then(
+					() => "written",
+					(e: unknown) => (TTLStorageError.is(e) ? e.code : String(e)),
+				);
+			// "epoch" refuses it outright; "ordered" keeps the successor's values either way.
+			expect(late).toBe(fencing === "epoch" ? "TTLSTORAGE_FENCED" : "written");
+			expect(await next.readNumbers(7, [1])).toEqual([9]);
+			expect(await next.readNextPLogOffset()).toBe(11);
+		});
 
-	it("inserts what is absent and raises what is lower", async () => {
-		const { next } = pair();
-		await next.writeValuesAndNextPLogOffset([{ wsid: 7, seqId: 1, value: 5 }], 3);
-		expect(await next.readNumbers(7, [1])).toEqual([5]);
-		expect(await next.readNextPLogOffset()).toBe(3);
-		await next.writeValuesAndNextPLogOffset([{ wsid: 7, seqId: 1, value: 9 }], 4);
-		expect(await next.readNumbers(7, [1])).toEqual([9]);
-		expect(await next.readNextPLogOffset()).toBe(4);
-	});
-
-	it("drops a deposed writer's lower numbers and offset", async () => {
-		const { old, next } = pair();
-		await next.writeValuesAndNextPLogOffset(
-			[
-				{ wsid: 7, seqId: 1, value: 9 },
-				{ wsid: 7, seqId: 2, value: 100 },
-			],
-			11,
-		);
-		await old.writeValuesAndNextPLogOffset(
-			[
-				{ wsid: 7, seqId: 1, value: 6 }, // lower: dropped
-				{ wsid: 7, seqId: 2, value: 101 }, // higher: raised
-				{ wsid: 8, seqId: 1, value: 3 }, // absent: inserted
-			],
-			6,
-		);
-		expect(await next.readNumbers(7, [1, 2])).toEqual([9, 101]);
-		expect(await next.readNumbers(8, [1])).toEqual([3]);
-		expect(await next.readNextPLogOffset()).toBe(11);
-	});
-
-	it("without growOnly the last writer wins (the default: one unconditional batch)", async () => {
+	it("unfenced, the last writer wins (one process per partition)", async () => {
 		const clock = new MockClock(0);
 		const ttl = createMemTTLStorage({ clock });
 		const plog = createMemPLog();

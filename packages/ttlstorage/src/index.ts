@@ -44,3 +44,4 @@ export {
 	validateValue,
 	validateWriteOptions,
 } from "./validation.ts";
+export { withFence } from "./with-fence.ts";

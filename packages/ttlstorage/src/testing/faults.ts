@@ -2,10 +2,18 @@ import type { Clock } from "@vvm/clock";
 import { systemClock } from "@vvm/clock";
 import type { TTLStorageErrorCode } from "../errors.ts";
 import { TTLStorageError } from "../errors.ts";
-import type { BatchItem, Bytes, ReadRange, StoredRecord, TTLStorage } from "../ttl-storage.ts";
+import type {
+	BatchItem,
+	Bytes,
+	ReadRange,
+	StoredRecord,
+	TTLStorage,
+	WriteOptions,
+} from "../ttl-storage.ts";
 
 /** Operations of a {@link TTLStorage} that faults can target. */
 export type StorageOperation =
+	| "raiseFence"
 	| "insertIfNotExists"
 	| "compareAndSwap"
 	| "compareAndDelete"
@@ -143,16 +151,28 @@ export function withFaults(storage: TTLStorage, options: WithFaultsOptions = {})
 		}
 	}
 
+	// Fences pass through (`options`, `raiseFence`, `supports`): faults never switch them off.
 	const wrapper: FaultyTTLStorage = {
-		insertIfNotExists: (p: Bytes, c: Bytes, v: Bytes, ttl: number) =>
-			run("insertIfNotExists", [p, c, v, ttl], () => storage.insertIfNotExists(p, c, v, ttl)),
-		compareAndSwap: (p: Bytes, c: Bytes, o: Bytes, n: Bytes, ttl: number) =>
-			run("compareAndSwap", [p, c, o, n, ttl], () => storage.compareAndSwap(p, c, o, n, ttl)),
-		compareAndDelete: (p: Bytes, c: Bytes, v: Bytes) =>
-			run("compareAndDelete", [p, c, v], () => storage.compareAndDelete(p, c, v)),
+		...(storage.supports === undefined ? {} : { supports: storage.supports }),
+		...(storage.raiseFence === undefined
+			? {}
+			: {
+					raiseFence: (scope: Bytes, epoch?: bigint) =>
+						run("raiseFence", [scope, epoch], () =>
+							(storage.raiseFence as NonNullable<TTLStorage["raiseFence"]>)(scope, epoch),
+						),
+				}),
+		insertIfNotExists: (p: Bytes, c: Bytes, v: Bytes, ttl: number, o?: WriteOptions) =>
+			run("insertIfNotExists", [p, c, v, ttl, o], () => storage.insertIfNotExists(p, c, v, ttl, o)),
+		compareAndSwap: (p: Bytes, c: Bytes, old: Bytes, n: Bytes, ttl: number, o?: WriteOptions) =>
+			run("compareAndSwap", [p, c, old, n, ttl, o], () =>
+				storage.compareAndSwap(p, c, old, n, ttl, o),
+			),
+		compareAndDelete: (p: Bytes, c: Bytes, v: Bytes, o?: WriteOptions) =>
+			run("compareAndDelete", [p, c, v, o], () => storage.compareAndDelete(p, c, v, o)),
 		get: (p: Bytes, c: Bytes) => run("get", [p, c], () => storage.get(p, c)),
-		put: (p: Bytes, c: Bytes, v: Bytes, ttl?: number) =>
-			run("put", [p, c, v, ttl], () => storage.put(p, c, v, ttl)),
+		put: (p: Bytes, c: Bytes, v: Bytes, ttl?: number, o?: WriteOptions) =>
+			run("put", [p, c, v, ttl, o], () => storage.put(p, c, v, ttl, o)),
 		putBatch: (items: readonly BatchItem[]) =>
 			run("putBatch", [items], () => storage.putBatch(items)),
 		read(p: Bytes, range?: ReadRange): AsyncIterable<StoredRecord> {
