@@ -11,19 +11,26 @@ import type {
 import { SequencerError } from "@vvm/isequencer";
 import type { Logger } from "@vvm/log";
 import { createSeqStorage } from "@vvm/seqstorage";
-import type { TTLStorage } from "@vvm/ttlstorage";
-import { TTLStorageError } from "@vvm/ttlstorage";
+import type { TTLStorage, WriteFence } from "@vvm/ttlstorage";
+import { TTLStorageError, withFence } from "@vvm/ttlstorage";
 import type { App, CommandContext, CompiledTable, FieldValue } from "./app-def.ts";
 import { FIRST_CRECORD_ID, MAX_RAW_ID, SEQ_OWRECORD_ID, SEQ_WLOG_OFFSET } from "./app-def.ts";
 import type { CpCommitted } from "./errors.ts";
 import { badRequest, CpError } from "./errors.ts";
 import type { DecodedLogValue, LogEntry } from "./event.ts";
-import { decodeLogValue, decodeRecordValue, encodeJson, toLogEvent } from "./event.ts";
+import {
+	decodeIdempotencyEntry,
+	decodeLogValue,
+	decodeRecordValue,
+	encodeJson,
+	toLogEvent,
+} from "./event.ts";
 import type { ResolvedUpdate } from "./event-builder.ts";
-import { buildEvent, checkEventSize } from "./event-builder.ts";
-import type { EncodedEvent, EventWriter } from "./event-writer.ts";
-import { storageFailure } from "./event-writer.ts";
-import { cpKeys, plogPKey, wlogPKey } from "./keys.ts";
+import { answerOf, buildEvent, checkEventSize } from "./event-builder.ts";
+import type { EncodedEvent, SequencesTrustLevel } from "./event-writer.ts";
+import { EventWriter, isFenced, storageFailure } from "./event-writer.ts";
+import { checkIdempotencyKey, fingerprint } from "./idempotency.ts";
+import { cpKeys, fenceScope, plogPKey, wlogPKey } from "./keys.ts";
 import { iterateLog } from "./log-iterator.ts";
 import { isWsid } from "./partition.ts";
 import { decodePLogEntry, plogReader } from "./plog-reader.ts";
@@ -141,6 +148,34 @@ export interface AppPartition extends AsyncDisposable {
 	close(): Promise<void>;
 }
 
+/**
+ * What a deployed partition writes under: its fencing epoch and how long it may still write. The
+ * host passes its placement's lease (a partition lease's start time, or a VVM slot leadership's
+ * fencing token, and the lease's local deadline); without one, the partition takes the next epoch
+ * of its fence record itself and never expires (one process serves it).
+ *
+ * @example
+ * ```ts
+ * const p = cp.deploy(7, { lease: { epoch: BigInt(lease.startTime), valid: () => node.serving(7) } });
+ * ```
+ */
+export interface PartitionLease {
+	/** Above the epoch of every earlier holder of the partition (its fencing token). */
+	readonly epoch: bigint;
+	/**
+	 * Whether this process may still write for the partition: `false` from the lease's local
+	 * deadline on (a monotonic clock), and forever after. A command writes its PLog entry only while
+	 * it is `true`, and is acknowledged only if it is still `true` once the write is confirmed.
+	 */
+	valid(): boolean;
+}
+
+/** Options of {@link CommandProcessor.deploy}. */
+export interface DeployOptions {
+	/** The lease the partition is served under; see {@link PartitionLease}. */
+	readonly lease?: PartitionLease;
+}
+
 /** @internal What the partitions of one processor share. */
 export interface PartitionContext {
 	readonly app: App;
@@ -149,9 +184,13 @@ export interface PartitionContext {
 	readonly storage: TTLStorage;
 	/** Unconditional writes (possibly coalesced across partitions). */
 	readonly writes: TTLStorage;
-	/** The sequencer's stored numbers only grow (seqstorage `growOnly`). */
-	readonly growOnlyNumbers: boolean;
-	readonly writer: EventWriter;
+	readonly trustLevel: SequencesTrustLevel;
+	readonly atomicBatches: boolean;
+	/** Fence every write by the partition's epoch (the storage supports it, and not switched off). */
+	readonly fencing: boolean;
+	/** Test-only mutant: no fence and no lease check at all (`unsafeUnfenced`). */
+	readonly unsafeUnfenced: boolean;
+	readonly idempotencyTtlSeconds: number;
 	readonly clock: Clock;
 	readonly retryAfterMs: number;
 	readonly maxQueued: number;
@@ -166,6 +205,14 @@ export type SequencerFactory = typeof createSequencer;
 
 type Phase = "prepare" | "plog" | "apply";
 
+/** What a command may carry beyond its plan. */
+interface Submitted {
+	readonly plan: Plan;
+	readonly idempotency: { readonly key: string; readonly hash: string } | undefined;
+}
+
+const noop = (): void => {};
+
 /** @internal The implementation of {@link AppPartition}. */
 export class AppPartitionImpl implements AppPartition {
 	readonly partitionId: number;
@@ -174,44 +221,149 @@ export class AppPartitionImpl implements AppPartition {
 	readonly #handle: SequencerHandle;
 	readonly #queue = new SerialQueue();
 	readonly #counters = new Counters();
+	readonly #lease: PartitionLease | undefined;
+	/** Resolves once the fence is raised (the writer and the sequencer's storage exist). */
+	readonly #fenced: Promise<void>;
+	readonly #closing = new AbortController();
+	#writer: EventWriter | undefined;
+	#seqStorage: SeqStorage | undefined;
+	#epoch: bigint | undefined;
+	/** Why the partition can no longer write (a newer holder, the fence could not be raised). */
+	#deposed: CpError | undefined;
+	/** Idempotency keys of commands queued or running: a retry meanwhile is refused. */
+	readonly #keysInFlight = new Set<string>();
+	/** The command past its PLog gate, which close() lets finish. */
+	#committing: Promise<unknown> | undefined;
 	/** Highest PLog offset whose event this process applied (all below it too). */
 	#appliedThrough = 0;
 	#closed = false;
-	#closing: Promise<void> | undefined;
+	#closePromise: Promise<void> | undefined;
 
-	constructor(ctx: PartitionContext, partitionId: number) {
+	constructor(ctx: PartitionContext, partitionId: number, lease: PartitionLease | undefined) {
 		this.#ctx = ctx;
 		this.partitionId = partitionId;
-		const reader = plogReader(
-			{ storage: ctx.storage, appId: ctx.appId, partitionId },
-			(offset, decoded, bytes) => this.#recover(offset, decoded, bytes),
-		);
-		const base = createSeqStorage({
-			// Grow-only writes are conditional: they go to the storage itself, not the coalescer.
-			storage: ctx.growOnlyNumbers ? ctx.storage : ctx.writes,
-			appId: ctx.appId,
-			partitionId,
-			plog: reader,
-			growOnly: ctx.growOnlyNumbers,
-		});
+		this.#lease = lease;
+		this.#fenced = this.#raiseFence();
+		this.#fenced.catch(noop);
+		// Every call waits for the fence: the sequencer's first actualization reads the PLog only
+		// once no earlier holder can write any more (F1 of the storage contract).
+		const seq = async (): Promise<SeqStorage> => {
+			await this.#fenced;
+			return this.#seqStorage as SeqStorage;
+		};
 		const seqStorage: SeqStorage = {
-			readNumbers: (wsid, seqIds) => base.readNumbers(wsid, seqIds),
-			readNextPLogOffset: () => base.readNextPLogOffset(),
-			writeValuesAndNextPLogOffset: (batch, offset) =>
-				base.writeValuesAndNextPLogOffset(batch, offset),
+			readNumbers: async (wsid, seqIds) => (await seq()).readNumbers(wsid, seqIds),
+			readNextPLogOffset: async () => (await seq()).readNextPLogOffset(),
+			writeValuesAndNextPLogOffset: async (batch, offset) =>
+				(await seq()).writeValuesAndNextPLogOffset(batch, offset),
 			actualizeSequencesFromPLog: async (
 				offset: PLogOffset,
 				batcher: SeqBatcher,
 				signal: AbortSignal,
 			) => {
+				const s = await seq();
 				this.#counters.actualizations++;
-				await base.actualizeSequencesFromPLog(offset, batcher, signal);
+				await s.actualizeSequencesFromPLog(offset, batcher, signal);
 			},
 		};
 		this.#handle = ctx.newSequencer(seqStorage, () => {
 			this.#counters.sequencerStorageErrors++;
 		});
 		this.sequencer = this.#handle.sequencer;
+	}
+
+	// ------------------------------------------------------------------ fencing
+
+	/**
+	 * Raises the partition's fence to its epoch (the lease's, or the next one) before anything is
+	 * read or written, then builds the writer and the sequencer's storage over views of the storage
+	 * that carry the fence. A fence already above the epoch: a newer holder serves the partition,
+	 * which closes. Storage errors are retried with backoff until the partition closes.
+	 */
+	async #raiseFence(): Promise<void> {
+		const ctx = this.#ctx;
+		const scope = fenceScope(ctx.appId, this.partitionId);
+		let fence: WriteFence | undefined;
+		if (ctx.fencing) {
+			const raise = ctx.storage.raiseFence?.bind(ctx.storage);
+			for (let attempt = 0; raise !== undefined; attempt++) {
+				try {
+					const epoch = await raise(scope, this.#lease?.epoch);
+					fence = { scope, epoch };
+					break;
+				} catch (error) {
+					if (isFenced(error)) {
+						this.#deposed = new CpError(
+							"CP_CLOSED",
+							`partition ${this.partitionId} is held by a newer holder: ${(error as Error).message}`,
+							{ cause: error },
+						);
+						void this.close();
+						throw this.#deposed;
+					}
+					if (this.#closed || !TTLStorageError.is(error)) throw error;
+					this.#ctx.log.warn(
+						{ event: "fence-retry", partitionId: this.partitionId, attempt, err: error },
+						`raising the fence of partition ${this.partitionId} failed; retrying`,
+					);
+					await ctx.clock
+						.sleep(Math.min(2_000, 50 * 2 ** attempt), this.#closing.signal)
+						.catch(noop);
+					if (this.#closed) throw closedError();
+				}
+			}
+		}
+		this.#epoch = fence?.epoch;
+		const view = (s: TTLStorage): TTLStorage => (fence === undefined ? s : withFence(s, fence));
+		const storage = view(ctx.storage);
+		const writes = view(ctx.writes);
+		this.#writer = new EventWriter({
+			storage,
+			writes,
+			appId: ctx.appId,
+			level: ctx.trustLevel,
+			atomicBatches: ctx.atomicBatches,
+			idempotencyTtlSeconds: ctx.idempotencyTtlSeconds,
+		});
+		this.#seqStorage = createSeqStorage({
+			storage: writes,
+			appId: ctx.appId,
+			partitionId: this.partitionId,
+			plog: plogReader(
+				{ storage: ctx.storage, appId: ctx.appId, partitionId: this.partitionId },
+				(offset, decoded, bytes) => this.#recover(offset, decoded, bytes),
+			),
+		});
+	}
+
+	/** A newer holder refused one of our writes: stop taking commands and undeploy. */
+	#depose(error: unknown): void {
+		if (this.#deposed !== undefined) return;
+		this.#deposed = new CpError(
+			"CP_CLOSED",
+			`partition ${this.partitionId} was taken over by a newer holder; it undeploys`,
+			{ cause: error },
+		);
+		this.#ctx.log.warn(
+			{
+				event: "deposed",
+				partitionId: this.partitionId,
+				epoch: this.#epoch?.toString(),
+				err: error,
+			},
+			`partition ${this.partitionId}: a newer holder refused our write (epoch ${this.#epoch}); undeploying`,
+		);
+		void this.close();
+	}
+
+	/** Whether the partition may still write: its lease is valid and no newer holder refused it. */
+	#mayWrite(): boolean {
+		if (this.#ctx.unsafeUnfenced) return true;
+		return this.#deposed === undefined && (this.#lease?.valid() ?? true);
+	}
+
+	get #writerReady(): EventWriter {
+		return this.#writer as EventWriter;
 	}
 
 	// ------------------------------------------------------------------ recovery
@@ -228,6 +380,10 @@ export class AppPartitionImpl implements AppPartition {
 	): Promise<void> {
 		this.#counters.actualizedEvents++;
 		if (offset <= this.#appliedThrough) return;
+		// Past its lease a holder writes nothing: the event may already be the next holder's to
+		// apply, or be overwritten by it (it was not acknowledged).
+		if (!this.#mayWrite()) throw leaseEnded(this.partitionId, "no");
+		const writer = this.#writerReady;
 		if (decoded === undefined) {
 			this.#counters.corruptedOffsets++;
 			this.#ctx.log.warn(
@@ -239,35 +395,44 @@ export class AppPartitionImpl implements AppPartition {
 				},
 				`PLog offset ${offset} of partition ${this.partitionId} holds a value that is not an event of this partition; it is consumed as corrupted`,
 			);
-		} else if (decoded.kind === "marker") {
-			this.#counters.reappliedEvents++;
-			await this.#ctx.writer.rollBack(decoded.event, bytes);
 		} else {
-			this.#counters.reappliedEvents++;
-			const conflict = await this.#ctx.writer.apply({ event: decoded.event, bytes }, true);
-			if (conflict !== undefined) {
-				this.#counters.conflicts++;
-				this.#ctx.log.error(
-					{
-						event: "conflict",
-						partitionId: this.partitionId,
-						plogOffset: offset,
-						key: conflict.key,
-					},
-					`${conflict.error().message}; the event is marked corrupted`,
-				);
+			try {
+				if (decoded.kind === "marker") {
+					this.#counters.reappliedEvents++;
+					await writer.rollBack(decoded.event, bytes);
+				} else {
+					this.#counters.reappliedEvents++;
+					const conflict = await writer.apply({ event: decoded.event, bytes }, true);
+					if (conflict !== undefined) {
+						this.#counters.conflicts++;
+						this.#ctx.log.error(
+							{
+								event: "conflict",
+								partitionId: this.partitionId,
+								plogOffset: offset,
+								key: conflict.key,
+							},
+							`${conflict.error().message}; the event is marked corrupted`,
+						);
+					}
+				}
+			} catch (error) {
+				if (isFenced(error)) this.#depose(error);
+				throw error;
 			}
 		}
 		this.#appliedThrough = offset;
 	}
 
 	async ready(signal?: AbortSignal): Promise<void> {
-		if (this.#closed) throw closedError();
+		if (this.#closed) throw this.#deposed ?? closedError();
 		try {
+			await this.#fenced;
 			await this.#handle.sequencer.ready(signal);
 		} catch (error) {
+			if (CpError.is(error)) throw error;
 			throw SequencerError.is(error) && error.code === "SEQUENCER_CLEANED_UP"
-				? closedError()
+				? (this.#deposed ?? closedError())
 				: error;
 		}
 	}
@@ -275,29 +440,53 @@ export class AppPartitionImpl implements AppPartition {
 	// ------------------------------------------------------------------ commands
 
 	createRecord(request: CreateRecordRequest): Promise<CommandResult> {
-		return this.#submit(() => planCreate(this.#ctx.app, request));
+		return this.#submit("createRecord", request, () => planCreate(this.#ctx.app, request));
 	}
 
 	updateRecord(request: UpdateRecordRequest): Promise<CommandResult> {
-		return this.#submit(() => planUpdate(this.#ctx.app, request));
+		return this.#submit("updateRecord", request, () => planUpdate(this.#ctx.app, request));
 	}
 
 	executeCommand(request: ExecuteCommandRequest): Promise<CommandResult> {
-		return this.#submit(() => planCommand(this.#ctx.app, request));
+		return this.#submit("executeCommand", request, () => planCommand(this.#ctx.app, request));
 	}
 
-	async #submit(plan: () => Plan): Promise<CommandResult> {
+	async #submit(
+		operation: string,
+		request: { readonly idempotencyKey?: string } | undefined,
+		plan: () => Plan,
+	): Promise<CommandResult> {
+		let inFlight: string | undefined;
 		try {
-			if (this.#closed) throw closedError();
+			if (this.#closed) throw this.#deposed ?? closedError();
 			const p = plan();
 			this.#checkPartition(p.wsid);
+			const key = request?.idempotencyKey;
+			let idempotency: Submitted["idempotency"];
+			if (key !== undefined) {
+				const { idempotencyKey: _, ...rest } = request as { idempotencyKey?: string };
+				idempotency = { key: checkIdempotencyKey(key), hash: fingerprint(operation, rest) };
+				inFlight = `${p.wsid}/${key}`;
+				if (this.#keysInFlight.has(inFlight)) {
+					inFlight = undefined;
+					throw new CpError(
+						"CP_IDEMPOTENCY_KEY_IN_FLIGHT",
+						`idempotencyKey: a command with this key is still running in workspace ${p.wsid}; retry once it has answered`,
+						{ field: "idempotencyKey", committed: "unknown", retryAfterMs: this.#ctx.retryAfterMs },
+					);
+				}
+			}
 			if (this.#queue.length >= this.#ctx.maxQueued) throw this.#busy("the command queue is full");
 			if (this.sequencer.stats().actualizing) throw this.#busy("the partition is actualizing");
-			const result = await this.#queue.run(() => this.#execute(p));
-			this.#counters.commands++;
+			if (inFlight !== undefined) this.#keysInFlight.add(inFlight);
+			const result = await this.#queue.run(() => this.#execute({ plan: p, idempotency }));
+			if (result.replayed === true) this.#counters.replayed++;
+			else this.#counters.commands++;
 			return result;
 		} catch (error) {
 			throw this.#count(error);
+		} finally {
+			if (inFlight !== undefined) this.#keysInFlight.delete(inFlight);
 		}
 	}
 
@@ -310,6 +499,8 @@ export class AppPartitionImpl implements AppPartition {
 				case "CP_NOT_FOUND":
 				case "CP_NOT_ALLOWED":
 				case "CP_WRONG_PARTITION":
+				case "CP_IDEMPOTENCY_KEY_REUSED":
+				case "CP_IDEMPOTENCY_KEY_IN_FLIGHT":
 					c.rejected++;
 					break;
 				case "CP_BUSY":
@@ -342,9 +533,36 @@ export class AppPartitionImpl implements AppPartition {
 			);
 	}
 
-	async #execute(plan: Plan): Promise<CommandResult> {
-		if (this.#closed) throw closedError();
-		const { app, writer, clock } = this.#ctx;
+	/** The first execution's answer of an idempotency key, or `undefined` when it is new. */
+	async #replay(wsid: number, idempotency: NonNullable<Submitted["idempotency"]>) {
+		const k = cpKeys.idempotency(this.#ctx.appId, wsid, idempotency.key);
+		let bytes: Uint8Array | undefined;
+		try {
+			bytes = await this.#ctx.storage.get(k.pKey, k.cCols);
+		} catch (error) {
+			throw storageFailure(error, "no", "reading the idempotency key");
+		}
+		const entry = bytes === undefined ? undefined : decodeIdempotencyEntry(bytes);
+		if (entry === undefined) return undefined;
+		if (entry.h !== idempotency.hash)
+			throw new CpError(
+				"CP_IDEMPOTENCY_KEY_REUSED",
+				`idempotencyKey: the key was used for a different request in workspace ${wsid} (PLog offset ${entry.o})`,
+				{ field: "idempotencyKey" },
+			);
+		const result: CommandResult = { ...entry.r, plogOffset: entry.o, replayed: true };
+		return result;
+	}
+
+	async #execute({ plan, idempotency }: Submitted): Promise<CommandResult> {
+		if (this.#closed) throw this.#deposed ?? closedError();
+		try {
+			await this.#fenced;
+		} catch (error) {
+			throw this.#classify(error, "prepare");
+		}
+		const { app, clock } = this.#ctx;
+		const writer = this.#writerReady;
 		let wsKind: number;
 		try {
 			wsKind = app.wsKindOf(plan.wsid);
@@ -358,13 +576,36 @@ export class AppPartitionImpl implements AppPartition {
 				},
 			);
 		}
+		// A failed previous command started a re-actualization, which re-applies its event: wait,
+		// so that what this command reads (its key, its records) is read after that.
+		if (this.sequencer.stats().actualizing) {
+			try {
+				await this.ready();
+			} catch (error) {
+				throw this.#classify(error, "prepare");
+			}
+		}
+		if (idempotency !== undefined) {
+			const replayed = await this.#replay(plan.wsid, idempotency);
+			if (replayed !== undefined) return replayed;
+		}
 		// Everything that can be refused is refused before a number is taken.
 		const updates = await this.#resolveUpdates(plan.wsid, plan.updates);
 		checkRawIds({ creates: plan.creates, updates: updates.map(asPlanned) });
 		const execute = plan.command.execute;
 		if (execute === undefined)
-			checkEventSize({ ...this.#sizeParts(plan, plan.creates, updates), appSeqs: [] });
-		const offset = this.sequencer.start(wsKind, plan.wsid);
+			checkEventSize({
+				...this.#sizeParts(plan, plan.creates, updates),
+				appSeqs: [],
+				idempotency,
+			});
+		if (this.#closed) throw this.#deposed ?? closedError();
+		let offset: number | undefined;
+		try {
+			offset = this.sequencer.start(wsKind, plan.wsid);
+		} catch (error) {
+			throw this.#classify(error, "prepare");
+		}
 		if (offset === undefined)
 			throw this.#busy("the sequencer is actualizing or its flush backlog is full");
 		let phase: Phase = "prepare";
@@ -384,12 +625,17 @@ export class AppPartitionImpl implements AppPartition {
 				creates = [...creates, ...more.creates];
 				allUpdates = [...updates, ...(await this.#resolveUpdates(plan.wsid, more.updates))];
 				checkRawIds({ creates, updates: allUpdates.map(asPlanned) });
-				checkEventSize({ ...this.#sizeParts(plan, creates, allUpdates), appSeqs });
 				result = out?.result;
+				checkEventSize({
+					...this.#sizeParts(plan, creates, allUpdates),
+					appSeqs,
+					idempotency,
+					result,
+				});
 			}
 			const ids: number[] = [];
 			for (const c of creates) ids.push(await this.#nextId(c.table));
-			const event = buildEvent({
+			const parts = {
 				partitionId: this.partitionId,
 				plogOffset: offset,
 				wsid: plan.wsid,
@@ -401,31 +647,73 @@ export class AppPartitionImpl implements AppPartition {
 				ids,
 				updates: allUpdates,
 				appSeqs,
-			});
-			const encoded: EncodedEvent = { event, bytes: encodeJson(event) };
-			phase = "plog";
-			const applied = await writer.writePLog(encoded);
-			phase = "apply";
-			const conflict = applied ? undefined : await writer.apply(encoded, false);
-			if (conflict !== undefined) throw conflict.error(conflict.markError);
-			this.sequencer.flush();
-			this.#appliedThrough = offset;
-			const NewIDs: Record<string, number> = {};
-			creates.forEach((c, i) => {
-				NewIDs[String(c.rawId)] = ids[i] as number;
-			});
-			return {
-				CurrentWLogOffset: wlogOffset,
-				NewIDs,
-				...(result === undefined ? {} : { Result: result }),
-				plogOffset: offset,
+				epoch: this.#epoch,
+				idempotency,
+				result,
 			};
+			const event = buildEvent(parts);
+			const encoded: EncodedEvent = {
+				event,
+				bytes: encodeJson(event),
+				readValues: new Map(allUpdates.map((u) => [u.id, u.stored])),
+			};
+			const answer: CommandResult = { ...answerOf(parts), plogOffset: offset };
+			// The gate: nothing is written after the partition closed or its lease ended.
+			if (this.#closed) throw this.#deposed ?? closedError();
+			if (!this.#mayWrite()) throw leaseEnded(this.partitionId, "no");
+			phase = "plog";
+			const committing = this.#commit(writer, encoded, answer);
+			this.#committing = committing;
+			try {
+				return await committing;
+			} finally {
+				this.#committing = undefined;
+			}
 		} catch (error) {
 			// Nothing or a durable event: either way the sequencer re-reads the PLog, and recovery
 			// re-applies the event (if it is there) before the next command.
-			if (!this.#closed) this.sequencer.actualize();
+			if (this.#closed) throw this.#classify(error, phase);
+			// A partition whose lease ended (or that a newer holder deposed) writes nothing more,
+			// not even recovery: it undeploys, and the sequencer with it.
+			if (this.#mayWrite()) this.sequencer.actualize();
+			else void this.close();
 			throw this.#classify(error, phase);
 		}
+	}
+
+	/**
+	 * Writes the PLog entry; acknowledges only if the lease was still valid once the write was
+	 * confirmed (so the next holder's actualization, which starts after this lease's end, sees it),
+	 * then applies the effects and flushes.
+	 */
+	async #commit(
+		writer: EventWriter,
+		encoded: EncodedEvent,
+		answer: CommandResult,
+	): Promise<CommandResult> {
+		let applied: boolean;
+		try {
+			applied = await writer.writePLog(encoded);
+		} catch (error) {
+			if (isFenced(error)) this.#depose(error);
+			throw error;
+		}
+		if (!this.#mayWrite()) throw leaseEnded(this.partitionId, "unknown");
+		let conflict;
+		try {
+			conflict = applied ? undefined : await writer.apply(encoded, false);
+		} catch (error) {
+			// A newer holder refused an effect: it has the event (its actualization started after
+			// our PLog write landed) and applies it before serving anything.
+			if (!isFenced(error)) throw withPhase(error, "apply");
+			this.#depose(error);
+			this.sequencer.flush();
+			return answer;
+		}
+		if (conflict !== undefined) throw conflict.error(conflict.markError);
+		this.sequencer.flush();
+		this.#appliedThrough = encoded.event.o;
+		return answer;
 	}
 
 	#sizeParts(plan: Plan, creates: readonly PlannedCreate[], updates: readonly ResolvedUpdate[]) {
@@ -492,7 +780,12 @@ export class AppPartitionImpl implements AppPartition {
 						field: idPath,
 					},
 				);
-			if (stored === undefined || (u.table !== undefined && u.table.name !== stored.q))
+			if (
+				bytes === undefined ||
+				stored === undefined ||
+				stored.d !== undefined ||
+				(u.table !== undefined && u.table.name !== stored.q)
+			)
 				throw new CpError(
 					"CP_NOT_FOUND",
 					`${idPath}: no record ${u.id}${u.table === undefined ? "" : ` of ${u.table.name}`} in workspace ${wsid}`,
@@ -510,34 +803,43 @@ export class AppPartitionImpl implements AppPartition {
 				fields: applyPatch(table, stored.f, u.patch, u.path),
 				createdBy: stored.c,
 				path: u.path,
+				stored: bytes,
 			};
 		});
 	}
 
 	#classify(error: unknown, phase: Phase): CpError {
-		if (CpError.is(error)) return error;
-		if (SequencerError.is(error) && error.code === "SEQUENCER_CLEANED_UP")
+		const at = phaseOf(error) ?? phase;
+		const cause = unwrapPhase(error);
+		if (CpError.is(cause)) return cause;
+		const committed: CpCommitted = at === "prepare" ? "no" : at === "plog" ? "unknown" : "yes";
+		if (SequencerError.is(cause) && cause.code === "SEQUENCER_CLEANED_UP")
 			return new CpError("CP_CLOSED", "the partition was closed during the command", {
-				cause: error,
-				committed: phase === "prepare" ? "no" : phase === "plog" ? "unknown" : "yes",
-			});
-		const committed: CpCommitted =
-			phase === "prepare" ? "no" : phase === "plog" ? "unknown" : "yes";
-		if (TTLStorageError.is(error))
-			return storageFailure(
-				error,
+				cause,
 				committed,
-				phase === "apply" ? "applying the event" : "the command",
+			});
+		if (isFenced(cause))
+			// An epoch-fencing storage refused the write: nothing of it was written.
+			return new CpError(
+				"CP_CLOSED",
+				`partition ${this.partitionId} was taken over by a newer holder; nothing was written`,
+				{ cause, committed: at === "apply" ? "yes" : "no" },
+			);
+		if (TTLStorageError.is(cause))
+			return storageFailure(
+				cause,
+				committed,
+				at === "apply" ? "applying the event" : "the command",
 			);
 		this.#ctx.log.error(
-			{ event: "command-error", partitionId: this.partitionId, err: error },
-			`command failed: ${error instanceof Error ? error.message : String(error)}`,
+			{ event: "command-error", partitionId: this.partitionId, err: cause },
+			`command failed: ${cause instanceof Error ? cause.message : String(cause)}`,
 		);
 		return new CpError(
 			"CP_INTERNAL",
-			`the command failed: ${error instanceof Error ? error.message : String(error)}`,
+			`the command failed: ${cause instanceof Error ? cause.message : String(cause)}`,
 			{
-				cause: error,
+				cause,
 				committed,
 			},
 		);
@@ -564,7 +866,11 @@ export class AppPartitionImpl implements AppPartition {
 			throw new CpError("CP_INTERNAL", `id: record ${id} holds a value that is not a record`, {
 				field: "id",
 			});
-		if (stored === undefined || (table !== undefined && stored.q !== table))
+		if (
+			stored === undefined ||
+			stored.d !== undefined ||
+			(table !== undefined && stored.q !== table)
+		)
 			throw new CpError(
 				"CP_NOT_FOUND",
 				`id: no record ${id}${table === undefined ? "" : ` of ${table}`} in workspace ${wsid}`,
@@ -634,19 +940,28 @@ export class AppPartitionImpl implements AppPartition {
 			actualizing: s.actualizing,
 			nextPLogOffset: s.nextPLogOffset,
 			unflushedValues: s.unflushedValues,
+			epoch: this.#epoch?.toString(),
+			deposed: this.#deposed !== undefined,
 		};
 	}
 
+	/**
+	 * Undeploys: commands not yet at their PLog write fail with `CP_CLOSED` (nothing written); the
+	 * one writing its event finishes (its answer tells what was written), then the sequencer is
+	 * cleaned up. Idempotent.
+	 */
 	close(): Promise<void> {
-		if (this.#closing !== undefined) return this.#closing;
+		if (this.#closePromise !== undefined) return this.#closePromise;
 		this.#closed = true;
-		this.#closing = (async () => {
-			// Cleanup first: a command waiting on the sequencer (a storage read) is cut short.
+		this.#closing.abort(closedError());
+		this.#closePromise = (async () => {
+			await this.#committing?.catch(noop);
+			// Cleanup then: a command waiting on the sequencer (a storage read) is cut short.
 			await this.#handle.cleanup();
 			await this.#queue.idle();
 			this.#ctx.onClosed(this.partitionId);
 		})();
-		return this.#closing;
+		return this.#closePromise;
 	}
 
 	[Symbol.asyncDispose](): Promise<void> {
@@ -656,6 +971,38 @@ export class AppPartitionImpl implements AppPartition {
 
 function closedError(): CpError {
 	return new CpError("CP_CLOSED", "the partition is closed (undeployed)");
+}
+
+function leaseEnded(partitionId: number, committed: CpCommitted): CpError {
+	return new CpError(
+		"CP_CLOSED",
+		committed === "no"
+			? `the lease of partition ${partitionId} ended before the command was written; nothing was written`
+			: `the lease of partition ${partitionId} ended before its PLog write was confirmed; the event may or may not be applied (retry with the same idempotency key, or read the WLog)`,
+		{ committed },
+	);
+}
+
+/** An error thrown past a phase boundary, tagged with the phase it happened in. */
+class PhaseError {
+	readonly error: unknown;
+	readonly phase: Phase;
+	constructor(error: unknown, phase: Phase) {
+		this.error = error;
+		this.phase = phase;
+	}
+}
+
+function withPhase(error: unknown, phase: Phase): PhaseError {
+	return new PhaseError(error, phase);
+}
+
+function phaseOf(error: unknown): Phase | undefined {
+	return error instanceof PhaseError ? error.phase : undefined;
+}
+
+function unwrapPhase(error: unknown): unknown {
+	return error instanceof PhaseError ? error.error : error;
 }
 
 function asPlanned(u: ResolvedUpdate): PlannedUpdate {

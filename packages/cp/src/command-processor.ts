@@ -5,12 +5,13 @@ import { createSequencer } from "@vvm/isequencer";
 import type { Logger } from "@vvm/log";
 import { libraryLogger } from "@vvm/log";
 import type { TTLStorage } from "@vvm/ttlstorage";
+import { MAX_TTL_SECONDS } from "@vvm/ttlstorage";
 import type { App } from "./app-def.ts";
-import type { AppPartition, SequencerFactory } from "./app-partition.ts";
+import type { AppPartition, DeployOptions, SequencerFactory } from "./app-partition.ts";
 import { AppPartitionImpl } from "./app-partition.ts";
 import { demoApp } from "./demo-app.ts";
 import type { SequencesTrustLevel } from "./event-writer.ts";
-import { EventWriter } from "./event-writer.ts";
+import { DEFAULT_IDEMPOTENCY_TTL_SECONDS } from "./idempotency.ts";
 import { checkPartitions, partitionOf } from "./partition.ts";
 import type { PartitionStats } from "./stats.ts";
 import { CoalescingStorage } from "./write-coalescer.ts";
@@ -55,19 +56,24 @@ export interface CommandProcessorOptions {
 	/** With group commit: batches at the storage at once (later ones queue and merge). Default 2. */
 	readonly writeBatchesInFlight?: number;
 	/**
-	 * The storage applies each `putBatch` all or nothing: true of `@vvm/ttlstorage-level` (one
-	 * LevelDB write batch), NOT of Cassandra (batches split by size) or DynamoDB (BatchWriteItem).
-	 * At level 2 a command then writes its PLog entry and its effects in one batch (one storage
-	 * round trip instead of two). Default `false`.
+	 * The storage applies each `putBatch` all or nothing (true of `@vvm/ttlstorage-level`, one
+	 * LevelDB write batch; not of Cassandra, whose batches are split by size, nor of DynamoDB's
+	 * BatchWriteItem). At level 2 a command then writes its PLog entry and its effects in one batch
+	 * (one storage round trip instead of two). Default: the storage's `supports.atomicBatches`.
 	 */
 	readonly atomicBatches?: boolean;
 	/**
-	 * The sequencers' numbers and next PLog offset only ever grow in storage (`@vvm/seqstorage`'s
-	 * `growOnly`): a deposed leader's flush that lands late cannot roll them back under the new
-	 * leader. Costs a read and a conditional write per changed number per flush. Default `false`;
-	 * turn it on whenever more than one process may serve a partition over time (a cluster).
+	 * How long an idempotency key (`idempotencyKey` of a command) is kept, in seconds: a retry
+	 * within it answers the first execution's result. Default 86 400 (24 h); `1..31 536 000`.
 	 */
-	readonly growOnlyNumbers?: boolean;
+	readonly idempotencyTtlSeconds?: number;
+	/**
+	 * **Unsafe, for tests and benchmarks only**: write without fences even where the storage
+	 * supports them, and acknowledge without checking the lease (a deposed holder's late writes
+	 * then land): the build the fenced-writes checker must catch. Default `false`.
+	 * @internal
+	 */
+	readonly unsafeUnfenced?: boolean;
 	/**
 	 * Any pino-compatible logger (`@vvm/log`): corrupted offsets (warn), conflicts found by
 	 * recovery and application commands that threw (error), and the sequencers' storage retries
@@ -91,7 +97,10 @@ export interface CommandProcessorOptions {
  * ```
  */
 export interface CommandProcessorStats {
-	readonly totals: Omit<PartitionStats, "partitionId" | "actualizing" | "nextPLogOffset"> & {
+	readonly totals: Omit<
+		PartitionStats,
+		"partitionId" | "actualizing" | "nextPLogOffset" | "epoch" | "deposed"
+	> & {
 		readonly actualizing: number;
 	};
 	readonly partitions: readonly PartitionStats[];
@@ -116,10 +125,12 @@ export interface CommandProcessor extends AsyncDisposable {
 	/** `wsid mod partitions`. */
 	partitionOf(wsid: number): number;
 	/**
-	 * Deploys a partition: creates its sequencer, which actualizes from the durable PLog (recovery
-	 * re-applies the events whose effects may be missing). Throws a RangeError if it is deployed.
+	 * Deploys a partition: raises its fence to the lease's epoch (or the next one), then creates
+	 * its sequencer, which actualizes from the durable PLog (recovery re-applies the events whose
+	 * effects may be missing). Throws a RangeError if it is deployed; a TypeError when a `lease` is
+	 * given over a storage that cannot fence writes.
 	 */
-	deploy(partitionId: number): AppPartition;
+	deploy(partitionId: number, options?: DeployOptions): AppPartition;
 	/** The deployed partition, or `undefined`. */
 	partition(partitionId: number): AppPartition | undefined;
 	/** Closes a deployed partition (no-op when it is not deployed). */
@@ -137,7 +148,8 @@ class CommandProcessorImpl implements CommandProcessor {
 	readonly #deployed = new Map<number, AppPartitionImpl>();
 	readonly #options: CommandProcessorOptions;
 	readonly #coalescer: CoalescingStorage | undefined;
-	readonly #writer: EventWriter;
+	readonly #fencing: boolean;
+	readonly #idempotencyTtl: number;
 	#closed = false;
 
 	constructor(options: CommandProcessorOptions) {
@@ -160,6 +172,16 @@ class CommandProcessorImpl implements CommandProcessor {
 		] as const)
 			if (v !== undefined && (!Number.isSafeInteger(v) || v < min))
 				throw new RangeError(`[@vvm/cp] ${name} must be an integer >= ${min}, got ${v}`);
+		const ttl = options.idempotencyTtlSeconds ?? DEFAULT_IDEMPOTENCY_TTL_SECONDS;
+		if (!Number.isSafeInteger(ttl) || ttl < 1 || ttl > MAX_TTL_SECONDS)
+			throw new RangeError(
+				`[@vvm/cp] idempotencyTtlSeconds must be an integer in 1..${MAX_TTL_SECONDS}, got ${String(ttl)}`,
+			);
+		this.#idempotencyTtl = ttl;
+		this.#fencing =
+			options.unsafeUnfenced !== true &&
+			options.storage.supports?.fencing !== undefined &&
+			typeof options.storage.raiseFence === "function";
 		this.#options = options;
 		this.app = options.app ?? demoApp;
 		this.appId = options.appId;
@@ -173,20 +195,13 @@ class CommandProcessorImpl implements CommandProcessor {
 							? {}
 							: { maxInFlight: options.writeBatchesInFlight }),
 					});
-		this.#writer = new EventWriter(
-			options.storage,
-			this.#coalescer ?? options.storage,
-			options.appId,
-			level,
-			options.atomicBatches === true,
-		);
 	}
 
 	partitionOf(wsid: number): number {
 		return partitionOf(wsid, this.partitions);
 	}
 
-	deploy(partitionId: number): AppPartition {
+	deploy(partitionId: number, deployOptions: DeployOptions = {}): AppPartition {
 		if (this.#closed) throw new RangeError("[@vvm/cp] the command processor is closed");
 		if (!Number.isInteger(partitionId) || partitionId < 0 || partitionId >= this.partitions)
 			throw new RangeError(
@@ -194,6 +209,15 @@ class CommandProcessorImpl implements CommandProcessor {
 			);
 		if (this.#deployed.has(partitionId))
 			throw new RangeError(`[@vvm/cp] partition ${partitionId} is already deployed`);
+		const lease = deployOptions.lease;
+		if (lease !== undefined) {
+			if (typeof lease.epoch !== "bigint" || lease.epoch < 0n || typeof lease.valid !== "function")
+				throw new TypeError("[@vvm/cp] lease must be { epoch: bigint >= 0n, valid(): boolean }");
+			if (!this.#fencing && this.#options.unsafeUnfenced !== true)
+				throw new TypeError(
+					"[@vvm/cp] a lease needs a storage that fences writes (supports.fencing and raiseFence): without it a deposed holder's late writes would land",
+				);
+		}
 		const o = this.#options;
 		const seqTypes = this.app.seqTypes;
 		const factory = o.createSequencer ?? createSequencer;
@@ -204,8 +228,11 @@ class CommandProcessorImpl implements CommandProcessor {
 				partitions: this.partitions,
 				storage: o.storage,
 				writes: this.#coalescer ?? o.storage,
-				growOnlyNumbers: o.growOnlyNumbers === true,
-				writer: this.#writer,
+				trustLevel: this.trustLevel,
+				atomicBatches: o.atomicBatches ?? o.storage.supports?.atomicBatches === true,
+				fencing: this.#fencing,
+				unsafeUnfenced: o.unsafeUnfenced === true,
+				idempotencyTtlSeconds: this.#idempotencyTtl,
 				clock: o.clock ?? systemClock,
 				retryAfterMs: o.retryAfterMs ?? 1000,
 				maxQueued: o.maxQueuedCommands ?? 1000,
@@ -225,6 +252,7 @@ class CommandProcessorImpl implements CommandProcessor {
 				},
 			},
 			partitionId,
+			lease,
 		);
 		this.#deployed.set(partitionId, partition);
 		return partition;
@@ -245,6 +273,7 @@ class CommandProcessorImpl implements CommandProcessor {
 		return {
 			totals: {
 				commands: sum((s) => s.commands),
+				replayed: sum((s) => s.replayed),
 				failed: sum((s) => s.failed),
 				rejected: sum((s) => s.rejected),
 				conflicts: sum((s) => s.conflicts),

@@ -13,8 +13,12 @@
  * - `CP_CONFLICT`: a sequences violation: an insert-if-not-exists found another value at `key`.
  *   That value was not overwritten; the partition re-actualizes.
  * - `CP_STORAGE`: the storage failed; `committed` says whether the event is durable.
- * - `CP_CLOSED`: the partition was undeployed or the processor closed.
+ * - `CP_CLOSED`: the partition was undeployed, its lease ended, or a newer holder took it over.
+ * - `CP_IDEMPOTENCY_KEY_REUSED`: the idempotency key was used before for a different request.
+ * - `CP_IDEMPOTENCY_KEY_IN_FLIGHT`: a command with the same idempotency key is still running.
  * - `CP_INTERNAL`: an application command failed or an invariant broke.
+ *
+ * Every error says in `committed` whether the command's event is durable (see {@link CpCommitted}).
  */
 export type CpErrorCode =
 	| "CP_BAD_REQUEST"
@@ -25,14 +29,18 @@ export type CpErrorCode =
 	| "CP_CONFLICT"
 	| "CP_STORAGE"
 	| "CP_CLOSED"
+	| "CP_IDEMPOTENCY_KEY_REUSED"
+	| "CP_IDEMPOTENCY_KEY_IN_FLIGHT"
 	| "CP_INTERNAL";
 
 /**
  * Whether the event of a failed command is in the PLog:
  * - `"no"`: it is not, and never will be (safe to retry);
  * - `"yes"`: it is durable; its records and WLog entry are (re-)applied when the partition
- *   recovers, before the next command;
- * - `"unknown"`: a write's outcome is unknown; recovery applies the event if it landed.
+ *   recovers, before the next command, on this host or on the next holder;
+ * - `"unknown"`: a write's outcome is unknown; recovery applies the event if it landed. Retry
+ *   with the same idempotency key (it answers the first execution's result if there was one),
+ *   or read the WLog before sending the command again.
  */
 export type CpCommitted = "no" | "yes" | "unknown";
 
@@ -81,8 +89,8 @@ export class CpError extends Error {
 	readonly retryAfterMs: number | undefined;
 	/** The conflicting key (`CP_CONFLICT`). */
 	readonly key: CpKeyInfo | undefined;
-	/** Whether the event is durable (`CP_STORAGE`, `CP_CONFLICT`, `CP_INTERNAL`). */
-	readonly committed: CpCommitted | undefined;
+	/** Whether the command's event is durable; `"no"` for every refusal before a write. */
+	readonly committed: CpCommitted;
 
 	constructor(code: CpErrorCode, message: string, options: CpErrorOptions = {}) {
 		super(
@@ -93,7 +101,7 @@ export class CpError extends Error {
 		this.field = options.field;
 		this.retryAfterMs = options.retryAfterMs;
 		this.key = options.key;
-		this.committed = options.committed;
+		this.committed = options.committed ?? "no";
 		Object.defineProperty(this, MARKER, { value: true });
 	}
 

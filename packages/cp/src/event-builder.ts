@@ -1,7 +1,7 @@
 import type { CompiledTable, FieldValue } from "./app-def.ts";
 import { MAX_RAW_ID, SEQ_WLOG_OFFSET } from "./app-def.ts";
 import { badRequest } from "./errors.ts";
-import type { StoredCud, StoredEvent } from "./event.ts";
+import type { IdempotentAnswer, StoredCud, StoredEvent } from "./event.ts";
 import { encodeJson, MAX_EVENT_BYTES, recordValue } from "./event.ts";
 import type { PlannedCreate } from "./request.ts";
 
@@ -14,6 +14,8 @@ export interface ResolvedUpdate {
 	/** PLog offset of the event that created the record. */
 	readonly createdBy: number;
 	readonly path: string;
+	/** The record's value as read (level 0 swaps from it). */
+	readonly stored: Uint8Array;
 }
 
 /** @internal Everything an event is built from. */
@@ -31,6 +33,25 @@ export interface EventParts {
 	readonly updates: readonly ResolvedUpdate[];
 	/** Application sequence numbers taken: `[seqId, value]`. */
 	readonly appSeqs: ReadonlyArray<readonly [number, number]>;
+	/** The fencing epoch the partition writes under. */
+	readonly epoch?: bigint | undefined;
+	/** The command's idempotency key and the fingerprint of its request. */
+	readonly idempotency?: { readonly key: string; readonly hash: string } | undefined;
+	/** An application command's result. */
+	readonly result?: Readonly<Record<string, unknown>> | undefined;
+}
+
+/** @internal The answer of a command: its WLog offset, the real ID of each raw ID, its result. */
+export function answerOf(p: EventParts): IdempotentAnswer {
+	const NewIDs: Record<string, number> = {};
+	p.creates.forEach((c, i) => {
+		NewIDs[String(c.rawId)] = p.ids[i] as number;
+	});
+	return {
+		CurrentWLogOffset: p.wlogOffset,
+		NewIDs,
+		...(p.result === undefined ? {} : { Result: p.result }),
+	};
 }
 
 function substitute(
@@ -85,6 +106,10 @@ export function buildEvent(p: EventParts): StoredEvent {
 		...(p.args === undefined ? {} : { a: p.args }),
 		s,
 		cuds,
+		...(p.epoch === undefined ? {} : { f: p.epoch.toString() }),
+		...(p.idempotency === undefined
+			? {}
+			: { i: { k: p.idempotency.key, h: p.idempotency.hash, r: answerOf(p) } }),
 	};
 }
 
@@ -104,6 +129,7 @@ export function checkEventSize(
 		registeredAt: widest,
 		ids: parts.creates.map(() => widest),
 		appSeqs: parts.appSeqs.map(([id]) => [id, widest] as const),
+		epoch: 2n ** 63n - 1n,
 	});
 	const size = encodeJson(draft).length;
 	if (size > MAX_EVENT_BYTES)

@@ -1,9 +1,17 @@
 import type { BatchItem, TTLStorage } from "@vvm/ttlstorage";
-import { bytesEqual, TTLStorageError } from "@vvm/ttlstorage";
+import { bytesEqual, fencedError, TTLStorageError } from "@vvm/ttlstorage";
 import type { CpCommitted, CpKeyInfo } from "./errors.ts";
 import { CpError } from "./errors.ts";
-import type { StoredCud, StoredEvent } from "./event.ts";
-import { decodeLogValue, decodeRecordValue, encodeJson, markerOf, recordValue } from "./event.ts";
+import type { StoredCud, StoredEvent, StoredIdempotencyEntry } from "./event.ts";
+import {
+	decodeLogValue,
+	decodeRecordValue,
+	encodeJson,
+	epochOf,
+	markerOf,
+	recordValue,
+	tombstoneOf,
+} from "./event.ts";
 import type { StorageKey } from "./keys.ts";
 import { cpKeys, keyInfo } from "./keys.ts";
 
@@ -11,13 +19,15 @@ import { cpKeys, keyInfo } from "./keys.ts";
  * SequencesTrustLevel (seed 004, `VVMConfig.SequencesTrustLevel`): how events and new records are
  * written.
  *
- * | level | events (PLog, WLog) | new records |
- * | --- | --- | --- |
- * | 0 | insert-if-not-exists | insert-if-not-exists |
- * | 1 | insert-if-not-exists | put |
- * | 2 | put | put |
+ * | level | events (PLog, WLog) | new records | record updates |
+ * | --- | --- | --- | --- |
+ * | 0 | insert-if-not-exists | insert-if-not-exists | compare-and-swap from the value read |
+ * | 1 | insert-if-not-exists | put | put |
+ * | 2 | put | put | put |
  *
- * Record updates and the "mark event corrupted" write always use put.
+ * A key written conditionally at a level is only ever written conditionally at that level (a
+ * marker or a rollback is a compare-and-swap there), so Cassandra never orders a plain write
+ * against a lightweight transaction of the same record by clocks.
  */
 export type SequencesTrustLevel = 0 | 1 | 2;
 
@@ -33,7 +43,7 @@ export class Conflict {
 		return new CpError(
 			"CP_CONFLICT",
 			`sequences violation: ${this.key.description} already holds another value (pKey ${this.key.pKey}, cCols ${this.key.cCols}); nothing was overwritten`,
-			{ key: this.key, ...(cause === undefined ? {} : { cause }) },
+			{ key: this.key, committed: "no", ...(cause === undefined ? {} : { cause }) },
 		);
 	}
 }
@@ -47,10 +57,17 @@ export function storageFailure(cause: unknown, committed: CpCommitted, what: str
 	});
 }
 
-/** @internal An event with its bytes and keys. */
+/** @internal Whether a storage error says a newer holder of the partition took it over. */
+export function isFenced(error: unknown): boolean {
+	return TTLStorageError.is(error) && error.code === "TTLSTORAGE_FENCED";
+}
+
+/** @internal An event with its bytes, and what applying it needs beyond the event. */
 export interface EncodedEvent {
 	readonly event: StoredEvent;
 	readonly bytes: Uint8Array;
+	/** Level 0: the stored bytes each updated record was read with (its compare-and-swap's old value). */
+	readonly readValues?: ReadonlyMap<number, Uint8Array>;
 }
 
 interface Keyed {
@@ -61,10 +78,23 @@ interface Keyed {
 const isConflict = (r: PromiseSettledResult<unknown>): r is PromiseRejectedResult =>
 	r.status === "rejected" && r.reason instanceof Conflict;
 
+/** @internal What one partition's writer writes with. */
+export interface EventWriterOptions {
+	/** Conditional writes and reads (fenced by the partition's epoch when the storage can). */
+	readonly storage: TTLStorage;
+	/** Unconditional writes, possibly coalesced across partitions (fenced likewise). */
+	readonly writes: TTLStorage;
+	readonly appId: number;
+	readonly level: SequencesTrustLevel;
+	/** The storage's `putBatch` is all or nothing: level 2 writes an event and its effects together. */
+	readonly atomicBatches: boolean;
+	/** How long an idempotency key is kept, s. */
+	readonly idempotencyTtlSeconds: number;
+}
+
 /**
- * @internal Writes events of one partition: the PLog entry in the trust level's mode, then its
- * effects (new records, the WLog entry, updates), idempotently. `writes` may coalesce unconditional
- * writes across partitions; conditional writes and reads use `storage` directly.
+ * @internal Writes the events of one partition: the PLog entry in the trust level's mode, then its
+ * effects (new records, the WLog entry, updates, the idempotency key), idempotently.
  */
 export class EventWriter {
 	readonly #storage: TTLStorage;
@@ -72,19 +102,15 @@ export class EventWriter {
 	readonly #appId: number;
 	readonly #level: SequencesTrustLevel;
 	readonly #atomic: boolean;
+	readonly #keyTtl: number;
 
-	constructor(
-		storage: TTLStorage,
-		writes: TTLStorage,
-		appId: number,
-		level: SequencesTrustLevel,
-		atomicBatches = false,
-	) {
-		this.#storage = storage;
-		this.#writes = writes;
-		this.#appId = appId;
-		this.#level = level;
-		this.#atomic = atomicBatches && level === 2;
+	constructor(o: EventWriterOptions) {
+		this.#storage = o.storage;
+		this.#writes = o.writes;
+		this.#appId = o.appId;
+		this.#level = o.level;
+		this.#atomic = o.atomicBatches && o.level === 2;
+		this.#keyTtl = o.idempotencyTtlSeconds;
 	}
 
 	plogKey(event: StoredEvent): StorageKey {
@@ -115,12 +141,21 @@ export class EventWriter {
 		return keyInfo("record", `record wsid ${event.ws} id ${cud.id} (${cud.q})`, key);
 	}
 
+	/** The idempotency key's index record, when the event has one. */
+	#keyEntry(event: StoredEvent): BatchItem | undefined {
+		if (event.i === undefined) return undefined;
+		const { pKey, cCols } = cpKeys.idempotency(this.#appId, event.ws, event.i.k);
+		const entry: StoredIdempotencyEntry = { v: 1, o: event.o, h: event.i.h, r: event.i.r };
+		return { pKey, cCols, value: encodeJson(entry), ttlSeconds: this.#keyTtl };
+	}
+
 	/**
 	 * Writes the PLog entry. Rejects with a `CP_CONFLICT` CpError when another value is there (levels
-	 * 0 and 1), or with `CP_STORAGE` saying whether the event is durable. After a storage error the
-	 * key is read back: our own bytes there mean the write landed, and the command goes on. Resolves
-	 * to `true` when the event's effects went in the same all-or-nothing batch (level 2 with
-	 * `atomicBatches`): then there is nothing left to apply.
+	 * 0 and 1), with `CP_BUSY` when that value is an event a deposed holder wrote late (the partition
+	 * re-actualizes and applies it), or with `CP_STORAGE` saying whether the event is durable. After
+	 * a storage error the key is read back: our own bytes there mean the write landed, and the
+	 * command goes on. Resolves to `true` when the event's effects went in the same all-or-nothing
+	 * batch (level 2 with `atomicBatches`): then there is nothing left to apply.
 	 */
 	async writePLog(e: EncodedEvent): Promise<boolean> {
 		const { pKey, cCols } = this.plogKey(e.event);
@@ -135,6 +170,7 @@ export class EventWriter {
 			}
 			if (await this.#storage.insertIfNotExists(pKey, cCols, e.bytes, 0)) return false;
 		} catch (error) {
+			if (isFenced(error)) throw error;
 			let existing: Uint8Array | undefined;
 			try {
 				existing = await this.#storage.get(pKey, cCols);
@@ -143,8 +179,7 @@ export class EventWriter {
 			}
 			// All or nothing: if the PLog entry landed, so did the effects batched with it.
 			if (existing !== undefined && bytesEqual(existing, e.bytes)) return this.#atomic;
-			if (existing !== undefined && this.#level !== 2)
-				throw new Conflict(this.#plogInfo(e.event)).error(error);
+			if (existing !== undefined && this.#level !== 2) throw this.#occupied(e, existing, error);
 			const sure =
 				TTLStorageError.is(error) &&
 				(error.code === "TTLSTORAGE_UNAVAILABLE" ||
@@ -155,13 +190,31 @@ export class EventWriter {
 		// insert-if-not-exists returned false: ours (a re-applied write) or a conflict.
 		const existing = await this.#storage.get(pKey, cCols);
 		if (existing !== undefined && bytesEqual(existing, e.bytes)) return false;
-		throw new Conflict(this.#plogInfo(e.event)).error();
+		throw this.#occupied(e, existing);
 	}
 
-	/** Level 2: every effect of an event as puts (new records, the WLog entry, updates). */
+	/**
+	 * The error for a PLog key that holds another value than the event's: an event of a newer
+	 * holder (we are deposed: `TTLSTORAGE_FENCED`), of an older one (it landed late), or a conflict.
+	 */
+	#occupied(e: EncodedEvent, existing: Uint8Array | undefined, cause?: unknown): unknown {
+		const d = existing === undefined ? undefined : decodeLogValue(existing);
+		const ours = d !== undefined && d.event.p === e.event.p && d.event.o === e.event.o;
+		if (ours && epochOf(d.event) > epochOf(e.event))
+			return fencedError("cp", "PLog write", epochOf(e.event), epochOf(d.event));
+		if (ours && epochOf(d.event) < epochOf(e.event))
+			return new CpError(
+				"CP_BUSY",
+				`server is busy: PLog offset ${e.event.o} holds an event of a previous holder (epoch ${epochOf(d.event)}) that landed late; the partition re-actualizes and applies it`,
+				{ retryAfterMs: 100, committed: "no", ...(cause === undefined ? {} : { cause }) },
+			);
+		return new Conflict(this.#plogInfo(e.event)).error(cause);
+	}
+
+	/** Level 2: every effect of an event as puts (new records, the WLog entry, updates, its key). */
 	#effects(e: EncodedEvent): BatchItem[] {
 		const { event } = e;
-		return [
+		const items = [
 			...this.#records(
 				event,
 				event.cuds.filter((c) => c.n),
@@ -171,7 +224,10 @@ export class EventWriter {
 				event,
 				event.cuds.filter((c) => !c.n),
 			),
-		].map((k) => ({ ...k.key, value: k.value }));
+		].map((k): BatchItem => ({ ...k.key, value: k.value }));
+		const entry = this.#keyEntry(event);
+		if (entry !== undefined) items.push(entry);
+		return items;
 	}
 
 	/** Inserts (level 0/1 events, level 0 records); identical bytes or `isOurs` count as written. */
@@ -188,10 +244,11 @@ export class EventWriter {
 
 	/**
 	 * Applies an event whose PLog entry is durable: new records and the WLog entry first, then
-	 * updates. Idempotent: a re-applied insert that finds its own bytes (or, for a record, a record
-	 * created by this event and updated since) succeeds. `recovery`: the event may have been applied
-	 * before, so records written by a later event are not overwritten. Resolves to the conflict if
-	 * one was found (the event is then marked corrupted); rejects on storage errors.
+	 * updates, then its idempotency key. Idempotent: a re-applied insert that finds its own bytes
+	 * (or, for a record, a record created by this event and updated since) succeeds. `recovery`: the
+	 * event may have been applied before, so records written by a later event are not overwritten.
+	 * Resolves to the conflict if one was found (the event is then marked corrupted); rejects on
+	 * storage errors.
 	 */
 	async apply(e: EncodedEvent, recovery: boolean): Promise<Conflict | undefined> {
 		const { event } = e;
@@ -211,7 +268,7 @@ export class EventWriter {
 		}
 		const ours = (cud: StoredCud) => (existing: Uint8Array) => {
 			const r = decodeRecordValue(existing);
-			return r !== undefined && r.c === event.o && r.q === cud.q;
+			return r !== undefined && r.d === undefined && r.c === event.o && r.q === cud.q;
 		};
 		const tasks: Array<Promise<void>> = [];
 		if (this.#level === 0)
@@ -229,24 +286,84 @@ export class EventWriter {
 					),
 		);
 		const results = await Promise.allSettled(tasks);
-		const conflict = results.find(isConflict);
+		let conflict = results.find(isConflict)?.reason as Conflict | undefined;
+		if (conflict === undefined) {
+			const failed = results.find((r): r is PromiseRejectedResult => r.status === "rejected");
+			if (failed !== undefined) throw failed.reason;
+			conflict = await this.#applyUpdates(e, updates, recovery);
+		}
 		if (conflict !== undefined) {
-			const c = conflict.reason as Conflict;
 			try {
-				await this.markCorrupted(e, c.error().message);
+				await this.markCorrupted(e, conflict.error().message);
 			} catch (error) {
 				// Recovery must not move past an event it could not mark; a command still reports
 				// the conflict, and the re-actualization marks the event.
 				if (recovery) throw error;
-				c.markError = error;
+				conflict.markError = error;
 			}
-			return c;
+			return conflict;
 		}
-		const failed = results.find((r): r is PromiseRejectedResult => r.status === "rejected");
-		if (failed !== undefined) throw failed.reason;
-		if (recovery) await Promise.all(updates.map((r) => this.#putUnlessNewer(event, r)));
-		else if (updates.length > 0) await this.#putAll(updates);
+		const entry = this.#keyEntry(event);
+		if (entry !== undefined) await this.#writes.putBatch([entry]);
 		return undefined;
+	}
+
+	/** Updates: level 0 by compare-and-swap from the value read, else puts. */
+	async #applyUpdates(
+		e: EncodedEvent,
+		updates: ReadonlyArray<Keyed & { cud: StoredCud }>,
+		recovery: boolean,
+	): Promise<Conflict | undefined> {
+		if (updates.length === 0) return undefined;
+		if (this.#level !== 0) {
+			if (recovery) await Promise.all(updates.map((r) => this.#putUnlessNewer(e.event, r)));
+			else await this.#putAll(updates);
+			return undefined;
+		}
+		const done: Array<{ key: StorageKey; from: Uint8Array; to: Uint8Array }> = [];
+		for (const r of updates) {
+			const from = recovery ? undefined : e.readValues?.get(r.cud.id);
+			const swapped = await this.#swapUpdate(e.event, r, from);
+			if (swapped === "conflict") {
+				// Undo what this event changed already, where it still holds the event's state.
+				for (const d of done.reverse())
+					await this.#storage.compareAndSwap(d.key.pKey, d.key.cCols, d.to, d.from, 0);
+				return new Conflict(this.#recordInfo(e.event, r.cud, r.key));
+			}
+			if (swapped !== undefined) done.push({ key: r.key, from: swapped, to: r.value });
+		}
+		return undefined;
+	}
+
+	/**
+	 * Level 0: moves a record from the value the command read (`from`; in recovery, the value read
+	 * now) to the event's state. Resolves to the value it replaced, `undefined` when there was
+	 * nothing to do (already the event's state, or a later event's), or `"conflict"` when the record
+	 * holds something else: someone wrote it behind the partition's back.
+	 */
+	async #swapUpdate(
+		event: StoredEvent,
+		r: Keyed,
+		from: Uint8Array | undefined,
+	): Promise<Uint8Array | "conflict" | undefined> {
+		let expected = from;
+		for (let attempt = 0; attempt < 3; attempt++) {
+			const current = expected ?? (await this.#storage.get(r.key.pKey, r.key.cCols));
+			const stored = current === undefined ? undefined : decodeRecordValue(current);
+			if (current === undefined || stored === undefined || stored.d !== undefined)
+				return "conflict";
+			if (bytesEqual(current, r.value) || stored.u > event.o) return undefined;
+			if (await this.#storage.compareAndSwap(r.key.pKey, r.key.cCols, current, r.value, 0))
+				return current;
+			// Lost: an earlier attempt of ours may have landed (unknown outcome): read and decide again.
+			if (from !== undefined) {
+				const now = await this.#storage.get(r.key.pKey, r.key.cCols);
+				if (now !== undefined && bytesEqual(now, r.value)) return undefined;
+				return "conflict";
+			}
+			expected = undefined;
+		}
+		return "conflict";
 	}
 
 	#putAll(items: readonly Keyed[]): Promise<void> {
@@ -262,32 +379,62 @@ export class EventWriter {
 	}
 
 	/**
-	 * Marks an event corrupted: its PLog entry becomes a marker (always put), the records it created
-	 * are removed (only where they hold exactly its bytes), and its WLog entry becomes the marker
-	 * unless another value holds it. Idempotent, so recovery may repeat it.
+	 * Marks an event corrupted: its PLog entry becomes a marker, the records it created become
+	 * tombstones (only where they hold exactly its bytes), and its WLog entry becomes the marker
+	 * unless another value holds it. Idempotent, so recovery may repeat it. At levels 0 and 1 the
+	 * PLog entry is swapped from the event's bytes (the key is written conditionally there).
 	 */
 	async markCorrupted(e: EncodedEvent, reason: string): Promise<void> {
 		const marker = encodeJson(markerOf(e.event, reason));
 		const plog = this.plogKey(e.event);
-		await this.#storage.put(plog.pKey, plog.cCols, marker);
+		if (this.#level === 2) await this.#storage.put(plog.pKey, plog.cCols, marker);
+		else await this.#replaceOurs(plog, e.event, marker);
 		await this.rollBack(e.event, marker);
 	}
 
-	/** The effects of a marked event: its records removed, its WLog entry the marker. */
+	/** Levels 0/1: a log key holding `event` (or nothing) is made to hold `marker`, conditionally. */
+	async #replaceOurs(key: StorageKey, event: StoredEvent, marker: Uint8Array): Promise<void> {
+		for (;;) {
+			if (await this.#storage.insertIfNotExists(key.pKey, key.cCols, marker, 0)) return;
+			const existing = await this.#storage.get(key.pKey, key.cCols);
+			if (existing === undefined) continue;
+			const d = decodeLogValue(existing);
+			// Our own event there becomes the marker; a marker or another value (the conflict) stays.
+			if (d?.kind !== "event" || d.event.p !== event.p || d.event.o !== event.o) return;
+			if (await this.#storage.compareAndSwap(key.pKey, key.cCols, existing, marker, 0)) return;
+		}
+	}
+
+	/** The effects of a marked event: its records tombstones, its WLog entry the marker. */
 	async rollBack(event: StoredEvent, marker: Uint8Array): Promise<void> {
 		const creates = this.#records(
 			event,
 			event.cuds.filter((c) => c.n),
 		);
 		await Promise.all(
-			creates.map((r) => this.#storage.compareAndDelete(r.key.pKey, r.key.cCols, r.value)),
+			creates.map(async (r) => {
+				const tombstone = encodeJson(tombstoneOf(event, r.cud));
+				if (this.#level === 0) {
+					await this.#storage.compareAndSwap(r.key.pKey, r.key.cCols, r.value, tombstone, 0);
+					return;
+				}
+				// Levels 1/2 put records: read, and replace only the event's own bytes.
+				const existing = await this.#storage.get(r.key.pKey, r.key.cCols);
+				if (existing !== undefined && bytesEqual(existing, r.value))
+					await this.#writes.put(r.key.pKey, r.key.cCols, tombstone);
+			}),
 		);
-		const { pKey, cCols } = this.wlogKey(event);
-		if (await this.#storage.insertIfNotExists(pKey, cCols, marker, 0)) return;
-		const existing = await this.#storage.get(pKey, cCols);
+		const wlog = this.wlogKey(event);
+		if (this.#level !== 2) {
+			await this.#replaceOurs(wlog, event, marker);
+			return;
+		}
+		const existing = await this.#storage.get(wlog.pKey, wlog.cCols);
 		const d = existing === undefined ? undefined : decodeLogValue(existing);
-		// Our own event there becomes the marker; another value (the conflict itself) stays.
-		if (d?.kind === "event" && d.event.p === event.p && d.event.o === event.o)
-			await this.#storage.put(pKey, cCols, marker);
+		if (
+			existing === undefined ||
+			(d?.kind === "event" && d.event.p === event.p && d.event.o === event.o)
+		)
+			await this.#writes.put(wlog.pKey, wlog.cCols, marker);
 	}
 }

@@ -42,6 +42,36 @@ export interface StoredEvent {
 	/** Every sequence number the event took: `[seqId, value]`, the WLog offset first. */
 	readonly s: ReadonlyArray<readonly [number, number]>;
 	readonly cuds: readonly StoredCud[];
+	/** The writer's fencing epoch (decimal), when its writes were fenced. */
+	readonly f?: string;
+	/** The command's idempotency key, the fingerprint of its request and its answer. */
+	readonly i?: StoredIdempotency;
+}
+
+/** @internal What an event keeps of its idempotency key (and its index record holds). */
+export interface StoredIdempotency {
+	/** The key, as the client sent it. */
+	readonly k: string;
+	/** SHA-256 (hex) of the request the key was first used with. */
+	readonly h: string;
+	/** The answer of the first execution. */
+	readonly r: IdempotentAnswer;
+}
+
+/** @internal The answer an idempotency key replays. */
+export interface IdempotentAnswer {
+	readonly CurrentWLogOffset: number;
+	readonly NewIDs: Readonly<Record<string, number>>;
+	readonly Result?: Readonly<Record<string, unknown>>;
+}
+
+/** @internal The value of an idempotency key's index record. */
+export interface StoredIdempotencyEntry {
+	readonly v: 1;
+	/** PLog offset of the event. */
+	readonly o: number;
+	readonly h: string;
+	readonly r: IdempotentAnswer;
 }
 
 /**
@@ -64,6 +94,11 @@ export interface StoredRecordValue {
 	/** PLog offset of the event that last wrote it. */
 	readonly u: number;
 	readonly f: Readonly<Record<string, FieldValue>>;
+	/**
+	 * A rolled-back record (its creating event was marked corrupted): reads find nothing. A value
+	 * rather than a delete, so that it is ordered by the fence like every other write.
+	 */
+	readonly d?: 1;
 }
 
 const encoder = new TextEncoder();
@@ -119,7 +154,36 @@ function asEvent(v: unknown): StoredEvent | undefined {
 			(c.n ? c.c !== undefined : !isPos(c.c))
 		)
 			return undefined;
+	if (v.f !== undefined && (typeof v.f !== "string" || !/^\d{1,19}$/.test(v.f))) return undefined;
+	if (v.i !== undefined && !isIdempotency(v.i)) return undefined;
 	return v as unknown as StoredEvent;
+}
+
+function isAnswer(r: unknown): r is IdempotentAnswer {
+	return (
+		isObj(r) &&
+		isPos(r.CurrentWLogOffset) &&
+		isObj(r.NewIDs) &&
+		Object.values(r.NewIDs).every(isPos) &&
+		(r.Result === undefined || isObj(r.Result))
+	);
+}
+
+function isIdempotency(i: unknown): i is StoredIdempotency {
+	return isObj(i) && typeof i.k === "string" && typeof i.h === "string" && isAnswer(i.r);
+}
+
+/** @internal Decodes an idempotency index value; `undefined` for anything that is not ours. */
+export function decodeIdempotencyEntry(bytes: Uint8Array): StoredIdempotencyEntry | undefined {
+	const v = parseJson(bytes);
+	return isObj(v) && v.v === 1 && isPos(v.o) && typeof v.h === "string" && isAnswer(v.r)
+		? (v as unknown as StoredIdempotencyEntry)
+		: undefined;
+}
+
+/** @internal The epoch an event was written under (0n when unfenced). */
+export function epochOf(event: StoredEvent): bigint {
+	return event.f === undefined ? 0n : BigInt(event.f);
 }
 
 /** @internal A decoded PLog/WLog value. */
@@ -147,7 +211,13 @@ export function decodeRecordValue(bytes: Uint8Array): StoredRecordValue | undefi
 	const v = parseJson(bytes);
 	if (!isObj(v) || v.v !== 1 || typeof v.q !== "string" || !isPos(v.c) || !isPos(v.u))
 		return undefined;
+	if (v.d !== undefined && v.d !== 1) return undefined;
 	return isFields(v.f) ? (v as unknown as StoredRecordValue) : undefined;
+}
+
+/** @internal The tombstone of a record an event created, once that event is marked corrupted. */
+export function tombstoneOf(event: StoredEvent, cud: StoredCud): StoredRecordValue {
+	return { v: 1, q: cud.q, c: event.o, u: event.o, f: {}, d: 1 };
 }
 
 /** @internal The sequence values of an event, for the sequencer's actualization. */

@@ -27,7 +27,9 @@ export {
 } from "./app-def.ts";
 export {
 	type AppPartition,
+	type DeployOptions,
 	MAX_READ_LIMIT,
+	type PartitionLease,
 	type ReadPLogRequest,
 	type ReadRecordRequest,
 	type ReadWLogRequest,
@@ -52,14 +54,18 @@ export type { SequencesTrustLevel } from "./event-writer.ts";
 export {
 	BUCKET_SIZE,
 	cpKeys,
+	PKEY_PREFIX_FENCE,
+	PKEY_PREFIX_IDEMPOTENCY,
 	PKEY_PREFIX_PLOG,
 	PKEY_PREFIX_RECORDS,
 	PKEY_PREFIX_WLOG,
 	type StorageKey,
 } from "./keys.ts";
+export { DEFAULT_IDEMPOTENCY_TTL_SECONDS, MAX_IDEMPOTENCY_KEY_LENGTH } from "./idempotency.ts";
 export { MAX_PARTITIONS, partitionOf } from "./partition.ts";
 export { createPLogReader, type PLogReaderOptions } from "./plog-reader.ts";
 export {
+	type CommandRequestBase,
 	type CommandResult,
 	type CreateRecordRequest,
 	type ExecuteCommandRequest,

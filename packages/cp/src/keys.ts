@@ -10,6 +10,10 @@ export const PKEY_PREFIX_PLOG = 5;
 export const PKEY_PREFIX_WLOG = 6;
 /** pKey prefix of records by `(wsid, id)`. */
 export const PKEY_PREFIX_RECORDS = 7;
+/** pKey prefix of idempotency keys by `(wsid, key)`. */
+export const PKEY_PREFIX_IDEMPOTENCY = 8;
+/** pKey prefix of a partition's fence record (the storage driver's, see `raiseFence`). */
+export const PKEY_PREFIX_FENCE = 9;
 
 /**
  * Offsets and IDs per partition key: a PLog, a WLog and a workspace's records are bucketed by
@@ -94,6 +98,26 @@ export function wlogPKey(appId: number, wsid: number, bucket: number): Uint8Arra
 	return wsPKey(PKEY_PREFIX_WLOG, appId, wsid, bucket);
 }
 
+/** @internal The fence scope of a partition: `u32(9) u32(appId) u16(partitionId)`, 10 bytes. */
+export function fenceScope(appId: number, partitionId: number): Uint8Array {
+	const b = new Uint8Array(10);
+	putU32(b, 0, PKEY_PREFIX_FENCE);
+	putU32(b, 4, appId);
+	b[8] = partitionId >>> 8;
+	b[9] = partitionId & 0xff;
+	return b;
+}
+
+/** FNV-1a of a string's UTF-16 code units: spreads idempotency keys over partition keys. */
+function fnv1a(s: string): number {
+	let h = 0x811c9dc5;
+	for (let i = 0; i < s.length; i++) {
+		h ^= s.charCodeAt(i);
+		h = Math.imul(h, 0x01000193) >>> 0;
+	}
+	return h;
+}
+
 /**
  * The storage keys of the event log and the records, for tools and tests (e.g. to corrupt the
  * next key on purpose, as seed 004's integration tests do). Every integer is big-endian.
@@ -111,6 +135,11 @@ export const cpKeys: {
 	wlog(appId: number, wsid: number, offset: number): StorageKey;
 	/** Record: pKey `u32(7) u32(appId) u64(wsid) u64(id / 4096)`, cCols `u64(id)`. */
 	record(appId: number, wsid: number, id: number): StorageKey;
+	/**
+	 * Idempotency key: pKey `u32(8) u32(appId) u64(wsid) u32(fnv1a(key))`, cCols the key's UTF-8
+	 * bytes (one small partition per key, read by point lookups only).
+	 */
+	idempotency(appId: number, wsid: number, key: string): StorageKey;
 } = {
 	plog: (appId, partitionId, offset) => ({
 		pKey: plogPKey(appId, partitionId, bucketOf(offset)),
@@ -124,6 +153,14 @@ export const cpKeys: {
 		pKey: wsPKey(PKEY_PREFIX_RECORDS, appId, wsid, bucketOf(id)),
 		cCols: u64(id),
 	}),
+	idempotency: (appId, wsid, key) => {
+		const pKey = new Uint8Array(20);
+		putU32(pKey, 0, PKEY_PREFIX_IDEMPOTENCY);
+		putU32(pKey, 4, appId);
+		putU64(pKey, 8, wsid);
+		putU32(pKey, 16, fnv1a(key));
+		return { pKey, cCols: new TextEncoder().encode(key) };
+	},
 };
 
 /** @internal Lower-case hex of bytes. */

@@ -14,6 +14,25 @@ import { isWsid } from "./partition.ts";
 export const MAX_CUDS = 1000;
 
 /**
+ * What every command request may carry.
+ *
+ * @example
+ * ```ts
+ * const base: CommandRequestBase = { idempotencyKey: "8e03978e-40d5-43e8-bc93-6894a57f9324" };
+ * ```
+ */
+export interface CommandRequestBase {
+	/**
+	 * A client-chosen key (1..255 printable ASCII characters) that makes the command idempotent
+	 * (the IETF `Idempotency-Key` header): sent again, on this or any later holder of the
+	 * partition, it answers the first execution's result and writes nothing, for the key's lifetime
+	 * (`idempotencyTtlSeconds`). The same key with a different request is refused
+	 * (`CP_IDEMPOTENCY_KEY_REUSED`); while the first is still running, `CP_IDEMPOTENCY_KEY_IN_FLIGHT`.
+	 */
+	readonly idempotencyKey?: string;
+}
+
+/**
  * Creates one record (API v2 `POST …/docs/{pkg}.{table}`). `fields` may carry a raw
  * `"sys.ID"` (default 1), which keys `NewIDs` in the result.
  *
@@ -22,7 +41,7 @@ export const MAX_CUDS = 1000;
  * const req: CreateRecordRequest = { wsid: 1001, table: "app1pkg.Customer", fields: { name: "Ada" } };
  * ```
  */
-export interface CreateRecordRequest {
+export interface CreateRecordRequest extends CommandRequestBase {
 	readonly wsid: number;
 	readonly table: string;
 	readonly fields: Readonly<Record<string, unknown>>;
@@ -37,7 +56,7 @@ export interface CreateRecordRequest {
  * const req: UpdateRecordRequest = { wsid: 1001, table: "app1pkg.Customer", id: 322685000131072, fields: { vip: true } };
  * ```
  */
-export interface UpdateRecordRequest {
+export interface UpdateRecordRequest extends CommandRequestBase {
 	readonly wsid: number;
 	readonly table: string;
 	readonly id: number;
@@ -58,7 +77,7 @@ export interface UpdateRecordRequest {
  * };
  * ```
  */
-export interface ExecuteCommandRequest {
+export interface ExecuteCommandRequest extends CommandRequestBase {
 	readonly wsid: number;
 	readonly command: string;
 	readonly args?: Readonly<Record<string, unknown>>;
@@ -82,6 +101,11 @@ export interface CommandResult {
 	readonly Result?: Readonly<Record<string, unknown>>;
 	/** The PLog offset of the event (not part of API v2; for logs and the kill-test checker). */
 	readonly plogOffset: number;
+	/**
+	 * `true` when the answer is the first execution's, replayed for its idempotency key: nothing
+	 * was written this time (not part of API v2).
+	 */
+	readonly replayed?: true;
 }
 
 /** @internal A record to create. */

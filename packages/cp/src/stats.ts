@@ -8,8 +8,10 @@
  */
 export interface PartitionStats {
 	readonly partitionId: number;
-	/** Commands that succeeded. */
+	/** Commands that succeeded (replays of an idempotency key not included). */
 	readonly commands: number;
+	/** Commands answered with their idempotency key's first answer (nothing written). */
+	readonly replayed: number;
 	/** Commands that failed, for any reason (the counters below break some of them down). */
 	readonly failed: number;
 	/** Rejected as bad input (`CP_BAD_REQUEST`, `CP_NOT_FOUND`, `CP_NOT_ALLOWED`, `CP_WRONG_PARTITION`). */
@@ -38,11 +40,16 @@ export interface PartitionStats {
 	readonly nextPLogOffset: number;
 	/** Flush lag: sequence values the sequencer has not written to storage yet. */
 	readonly unflushedValues: number;
+	/** The fencing epoch the partition writes under (decimal), once raised; none when unfenced. */
+	readonly epoch: string | undefined;
+	/** A newer holder refused one of its writes (or holds the fence): it takes no more commands. */
+	readonly deposed: boolean;
 }
 
 /** @internal Mutable counters behind {@link PartitionStats}. */
 export class Counters {
 	commands = 0;
+	replayed = 0;
 	failed = 0;
 	rejected = 0;
 	conflicts = 0;

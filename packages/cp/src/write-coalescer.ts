@@ -1,7 +1,17 @@
-import type { BatchItem, Bytes, ReadRange, StoredRecord, TTLStorage } from "@vvm/ttlstorage";
-import { validateBatch } from "@vvm/ttlstorage";
+import type {
+	BatchItem,
+	Bytes,
+	ReadRange,
+	StoredRecord,
+	TTLStorage,
+	TTLStorageSupports,
+	WriteOptions,
+} from "@vvm/ttlstorage";
+import { TTLStorageError, validateBatch } from "@vvm/ttlstorage";
 
 interface Waiter {
+	/** This caller's items, sent again on their own if a merged batch was fenced out. */
+	readonly items: readonly BatchItem[];
 	readonly resolve: () => void;
 	readonly reject: (error: unknown) => void;
 }
@@ -22,7 +32,9 @@ const keyOf = (item: BatchItem): string =>
  * fails all of them, and each caller recovers as from its own failure). Batches leave in arrival
  * order; a batch waits while one in flight holds any of its keys, and a key already queued starts a
  * new batch, so a later write of a key never overtakes an earlier one. Conditional writes and reads
- * go straight through.
+ * go straight through. Items keep their fences; when a storage that fences by epoch refuses a
+ * merged batch (`TTLSTORAGE_FENCED`: one partition's holder was deposed), each caller's items are
+ * sent again on their own, so only the deposed caller fails.
  */
 export class CoalescingStorage implements TTLStorage {
 	readonly #storage: TTLStorage;
@@ -36,6 +48,7 @@ export class CoalescingStorage implements TTLStorage {
 
 	constructor(storage: TTLStorage, options: { maxInFlight?: number; maxItems?: number } = {}) {
 		this.#storage = storage;
+		if (storage.supports !== undefined) this.supports = storage.supports;
 		this.#maxItems = options.maxItems ?? 512;
 		this.#maxInFlight = options.maxInFlight ?? 2;
 	}
@@ -57,7 +70,7 @@ export class CoalescingStorage implements TTLStorage {
 			}
 			g.items.push(...items);
 			for (const k of keys) g.keys.add(k);
-			g.waiters.push({ resolve, reject });
+			g.waiters.push({ items, resolve, reject });
 			this.#pump();
 		});
 	}
@@ -85,8 +98,14 @@ export class CoalescingStorage implements TTLStorage {
 			() => {
 				for (const w of g.waiters) w.resolve();
 			},
-			(error: unknown) => {
-				for (const w of g.waiters) w.reject(error);
+			async (error: unknown) => {
+				const fenced = TTLStorageError.is(error) && error.code === "TTLSTORAGE_FENCED";
+				if (!fenced || g.waiters.length === 1) {
+					for (const w of g.waiters) w.reject(error);
+					return;
+				}
+				// Keys stay held meanwhile: later writes of them wait, as for any batch in flight.
+				for (const w of g.waiters) await this.#storage.putBatch(w.items).then(w.resolve, w.reject);
 			},
 		);
 		this.#inFlight.add(sent);
@@ -97,12 +116,38 @@ export class CoalescingStorage implements TTLStorage {
 		});
 	}
 
-	put(pKey: Bytes, cCols: Bytes, value: Bytes, ttlSeconds = 0): Promise<void> {
-		return this.putBatch([{ pKey, cCols, value, ttlSeconds }]);
+	/** The storage's, when it has them. */
+	readonly supports?: TTLStorageSupports;
+
+	raiseFence(scope: Bytes, epoch?: bigint): Promise<bigint> {
+		if (this.#storage.raiseFence === undefined)
+			return Promise.reject(new TypeError("[@vvm/cp] the storage does not support fencing"));
+		return this.#storage.raiseFence(scope, epoch);
 	}
 
-	insertIfNotExists(pKey: Bytes, cCols: Bytes, value: Bytes, ttlSeconds: number): Promise<boolean> {
-		return this.#storage.insertIfNotExists(pKey, cCols, value, ttlSeconds);
+	put(
+		pKey: Bytes,
+		cCols: Bytes,
+		value: Bytes,
+		ttlSeconds = 0,
+		options?: WriteOptions,
+	): Promise<void> {
+		const fence = options?.fence;
+		return this.putBatch([
+			fence === undefined
+				? { pKey, cCols, value, ttlSeconds }
+				: { pKey, cCols, value, ttlSeconds, fence },
+		]);
+	}
+
+	insertIfNotExists(
+		pKey: Bytes,
+		cCols: Bytes,
+		value: Bytes,
+		ttlSeconds: number,
+		options?: WriteOptions,
+	): Promise<boolean> {
+		return this.#storage.insertIfNotExists(pKey, cCols, value, ttlSeconds, options);
 	}
 
 	compareAndSwap(
@@ -111,12 +156,18 @@ export class CoalescingStorage implements TTLStorage {
 		oldValue: Bytes,
 		newValue: Bytes,
 		ttlSeconds: number,
+		options?: WriteOptions,
 	): Promise<boolean> {
-		return this.#storage.compareAndSwap(pKey, cCols, oldValue, newValue, ttlSeconds);
+		return this.#storage.compareAndSwap(pKey, cCols, oldValue, newValue, ttlSeconds, options);
 	}
 
-	compareAndDelete(pKey: Bytes, cCols: Bytes, expectedValue: Bytes): Promise<boolean> {
-		return this.#storage.compareAndDelete(pKey, cCols, expectedValue);
+	compareAndDelete(
+		pKey: Bytes,
+		cCols: Bytes,
+		expectedValue: Bytes,
+		options?: WriteOptions,
+	): Promise<boolean> {
+		return this.#storage.compareAndDelete(pKey, cCols, expectedValue, options);
 	}
 
 	get(pKey: Bytes, cCols: Bytes): Promise<Bytes | undefined> {

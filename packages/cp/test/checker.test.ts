@@ -74,6 +74,8 @@ describe("checkCpStorage", () => {
 			"WLog 1001/2: no PLog event has it",
 			"WLog 1001/3: no PLog event has it",
 			"WLog 1001: ends at 3, its events go to 1",
+			`record 1001/${C0 + 1}: no event created it (an orphan)`,
+			`record 1001/${C0 + 2}: no event created it (an orphan)`,
 			"acknowledged command 1001/2: its event (PLog offset 2) is not in the logs",
 			"acknowledged command 1001/3: its event (PLog offset 3) is not in the logs",
 		]);
@@ -107,6 +109,28 @@ describe("checkCpStorage", () => {
 			`record 1001/${C0 + 2}: created by corrupted event 3, not rolled back`,
 			"acknowledged command 1001/2: new record 1 -> 322685000131073 is not readable as created by it",
 			"acknowledged command 1001/3: its event (PLog offset 3) is not in the logs",
+		]);
+	});
+
+	it("finds an update reverted to an older state, and a record no event created", async () => {
+		const storage = createMemTTLStorage();
+		const cp = createCommandProcessor({ storage, appId, partitions: 4 });
+		const p = cp.deploy(1);
+		await p.ready();
+		await p.createRecord({ wsid: 1001, table: "app1pkg.Customer", fields: { name: "a" } });
+		const k = cpKeys.record(appId, 1001, C0);
+		const before = (await storage.get(k.pKey, k.cCols)) as Uint8Array;
+		await p.updateRecord({ wsid: 1001, table: "app1pkg.Customer", id: C0, fields: { vip: true } });
+		await cp.close();
+		expect((await check(storage, [])).problems).toEqual([]);
+		// A late write of the record's state before the update (what a deposed holder could do).
+		await storage.put(k.pKey, k.cCols, before);
+		// A record in the workspace's bucket that no event created.
+		const orphan = cpKeys.record(appId, 1001, C0 + 7);
+		await storage.put(orphan.pKey, orphan.cCols, before);
+		expect((await check(storage, [])).problems).toEqual([
+			`record 1001/${C0}: holds the state written by PLog offset 1, the last event that wrote it is 2`,
+			`record 1001/${C0 + 7}: no event created it (an orphan)`,
 		]);
 	});
 

@@ -1,9 +1,11 @@
-// A deposed leader's writes landing late (issue 18): leader A's sequencer flush and its in-flight
-// command's PLog write are held (a promise gate standing in for a TCP proxy or a GC pause) until
-// the new leader B has deployed the partition, actualized and committed; then they land. What
-// the late writes did, and what B and a restarted C hand out afterwards, per trust level.
+// A deposed leader's writes landing late (issues 18 and 22): leader A's sequencer flush and its
+// in-flight command's PLog write are held (a promise gate standing in for a TCP proxy or a GC
+// pause) until A's lease ended and the new leader B has deployed the partition (raising its fence),
+// actualized and committed; then they land. With fenced writes nothing of A's replaces what B
+// stored or acknowledged, at every level, on every driver; the unfenced build (the test-only
+// mutant) loses or reuses data, which the same checker reports.
 import { randomInt } from "node:crypto";
-import type { BatchItem, TTLStorage } from "@vvm/ttlstorage";
+import type { BatchItem, Bytes, TTLStorage, WriteOptions } from "@vvm/ttlstorage";
 import { TTLStorageError } from "@vvm/ttlstorage";
 import { describe, expect, it } from "vitest";
 import type { CommandProcessor, CommandProcessorOptions } from "../src/command-processor.ts";
@@ -56,8 +58,8 @@ interface DeposedOutcome {
 	/** C's commands, each with the errors it was answered before it succeeded. */
 	readonly c: readonly CAttempt[];
 	readonly report: CheckReport;
-	/** The processors ran with `growOnlyNumbers`. */
-	readonly growOnly: boolean;
+	/** The processors ran unfenced (`unsafeUnfenced`, the mutant). */
+	readonly unfenced: boolean;
 }
 
 /** A command of C, acknowledged after `errors`. */
@@ -132,21 +134,24 @@ function gated(
 			operation,
 		});
 	}
+	const raise = storage.raiseFence?.bind(storage);
 	return {
 		// A driver is often a class instance: delegate explicitly rather than spread.
-		compareAndSwap: (p, c, o, n, ttl) =>
+		...(storage.supports === undefined ? {} : { supports: storage.supports }),
+		...(raise === undefined ? {} : { raiseFence: (s: Bytes, e?: bigint) => raise(s, e) }),
+		compareAndSwap: (p, c, o, n, ttl, opt?: WriteOptions) =>
 			through("compareAndSwap", [{ pKey: p, cCols: c }], [n], () =>
-				storage.compareAndSwap(p, c, o, n, ttl),
+				storage.compareAndSwap(p, c, o, n, ttl, opt),
 			),
-		compareAndDelete: (p, c, v) => storage.compareAndDelete(p, c, v),
+		compareAndDelete: (p, c, v, opt?: WriteOptions) => storage.compareAndDelete(p, c, v, opt),
 		get: (p, c) => storage.get(p, c),
 		read: (p, range) => storage.read(p, range),
 		queryTTL: (p, c) => storage.queryTTL(p, c),
 		// The storage outlives A.
 		close: async () => {},
 		[Symbol.asyncDispose]: async () => {},
-		put: (p, c, v, ttl) =>
-			through("put", [{ pKey: p, cCols: c }], [v], () => storage.put(p, c, v, ttl)),
+		put: (p, c, v, ttl, opt?: WriteOptions) =>
+			through("put", [{ pKey: p, cCols: c }], [v], () => storage.put(p, c, v, ttl, opt)),
 		putBatch: (items) =>
 			through(
 				"putBatch",
@@ -154,9 +159,9 @@ function gated(
 				items.map((i) => i.value),
 				() => storage.putBatch(items),
 			),
-		insertIfNotExists: (p, c, v, ttl) =>
+		insertIfNotExists: (p, c, v, ttl, opt?: WriteOptions) =>
 			through("insertIfNotExists", [{ pKey: p, cCols: c }], [v], () =>
-				storage.insertIfNotExists(p, c, v, ttl),
+				storage.insertIfNotExists(p, c, v, ttl, opt),
 			),
 	};
 }
@@ -189,6 +194,11 @@ async function runDeposedLeader(
 	extra: Partial<CommandProcessorOptions> = {},
 ): Promise<DeposedOutcome> {
 	const appId = randomInt(1, 0xffff_fff0);
+	const unfenced = extra.unsafeUnfenced === true;
+	// Leases as the host gives them: epochs grow from holder to holder; A's ends when it is deposed.
+	let aValid = true;
+	const lease = (epoch: bigint, valid: () => boolean) =>
+		unfenced ? {} : { lease: { epoch, valid } };
 	const processor = (s: TTLStorage): CommandProcessor =>
 		createCommandProcessor({
 			storage: s,
@@ -225,7 +235,12 @@ async function runDeposedLeader(
 	// The proxy is below the process: what it holds outlives a kill.
 	const processA = createCrashableStorage(gated(storage, hold, gate, mode, held));
 	const a = processor(processA.storage);
-	await a.deploy(PARTITION).ready();
+	await a
+		.deploy(
+			PARTITION,
+			lease(10n, () => aValid),
+		)
+		.ready();
 	for (const w of [W1, W2, W1, W2]) await ack(a, w);
 	await storedOffsetReaches(storage, appId, 5, "A's flush");
 
@@ -238,17 +253,24 @@ async function runDeposedLeader(
 	// is then visible as such.
 	const aCommand = create(a, W1, "deposed A").then(
 		() => "ok",
-		(e: unknown) => (CpError.is(e) ? e.code : String(e)),
+		(e: unknown) => (CpError.is(e) ? `${e.code}/${e.committed}` : String(e)),
 	);
 	await waitFor(() => held.some((h) => h.kind === "cp"), "A's PLog write to be held");
 
-	// A is deposed: the host undeploys (its cleanup waits for the held flush); killed, it is gone.
+	// A is deposed: its lease ends (by its own clock, before anyone else is granted the partition),
+	// the host undeploys; killed, it is gone.
+	aValid = false;
 	if (mode === "killed") processA.crash();
 	const aClosed = a.close();
 
 	// Leader B deploys, actualizes and commits; its flush lands.
 	const b = processor(storage);
-	await b.deploy(PARTITION).ready();
+	await b
+		.deploy(
+			PARTITION,
+			lease(20n, () => true),
+		)
+		.ready();
 	const bAcked: AcknowledgedCommand[] = [];
 	for (const w of [W1, W2, W1, W2]) bAcked.push(await ack(b, w));
 	const beforeRelease = await storedOffsetReaches(
@@ -285,7 +307,10 @@ async function runDeposedLeader(
 	for (const w of [W2, W2]) bAcked.push(await ack(b, w));
 	await b.close();
 	const c = processor(storage);
-	const pc = c.deploy(PARTITION);
+	const pc = c.deploy(
+		PARTITION,
+		lease(30n, () => true),
+	);
 	await pc.ready();
 	// A client retries 503 and 409 once the partition is ready again.
 	const cOut: CAttempt[] = [];
@@ -311,7 +336,7 @@ async function runDeposedLeader(
 		b: bAcked,
 		c: cOut,
 		report,
-		growOnly: extra.growOnlyNumbers === true,
+		unfenced,
 	};
 }
 
@@ -319,90 +344,36 @@ const wlogOffsets = (acks: readonly AcknowledgedCommand[], wsid: number): number
 	acks.filter((x) => x.wsid === wsid).map((x) => x.result.CurrentWLogOffset);
 
 /**
- * What each level showed (the same in both endings of A). The late flush of A's numbers always
- * lands over B's newer numbers of W1, and B's next flush (of W2 only) moves the stored offset past
- * them, so a restarted C reads W1's numbers rolled back: actualization replays the PLog only from
- * the stored offset. What that costs depends on the level; A's late PLog write likewise.
+ * Fenced (the default): nothing A wrote late replaces what B stored; the stored offset stays B's;
+ * A's held command is not acknowledged (its lease ended before its PLog write was confirmed); C
+ * carries on from B's numbers without a conflict; the checker finds nothing. Every level, both
+ * endings of A.
  */
-function expectOutcome(out: DeposedOutcome, level: SequencesTrustLevel, mode: DeposedMode): void {
+function expectFenced(out: DeposedOutcome): void {
 	const seq = out.late.filter((l) => l.kind === "seq");
-	if (out.growOnly) {
-		expectGrowOnlyOutcome(out, level, seq);
-		return;
-	}
-	// W1's WLog offset and CRecord ID; alive, A's flush then also puts its older offset 6 over
-	// B's 11 (harmless alone: a replay from 6 would see B's events).
-	expect(seq.reduce((n, l) => n + l.overwrote, 0)).toBe(mode === "alive" ? 3 : 2);
-	expect(out.storedOffset).toEqual({
-		beforeRelease: 11,
-		afterRelease: mode === "alive" ? 6 : 11,
-	});
-	const plog = out.late.find((l) => l.kind === "cp");
-	const b1 = wlogOffsets(out.b, W1);
-	const b2 = wlogOffsets(out.b, W2);
-	expect(b1).toEqual([4, 5]);
-	expect(b2).toEqual([4, 5, 6, 7]); // B's own numbers never went back: its cache holds them
-	expect(wlogOffsets(out.c, W2)).toEqual([8, 9]); // W2 was not in the late batch
-	const lost = out.report.problems.filter((p) => p.startsWith("acknowledged command"));
-	if (level === 2) {
-		// Level 2 trusts the sequencer: A's late PLog put replaced B's acknowledged event at the
-		// same offset, and C hands out W1's WLog offsets and IDs again, overwriting B's.
-		expect(plog).toMatchObject({ refused: false, overwrote: 1 });
-		expect(out.c.every((x) => x.errors.length === 0)).toBe(true);
-		expect(wlogOffsets(out.c, W1)).toEqual([4, 5]);
-		expect(lost).toContain("acknowledged command 1001/4: acknowledged twice");
-		return;
-	}
-	// Levels 0 and 1: A's late PLog insert is refused (B holds the offset). C's first W1 command
-	// meets B's numbers twice (CP_CONFLICT, the event marked corrupted, its numbers consumed)
-	// and succeeds with the third WLog offset: numbers reused, but only by marked events.
-	expect(plog).toMatchObject({ operation: "insertIfNotExists", refused: true, overwrote: 0 });
-	expect(out.c[0]?.errors).toEqual(["CP_CONFLICT", "CP_CONFLICT"]);
-	expect(wlogOffsets(out.c, W1)).toEqual([6, 7]);
-	expect(out.report.problems).toContain(
-		"record 1001/322685000131075: handed out twice (PLog offsets 7 and 13)",
-	);
-	// Level 0 loses nothing acknowledged. Level 1 puts records: C's put replaced B's record and
-	// the conflict's clean-up then removed it, so B's two W1 records are gone.
-	expect(lost).toEqual(
-		level === 0
-			? []
-			: [
-					"acknowledged command 1001/4: new record 1 -> 322685000131075 is not readable as created by it",
-					"acknowledged command 1001/5: new record 1 -> 322685000131076 is not readable as created by it",
-				],
-	);
-}
-
-/**
- * With `growOnlyNumbers`: every late write of A's flush is refused (a compare-and-swap from the
- * value A read finds B's newer one), so nothing rolls back and C carries on from B's numbers.
- * Levels 0 and 1 then lose and reuse nothing (the checker finds no problem). Level 2 still puts
- * A's late PLog event over B's acknowledged one at the same offset: level 2 trusts that one
- * process writes, which a deposed leader breaks.
- */
-function expectGrowOnlyOutcome(
-	out: DeposedOutcome,
-	level: SequencesTrustLevel,
-	seq: readonly LateWrite[],
-): void {
 	expect(seq.length).toBeGreaterThan(0);
-	expect(seq.reduce((n, l) => n + l.overwrote, 0)).toBe(0);
+	expect(out.late.map((l) => l.overwrote)).toEqual(out.late.map(() => 0));
 	expect(out.storedOffset).toEqual({ beforeRelease: 11, afterRelease: 11 });
+	expect(out.aCommand).toMatch(/^CP_(CLOSED|STORAGE)\/(no|unknown)$/);
 	expect(wlogOffsets(out.b, W1)).toEqual([4, 5]);
 	expect(wlogOffsets(out.b, W2)).toEqual([4, 5, 6, 7]);
 	expect(wlogOffsets(out.c, W1)).toEqual([6, 7]);
 	expect(wlogOffsets(out.c, W2)).toEqual([8, 9]);
-	const plog = out.late.find((l) => l.kind === "cp");
-	if (level === 2) {
-		// A's late PLog put replaced B's acknowledged event at offset 7 (same workspace, offsets
-		// and IDs, A's content: the checker, which compares numbers, sees a consistent log).
-		expect(plog).toMatchObject({ operation: "putBatch", refused: false, overwrote: 1 });
-		return;
-	}
-	expect(plog).toMatchObject({ operation: "insertIfNotExists", refused: true, overwrote: 0 });
 	expect(out.c.every((x) => x.errors.length === 0)).toBe(true);
 	expect(out.report.problems).toEqual([]);
+}
+
+/**
+ * The unfenced build (the mutant the checker must catch): A's late flush rolls W1's numbers back,
+ * so C hands them out again; at level 2 A's late PLog put also replaces B's acknowledged event.
+ * The checker reports it at every level (level 0 and 1: numbers handed out twice, level 1 and 2:
+ * acknowledged data lost or overwritten).
+ */
+function expectUnfencedCaught(out: DeposedOutcome, level: SequencesTrustLevel): void {
+	expect(out.late.reduce((n, l) => n + l.overwrote, 0)).toBeGreaterThan(0);
+	expect(out.report.problems.length).toBeGreaterThan(0);
+	const lost = out.report.problems.filter((p) => p.startsWith("acknowledged command"));
+	if (level > 0) expect(lost.length).toBeGreaterThan(0);
 }
 
 /** Options of {@link deposedLeaderSuite}. */
@@ -417,21 +388,23 @@ export interface DeposedSuiteOptions {
 /** Every trust level × both endings of A, on one driver. */
 export function deposedLeaderSuite(name: string, options: DeposedSuiteOptions): void {
 	const body = (): void => {
-		for (const growOnly of [false, true])
+		for (const unfenced of [false, true])
 			for (const level of [0, 1, 2] as const)
-				for (const mode of ["alive", "killed"] as const)
+				for (const mode of ["alive", "killed"] as const) {
+					// The mutant once per level is enough to show the checker catches it.
+					if (unfenced && mode === "killed") continue;
 					it(
-						`level ${level}, A ${mode}${growOnly ? ", growOnlyNumbers" : ""}`,
+						`level ${level}, A ${mode}${unfenced ? ", unfenced (mutant: must be caught)" : ""}`,
 						async () => {
 							const storage = await options.createStorage();
 							try {
 								const out = await runDeposedLeader(storage, level, mode, {
 									...options.processorOptions,
-									growOnlyNumbers: growOnly,
+									...(unfenced ? { unsafeUnfenced: true } : {}),
 								});
 								if (process.env.DEPOSED_REPORT)
 									console.log(
-										`${name} L${level} ${mode}${growOnly ? " growOnly" : ""}`,
+										`${name} L${level} ${mode}${unfenced ? " unfenced" : ""}`,
 										JSON.stringify({
 											late: out.late.map(
 												(l) =>
@@ -446,13 +419,15 @@ export function deposedLeaderSuite(name: string, options: DeposedSuiteOptions): 
 											problems: out.report.problems,
 										}),
 									);
-								expectOutcome(out, level, mode);
+								if (out.unfenced) expectUnfencedCaught(out, level);
+								else expectFenced(out);
 							} finally {
 								await (options.disposeStorage ?? ((s: TTLStorage) => s.close()))(storage);
 							}
 						},
 						options.timeoutMs ?? 60_000,
 					);
+				}
 	};
 	// The caller's reason (e.g. "Cassandra is not reachable at …") is shown in the skipped title;
 	// real-server gates throw instead of skipping in CI (see @vvm/vitest-config/servers).

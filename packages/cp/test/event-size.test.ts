@@ -29,6 +29,7 @@ const real = (c: PlannedCreate[]) =>
 			wlogOffset: 2 ** 53 - 1,
 			registeredAt: 2 ** 53 - 1,
 			ids: c.map(() => 2 ** 53 - 1),
+			epoch: 2n ** 63n - 1n,
 		}),
 	).length;
 
@@ -45,5 +46,10 @@ describe("checkEventSize", () => {
 		expect(() => checkEventSize(parts(creates(1, "\u0001".repeat(len / 6 + 10))))).toThrow();
 		expect(() => checkEventSize(parts(creates(1, "\u0001".repeat(len / 6 - 10))))).not.toThrow();
 		expect(() => checkEventSize(parts(creates(20, "n".repeat(4000))))).toThrow(/cuds/);
+		// An idempotency key counts too: the event keeps it, its fingerprint and the answer.
+		const idempotency = { key: "k".repeat(255), hash: "0".repeat(64) };
+		expect(() => checkEventSize({ ...parts(creates(1, "x".repeat(len))), idempotency })).toThrow(
+			/limit is 63488/,
+		);
 	});
 });

@@ -149,7 +149,8 @@ async function faultCase(
 ): Promise<void> {
 	// With atomicBatches at level 2 the effects share the PLog entry's batch: a fault on that batch
 	// is a fault of the PLog write (a failure wrote nothing; a landed write landed whole).
-	const together = level === 2 && ctx.options.atomicBatches === true && target !== "plog";
+	const atomic = ctx.options.atomicBatches ?? ctx.storage.supports?.atomicBatches === true;
+	const together = level === 2 && atomic && target !== "plog";
 	const expected = !together
 		? expectedApart
 		: action.kind === "fail"

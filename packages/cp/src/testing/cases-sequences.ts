@@ -1,6 +1,6 @@
 import { bytesEqual } from "@vvm/ttlstorage";
 import { expect } from "vitest";
-import { decodeLogValue } from "../event.ts";
+import { decodeLogValue, decodeRecordValue } from "../event.ts";
 import type { SequencesTrustLevel } from "../event-writer.ts";
 import type { StorageKey } from "../keys.ts";
 import { cpKeys } from "../keys.ts";
@@ -158,8 +158,13 @@ async function trustLevelCase(
 				// Its WLog entry is the marker too.
 				expect(wlog2 === undefined ? undefined : decodeLogValue(wlog2)?.kind).toBe("marker");
 			} else {
-				// Its record was rolled back (at level 1 it had been put, then removed).
-				expect(record1).toBeUndefined();
+				// Its record was rolled back: a tombstone (an ordered write, as fences need), which
+				// reads as not found.
+				const stored = record1 === undefined ? undefined : decodeRecordValue(record1);
+				expect(stored?.d).toBe(1);
+				expect((await rejection(p.readRecord({ wsid: WS, id: crec(1) }))).code).toBe(
+					"CP_NOT_FOUND",
+				);
 			}
 			const [entry] = await p.readPLog({ from: 2, limit: 1 });
 			expect(entry?.event?.corrupted).toContain("sequences violation");

@@ -1,7 +1,7 @@
 import type { TTLStorage } from "@vvm/ttlstorage";
 import type { StoredEvent } from "../event.ts";
 import { decodeLogValue, decodeRecordValue } from "../event.ts";
-import { bucketOf, cpKeys, plogPKey, readU64, wlogPKey } from "../keys.ts";
+import { BUCKET_SIZE, bucketOf, cpKeys, plogPKey, readU64, wlogPKey } from "../keys.ts";
 import { iterateLog } from "../log-iterator.ts";
 import { checkPartitions } from "../partition.ts";
 import { decodePLogEntry } from "../plog-reader.ts";
@@ -61,6 +61,11 @@ export interface CheckReport {
 	readonly acknowledged: number;
 }
 
+/** An object with its keys sorted, so equal field sets stringify equally. */
+function sorted(fields: Readonly<Record<string, unknown>>): Record<string, unknown> {
+	return Object.fromEntries(Object.entries(fields).sort(([a], [b]) => (a < b ? -1 : 1)));
+}
+
 interface Seen {
 	readonly event: StoredEvent;
 	readonly marker: boolean;
@@ -91,7 +96,10 @@ async function strays(
  * - PLog offsets of every partition and WLog offsets of every workspace are dense from 1 (no entry
  *   after a gap) and never reused (one event per WLog offset; the WLog entry is the PLog's event);
  * - no record ID was handed out twice (by two events, marked ones included), and every record an
- *   unmarked event created exists.
+ *   unmarked event created exists;
+ * - every record holds the state the last (unmarked) event that wrote it gave it: no update was
+ *   lost or reverted, and no record a marked event created reads as data;
+ * - no record exists that no event created (an orphan: a deposed holder's late write, say).
  *
  * @example
  * ```ts
@@ -169,8 +177,11 @@ export async function checkCpStorage(options: CheckOptions): Promise<CheckReport
 			problems.push(`WLog ${ws}: offset ${o} is stored after the end ${lastW} (a gap)`);
 
 		const owner = new Map<number, number>();
-		for (const { event, marker } of seen)
+		/** Per record, the last unmarked event that wrote it (PLog order). */
+		const lastWriter = new Map<number, { event: StoredEvent; fields: string }>();
+		for (const { event, marker } of [...seen].sort((a, b) => a.event.o - b.event.o)) {
 			for (const c of event.cuds) {
+				if (!marker) lastWriter.set(c.id, { event, fields: JSON.stringify(sorted(c.f)) });
 				if (!c.n) continue;
 				const prev = owner.get(c.id);
 				if (prev !== undefined)
@@ -182,20 +193,46 @@ export async function checkCpStorage(options: CheckOptions): Promise<CheckReport
 				const bytes = await storage.get(k.pKey, k.cCols);
 				const r = bytes === undefined ? undefined : decodeRecordValue(bytes);
 				if (marker) {
-					if (r !== undefined && r.c === event.o)
+					if (r !== undefined && r.d === undefined && r.c === event.o)
 						problems.push(
 							`record ${ws}/${c.id}: created by corrupted event ${event.o}, not rolled back`,
 						);
 					continue;
 				}
 				records++;
-				if (r === undefined)
+				if (r === undefined || r.d !== undefined)
 					problems.push(`record ${ws}/${c.id}: missing (created by PLog offset ${event.o})`);
 				else if (r.c !== event.o || r.q !== c.q)
 					problems.push(
 						`record ${ws}/${c.id}: holds ${r.q} created by ${r.c}, the PLog says ${c.q} by ${event.o}`,
 					);
 			}
+		}
+		for (const [id, { event, fields }] of lastWriter) {
+			const k = cpKeys.record(appId, ws, id);
+			const bytes = await storage.get(k.pKey, k.cCols);
+			const r = bytes === undefined ? undefined : decodeRecordValue(bytes);
+			if (r === undefined || r.d !== undefined) continue; // reported above when it matters
+			if (r.u !== event.o || JSON.stringify(sorted(r.f)) !== fields)
+				problems.push(
+					`record ${ws}/${id}: holds the state written by PLog offset ${r.u}, the last event that wrote it is ${event.o}`,
+				);
+		}
+		// Records no event created: scan the buckets of the IDs handed out (and the next one).
+		const buckets = new Set<number>();
+		for (const id of owner.keys()) {
+			buckets.add(bucketOf(id));
+			buckets.add(bucketOf(id) + 1);
+		}
+		for (const b of buckets) {
+			const pKey = cpKeys.record(appId, ws, b * BUCKET_SIZE).pKey;
+			for await (const rec of storage.read(pKey)) {
+				const id = readU64(rec.cCols);
+				const r = decodeRecordValue(rec.value);
+				if (id === undefined || owner.has(id) || (r !== undefined && r.d !== undefined)) continue;
+				problems.push(`record ${ws}/${id ?? "?"}: no event created it (an orphan)`);
+			}
+		}
 	}
 
 	const acked = options.acknowledged ?? [];
@@ -215,7 +252,7 @@ export async function checkCpStorage(options: CheckOptions): Promise<CheckReport
 			const k = cpKeys.record(appId, wsid, id);
 			const bytes = await storage.get(k.pKey, k.cCols);
 			const r = bytes === undefined ? undefined : decodeRecordValue(bytes);
-			if (!created.has(id) || r === undefined || r.c !== s.event.o)
+			if (!created.has(id) || r === undefined || r.d !== undefined || r.c !== s.event.o)
 				problems.push(`${tag}: new record ${raw} -> ${id} is not readable as created by it`);
 		}
 	}

@@ -1,4 +1,11 @@
-import type { BatchItem, Bytes, ReadRange, StoredRecord, TTLStorage } from "@vvm/ttlstorage";
+import type {
+	BatchItem,
+	Bytes,
+	ReadRange,
+	StoredRecord,
+	TTLStorage,
+	WriteOptions,
+} from "@vvm/ttlstorage";
 import { TTLStorageError } from "@vvm/ttlstorage";
 import type { StorageOperation } from "@vvm/ttlstorage/testing";
 
@@ -72,22 +79,30 @@ export function createCrashableStorage(storage: TTLStorage): CrashableStorage {
 	}
 
 	const one = (pKey: Bytes, cCols: Bytes) => [{ pKey, cCols }];
+	const raise = storage.raiseFence?.bind(storage);
 	const view: TTLStorage = {
-		insertIfNotExists: (p, c, v, ttl) =>
+		...(storage.supports === undefined ? {} : { supports: storage.supports }),
+		...(raise === undefined
+			? {}
+			: {
+					raiseFence: (scope: Bytes, epoch?: bigint) =>
+						run({ operation: "raiseFence", keys: [{ pKey: scope }] }, () => raise(scope, epoch)),
+				}),
+		insertIfNotExists: (p, c, v, ttl, o?: WriteOptions) =>
 			run({ operation: "insertIfNotExists", keys: one(p, c) }, () =>
-				storage.insertIfNotExists(p, c, v, ttl),
+				storage.insertIfNotExists(p, c, v, ttl, o),
 			),
-		compareAndSwap: (p, c, o, n, ttl) =>
+		compareAndSwap: (p, c, old, n, ttl, o?: WriteOptions) =>
 			run({ operation: "compareAndSwap", keys: one(p, c) }, () =>
-				storage.compareAndSwap(p, c, o, n, ttl),
+				storage.compareAndSwap(p, c, old, n, ttl, o),
 			),
-		compareAndDelete: (p, c, v) =>
+		compareAndDelete: (p, c, v, o?: WriteOptions) =>
 			run({ operation: "compareAndDelete", keys: one(p, c) }, () =>
-				storage.compareAndDelete(p, c, v),
+				storage.compareAndDelete(p, c, v, o),
 			),
 		get: (p, c) => run({ operation: "get", keys: one(p, c) }, () => storage.get(p, c)),
-		put: (p, c, v, ttl) =>
-			run({ operation: "put", keys: one(p, c) }, () => storage.put(p, c, v, ttl)),
+		put: (p, c, v, ttl, o?: WriteOptions) =>
+			run({ operation: "put", keys: one(p, c) }, () => storage.put(p, c, v, ttl, o)),
 		putBatch: (items: readonly BatchItem[]) =>
 			run(
 				{ operation: "putBatch", keys: items.map((i) => ({ pKey: i.pKey, cCols: i.cCols })) },

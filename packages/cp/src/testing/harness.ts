@@ -4,7 +4,7 @@ import { createSequencer } from "@vvm/isequencer";
 import type { TTLStorage } from "@vvm/ttlstorage";
 import type { FaultCall, FaultyTTLStorage } from "@vvm/ttlstorage/testing";
 import { faults, withFaults } from "@vvm/ttlstorage/testing";
-import type { AppPartition } from "../app-partition.ts";
+import type { AppPartition, DeployOptions } from "../app-partition.ts";
 import type { CommandProcessor, CommandProcessorOptions } from "../command-processor.ts";
 import { createCommandProcessor } from "../command-processor.ts";
 import type { SequencesTrustLevel } from "../event-writer.ts";
@@ -163,8 +163,8 @@ export class Harness {
 	}
 
 	/** Deploys a partition of the current process and waits until it is actualized. */
-	async deploy(partitionId = 1): Promise<AppPartition> {
-		const p = this.cp.deploy(partitionId);
+	async deploy(partitionId = 1, options: DeployOptions = {}): Promise<AppPartition> {
+		const p = this.cp.deploy(partitionId, options);
 		await p.ready();
 		return p;
 	}

@@ -3,6 +3,7 @@ import { describe, it } from "vitest";
 import type { CommandProcessorOptions } from "../command-processor.ts";
 import type { CpSuiteCase } from "./case.ts";
 import { commandCases } from "./cases-commands.ts";
+import { failoverCases } from "./cases-failover.ts";
 import { recoveryCases } from "./cases-recovery.ts";
 import { sequenceCases } from "./cases-sequences.ts";
 
@@ -47,7 +48,7 @@ export interface CpSuiteOptions {
  */
 export function cpTestCases(options: Pick<CpSuiteOptions, "skipTests"> = {}): CpSuiteCase[] {
 	const skipped = new Set(options.skipTests ?? []);
-	return [...sequenceCases(), ...commandCases(), ...recoveryCases()].filter(
+	return [...sequenceCases(), ...commandCases(), ...recoveryCases(), ...failoverCases()].filter(
 		(c) => !skipped.has(c.name),
 	);
 }
@@ -57,8 +58,9 @@ export function cpTestCases(options: Pick<CpSuiteOptions, "skipTests"> = {}): Cp
  * `it.BuiltInSequences` and `it.SequencesTrustLevel0/1/2` (the next record, PLog and WLog keys
  * corrupted, with what each level detects and overwrites), the API shapes, validation before any
  * write, "server is busy", serialization per partition, restart and actualization from the durable
- * PLog (reads counted), and every crash point of a command (a fault-injecting storage, and
- * "crash" = a process whose storage view is cut off, replaced by a new one).
+ * PLog (reads counted), every crash point of a command (a fault-injecting storage, and "crash" = a
+ * process whose storage view is cut off, replaced by a new one), idempotency keys across holders,
+ * the lease's say over writes and answers, fences, and undeploy during a command.
  *
  * @example
  * ```ts
