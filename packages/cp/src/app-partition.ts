@@ -699,7 +699,7 @@ export class AppPartitionImpl implements AppPartition {
 			throw error;
 		}
 		if (!this.#mayWrite()) throw leaseEnded(this.partitionId, "unknown");
-		let conflict;
+		let conflict: Awaited<ReturnType<EventWriter["apply"]>>;
 		try {
 			conflict = applied ? undefined : await writer.apply(encoded, false);
 		} catch (error) {

@@ -51,6 +51,7 @@ export {
 } from "./errors.ts";
 export { type LogCud, type LogEntry, type LogEvent, MAX_EVENT_BYTES } from "./event.ts";
 export type { SequencesTrustLevel } from "./event-writer.ts";
+export { DEFAULT_IDEMPOTENCY_TTL_SECONDS, MAX_IDEMPOTENCY_KEY_LENGTH } from "./idempotency.ts";
 export {
 	BUCKET_SIZE,
 	cpKeys,
@@ -61,7 +62,6 @@ export {
 	PKEY_PREFIX_WLOG,
 	type StorageKey,
 } from "./keys.ts";
-export { DEFAULT_IDEMPOTENCY_TTL_SECONDS, MAX_IDEMPOTENCY_KEY_LENGTH } from "./idempotency.ts";
 export { MAX_PARTITIONS, partitionOf } from "./partition.ts";
 export { createPLogReader, type PLogReaderOptions } from "./plog-reader.ts";
 export {

@@ -1,5 +1,5 @@
 import { TTLStorageError } from "./errors.ts";
-import type { Bytes, WriteFence } from "./ttl-storage.ts";
+import type { Bytes } from "./ttl-storage.ts";
 
 /**
  * Where a driver keeps the fence of a scope: the record at pKey `scope`, cCols `FENCE_CCOLS`
