@@ -36,20 +36,30 @@ export function unavailable(
 	return {
 		status: 503,
 		headers: retryAfter(retryAfterMs),
-		body: { status: 503, code: "HOST_UNAVAILABLE", reason, message, ...extra },
+		body: { status: 503, code: "HOST_UNAVAILABLE", reason, message, committed: "no", ...extra },
 		outcome: `unavailable_${reason}`,
 	};
 }
 
+/** What a client should do with a 500 whose command may have been applied. */
+const COMMITTED_HINT = {
+	yes: "the command's event is durable and is applied before the partition serves anything else: do not send it again as a new command; retry with the same Idempotency-Key to get its result, or read the workspace's WLog",
+	unknown:
+		"the command may or may not have been applied: retry with the same Idempotency-Key (it answers the first result if there was one), or read the workspace's WLog before sending it again",
+} as const;
+
 /**
- * Maps an error of `@vvm/cp` (or anything else) to its answer, as the cp README's table says:
- * 400 bad request, 404 not found, 405 not allowed, 409 conflict (the key named), 503 busy or
- * closed (`Retry-After`), storage errors 503 when nothing was committed, else 500 with `committed`.
+ * Maps an error of `@vvm/cp` (or anything else) to its answer. The rule (the README's table): a
+ * command whose event may be durable (`committed` `"yes"` or `"unknown"`) is always a 500 that
+ * says so and how to find the outcome, whatever the code; otherwise 400 bad request, 404 not
+ * found, 405 not allowed, 409 conflict (the key named) or idempotency key in flight, 421
+ * misdirected, 422 idempotency key reused, 503 + `Retry-After` busy, closed or a storage failure
+ * that wrote nothing, 500 internal. Every body carries `committed`.
  *
  * @example
  * ```ts
  * const reply = cpErrorReply(new CpError("CP_BUSY", "actualizing", { retryAfterMs: 1000 }));
- * // reply.status === 503, reply.headers["retry-after"] === "1"
+ * // reply.status === 503, reply.headers["retry-after"] === "1", reply.body.committed === "no"
  * ```
  */
 export function cpErrorReply(error: unknown): ApiErrorReply {
@@ -58,11 +68,21 @@ export function cpErrorReply(error: unknown): ApiErrorReply {
 		return {
 			status: 500,
 			headers: {},
-			body: { status: 500, code: "HOST_INTERNAL", message },
+			body: {
+				status: 500,
+				code: "HOST_INTERNAL",
+				message,
+				committed: "unknown",
+				hint: COMMITTED_HINT.unknown,
+			},
 			outcome: "internal",
 		};
 	}
-	const base = { code: error.code, message: error.message.replace(/^\[@vvm\/cp\] /, "") };
+	const base = {
+		code: error.code,
+		message: error.message.replace(/^\[@vvm\/cp\] /, ""),
+		committed: error.committed,
+	};
 	const field = error.field === undefined ? {} : { field: error.field };
 	const reply = (
 		status: number,
@@ -75,6 +95,9 @@ export function cpErrorReply(error: unknown): ApiErrorReply {
 		body: { status, ...base, ...field, ...extra },
 		outcome,
 	});
+	if (error.committed !== "no")
+		// Whatever went wrong, a retry as a new command could apply it twice.
+		return reply(500, `committed_${error.committed}`, { hint: COMMITTED_HINT[error.committed] });
 	switch (error.code) {
 		case "CP_BAD_REQUEST":
 			return reply(400, "bad_request");
@@ -84,6 +107,10 @@ export function cpErrorReply(error: unknown): ApiErrorReply {
 			return reply(405, "not_allowed");
 		case "CP_WRONG_PARTITION":
 			return reply(421, "misdirected");
+		case "CP_IDEMPOTENCY_KEY_REUSED":
+			return reply(422, "idempotency_key_reused");
+		case "CP_IDEMPOTENCY_KEY_IN_FLIGHT":
+			return reply(409, "idempotency_key_in_flight", {}, retryAfter(error.retryAfterMs));
 		case "CP_CONFLICT":
 			return reply(409, "conflict", error.key === undefined ? {} : { key: error.key });
 		case "CP_BUSY":
@@ -91,14 +118,8 @@ export function cpErrorReply(error: unknown): ApiErrorReply {
 		case "CP_CLOSED":
 			return reply(503, "closed", { reason: "closed" }, retryAfter(1000));
 		case "CP_STORAGE":
-			return error.committed === "no" || error.committed === undefined
-				? reply(503, "storage", { reason: "storage", committed: "no" }, retryAfter(1000))
-				: reply(500, "storage", { committed: error.committed });
+			return reply(503, "storage", { reason: "storage" }, retryAfter(1000));
 		case "CP_INTERNAL":
-			return reply(
-				500,
-				"internal",
-				error.committed === undefined ? {} : { committed: error.committed },
-			);
+			return reply(500, "internal");
 	}
 }

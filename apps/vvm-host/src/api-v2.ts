@@ -138,20 +138,43 @@ function locate(
 const isWrite = (r: ApiRoute): boolean =>
 	r.kind === "create" || r.kind === "update" || r.kind === "command";
 
+/**
+ * The `Idempotency-Key` header (IETF httpapi draft): a Structured Field string (`"…"`, with `\"`
+ * and `\\` escapes), or, as many clients send it, the bare key. `@vvm/cp` validates what it holds.
+ */
+export function idempotencyKeyOf(req: IncomingMessage): string | undefined {
+	const raw = req.headers["idempotency-key"];
+	if (raw === undefined) return undefined;
+	const value = (Array.isArray(raw) ? raw.join(", ") : raw).trim();
+	if (value.length >= 2 && value.startsWith('"') && value.endsWith('"'))
+		return value.slice(1, -1).replace(/\\(["\\])/g, "$1");
+	return value;
+}
+
 async function run(
 	route: ApiRoute,
 	part: AppPartition,
 	body: Record<string, unknown>,
+	idempotencyKey: string | undefined,
 ): Promise<Reply> {
 	const ok = (status: number, result: CommandResult): Reply => {
-		const { plogOffset, ...api } = result;
-		return { status, body: api, headers: { "vvm-plog-offset": String(plogOffset) } };
+		const { plogOffset, replayed, ...api } = result;
+		return {
+			status,
+			body: api,
+			headers: {
+				"vvm-plog-offset": String(plogOffset),
+				// The first execution's answer, replayed: nothing was written by this request.
+				...(replayed === true ? { "idempotent-replayed": "true" } : {}),
+			},
+		};
 	};
+	const key = idempotencyKey === undefined ? {} : { idempotencyKey };
 	switch (route.kind) {
 		case "create":
 			return ok(
 				201,
-				await part.createRecord({ wsid: route.wsid, table: route.table, fields: body }),
+				await part.createRecord({ wsid: route.wsid, table: route.table, fields: body, ...key }),
 			);
 		case "update":
 			return ok(
@@ -161,6 +184,7 @@ async function run(
 					table: route.table,
 					id: route.id,
 					fields: body,
+					...key,
 				}),
 			);
 		case "command":
@@ -171,6 +195,7 @@ async function run(
 					command: route.command,
 					...(body.args === undefined ? {} : { args: body.args as Record<string, unknown> }),
 					...(body.cuds === undefined ? {} : { cuds: body.cuds as never }),
+					...key,
 				}),
 			);
 		case "read":
@@ -249,7 +274,12 @@ export function createApiV2Handler(
 				} else {
 					token = deps.fencingToken(partition);
 					try {
-						reply = await run(route, target, body);
+						reply = await run(
+							route,
+							target,
+							body,
+							isWrite(route) ? idempotencyKeyOf(req) : undefined,
+						);
 					} catch (error) {
 						const e = cpErrorReply(error);
 						outcome = e.outcome;

@@ -43,11 +43,8 @@ export interface HostConfig {
 	readonly partitions: number;
 	/** SequencesTrustLevel of seed 004 (`VVMConfig.SequencesTrustLevel`): 0, 1 or 2. */
 	readonly sequencesTrustLevel: 0 | 1 | 2;
-	/**
-	 * How sequencers store numbers: `grow-only` (`@vvm/cp` `growOnlyNumbers`: a deposed host's
-	 * late flush cannot roll them back) or `batch` (one unconditional batch; one process only).
-	 */
-	readonly seqWrites: "grow-only" | "batch";
+	/** How long an `Idempotency-Key` is remembered (its first answer replayed), in seconds. */
+	readonly idempotencyKeyTtlSeconds: number;
 	/**
 	 * Which partitions this host serves: `static` (partition p by the leader of slot
 	 * `p mod numVVM + 1`) or `leases` (partition leases of `@vvm/leases`, any live host).
@@ -319,12 +316,12 @@ const SPECS: readonly OptionSpec[] = [
 		help: "SequencesTrustLevel: 0 insert-if-not-exists for events and new records, 1 for events only, 2 puts everything",
 	},
 	{
-		key: "seqWrites",
-		flag: "seq-writes",
-		env: ["VVM_SEQ_WRITES"],
-		def: "grow-only",
-		parse: oneOf(["grow-only", "batch"]),
-		help: "how sequencers store their numbers: grow-only (compare-and-swap; a deposed host's late flush cannot roll them back) or batch (faster; one process ever per partition)",
+		key: "idempotencyKeyTtlSeconds",
+		flag: "idempotency-key-ttl-seconds",
+		env: ["VVM_IDEMPOTENCY_KEY_TTL_SECONDS"],
+		def: "86400",
+		parse: int(1, 31_536_000),
+		help: "how long a command's Idempotency-Key is remembered: a retry within it, on any host, answers the first result and writes nothing",
 	},
 	{
 		key: "placement",

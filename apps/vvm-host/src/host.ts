@@ -184,9 +184,8 @@ export async function runHost(config: HostConfig, options: RunHostOptions = {}):
 			storage: driver,
 			partitions: config.partitions,
 			trustLevel: config.sequencesTrustLevel,
-			// One LevelDB write batch is all or nothing: at level 2 an event and its effects land together.
-			atomicBatches: config.storage === "level",
-			growOnlyNumbers: config.seqWrites === "grow-only",
+			idempotencyKeyTtlSeconds: config.idempotencyKeyTtlSeconds,
+			unsafeUnfenced: mutants.unfenced,
 			logger,
 		});
 		parts = partitions;

@@ -9,13 +9,14 @@ export const HOST_APP_ID = 1;
 
 /** Options of {@link createHostPartitions}. */
 export interface HostPartitionsOptions {
+	/** The storage; its `supports` decide atomic batches and fencing. */
 	readonly storage: TTLStorage;
 	readonly partitions: number;
 	readonly trustLevel: 0 | 1 | 2;
-	/** The storage applies a `putBatch` all or nothing (`@vvm/ttlstorage-level`). */
-	readonly atomicBatches: boolean;
-	/** The sequencers' stored numbers only grow (`--seq-writes grow-only`). */
-	readonly growOnlyNumbers: boolean;
+	/** How long an idempotency key is remembered, s. */
+	readonly idempotencyKeyTtlSeconds: number;
+	/** TEST-ONLY mutant `unfenced`: no fences, no lease check on acknowledgments. */
+	readonly unsafeUnfenced?: boolean;
 	readonly logger: Logger;
 }
 
@@ -39,7 +40,7 @@ export interface HostPartitions {
  *
  * @example
  * ```ts
- * const parts = createHostPartitions({ storage, partitions: 10, trustLevel: 0, atomicBatches: true, logger });
+ * const parts = createHostPartitions({ storage, partitions: 10, trustLevel: 0, idempotencyKeyTtlSeconds: 86_400, logger });
  * const { placement } = createPlacement("static", { …, handlers: parts.handlers });
  * ```
  */
@@ -50,8 +51,8 @@ export function createHostPartitions(options: HostPartitionsOptions): HostPartit
 		appId: HOST_APP_ID,
 		partitions: options.partitions,
 		trustLevel: options.trustLevel,
-		atomicBatches: options.atomicBatches,
-		growOnlyNumbers: options.growOnlyNumbers,
+		idempotencyTtlSeconds: options.idempotencyKeyTtlSeconds,
+		...(options.unsafeUnfenced === true ? { unsafeUnfenced: true } : {}),
 		logger: logger.child({ component: "cp" }),
 	});
 	const tokens = new Map<number, bigint | undefined>();
@@ -62,7 +63,13 @@ export function createHostPartitions(options: HostPartitionsOptions): HostPartit
 			const pending = undeploying.get(partition);
 			if (pending !== undefined) await pending;
 			grant.signal.throwIfAborted();
-			const deployed = cp.deploy(partition);
+			// Fenced by the grant's token, writing only while the grant's lease is valid here.
+			const deployed = cp.deploy(partition, {
+				lease: {
+					...(grant.fencingToken === undefined ? {} : { epoch: grant.fencingToken }),
+					valid: grant.leaseValid,
+				},
+			});
 			tokens.set(partition, grant.fencingToken);
 			logger.info(
 				{ event: "partition-deployed", partition, fencingToken: grant.fencingToken?.toString() },

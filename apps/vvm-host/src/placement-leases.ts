@@ -96,6 +96,8 @@ export function createLeasesPlacement(options: LeasesPlacementOptions): LeasesPl
 			await handlers.onGranted(grant.group, {
 				signal: grant.signal,
 				fencingToken: BigInt(grant.lease.startTime),
+				// This grant's own deadline: a later grant of the group is another deployment.
+				leaseValid: () => !grant.signal.aborted && node.serving(grant.group),
 			});
 			if (!grant.signal.aborted) deployed.set(grant.group, grant.signal);
 		},

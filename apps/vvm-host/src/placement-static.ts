@@ -127,22 +127,28 @@ export function createStaticPlacement(options: StaticPlacementOptions): StaticPl
 				const ctl = new AbortController();
 				const grant: Grant = { ctl, ready: false };
 				h.grants.set(p, grant);
-				handlers.onGranted(p, { signal: ctl.signal, ...fencingToken }).then(
-					() => {
-						grant.ready = true;
-					},
-					(error: unknown) => {
-						if (ctl.signal.aborted || held !== h) return;
-						// A declined grant: not served here; requests for it answer 503 until a new leadership.
-						h.grants.delete(p);
-						ctl.abort(error);
-						handlers.onEnded(p, "deploy failed");
-						logger.error(
-							{ event: "partition-declined", partition: p, err: error },
-							`partition ${p} could not be deployed`,
-						);
-					},
-				);
+				handlers
+					.onGranted(p, {
+						signal: ctl.signal,
+						...fencingToken,
+						leaseValid: () => !ctl.signal.aborted && !ctx.signal.aborted && ctx.leaseValid(),
+					})
+					.then(
+						() => {
+							grant.ready = true;
+						},
+						(error: unknown) => {
+							if (ctl.signal.aborted || held !== h) return;
+							// A declined grant: not served here; requests for it answer 503 until a new leadership.
+							h.grants.delete(p);
+							ctl.abort(error);
+							handlers.onEnded(p, "deploy failed");
+							logger.error(
+								{ event: "partition-declined", partition: p, err: error },
+								`partition ${p} could not be deployed`,
+							);
+						},
+					);
 			}
 			ctx.signal.addEventListener(
 				"abort",

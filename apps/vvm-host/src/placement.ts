@@ -9,6 +9,19 @@ export interface PartitionHolder {
 	readonly until?: number;
 }
 
+/** A partition granted to this host: what its writes are fenced and bounded by. */
+export interface PartitionGrant {
+	/** Aborts when the grant ends (lease ended, leadership lost, close). */
+	readonly signal: AbortSignal;
+	/** Above every earlier holder's: the partition's fencing epoch (`@vvm/cp` lease `epoch`). */
+	readonly fencingToken?: bigint;
+	/**
+	 * Whether this host may still write for the partition, by its own monotonic clock; `false`
+	 * from the grant's local deadline on, for good (`@vvm/cp` lease `valid()`).
+	 */
+	readonly leaseValid: () => boolean;
+}
+
 /** What a placement tells the host when a partition starts or stops being served here. */
 export interface PlacementHandlers {
 	/**
@@ -16,10 +29,7 @@ export interface PlacementHandlers {
 	 * sequencer) and resolve when it accepts commands. `signal` aborts when the grant ends before
 	 * or after that; a rejection declines the grant.
 	 */
-	onGranted(
-		partition: number,
-		grant: { readonly signal: AbortSignal; readonly fencingToken?: bigint },
-	): Promise<void>;
+	onGranted(partition: number, grant: PartitionGrant): Promise<void>;
 	/** The partition is no longer this host's (lease ended, leadership lost, close): undeploy it. */
 	onEnded(partition: number, reason: string): void;
 }

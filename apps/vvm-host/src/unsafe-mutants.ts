@@ -6,10 +6,11 @@ import { createElectionsWithInternals } from "@vvm/ielections/internal";
 import type { ElectionsFactory } from "@vvm/orch";
 
 /** The mechanisms a mutant removes. */
-const UNSAFE_MUTANTS: readonly ["killer", "lease-check", "lease-timer"] = [
+const UNSAFE_MUTANTS: readonly ["killer", "lease-check", "lease-timer", "unfenced"] = [
 	"killer", // no watchdog: a process that outlives its lease is never SIGKILLed
 	"lease-check", // the worker acts without checking leaseValid() first
 	"lease-timer", // elections do not abort the signal at the lease deadline while a renewal hangs
+	"unfenced", // the command processor writes without fences and acknowledges past its lease
 ];
 
 /** One of {@link UNSAFE_MUTANTS}. */
@@ -55,7 +56,7 @@ export function parseUnsafeMutants(
 	return UNSAFE_MUTANTS.filter((m) => names.includes(m));
 }
 
-/** How the host is wired differently under the mutants; `{ checkLease: true }` when there are none. */
+/** How the host is wired differently under the mutants; nothing differs when there are none. */
 export interface UnsafeMutantHooks {
 	/** A killer that never fires (mutant `killer`). */
 	readonly killer?: Killer;
@@ -63,6 +64,8 @@ export interface UnsafeMutantHooks {
 	readonly createElections?: ElectionsFactory;
 	/** `false` under mutant `lease-check`: the worker no longer asks `leaseValid()`. */
 	readonly checkLease: boolean;
+	/** `true` under mutant `unfenced`: `@vvm/cp`'s `unsafeUnfenced`. */
+	readonly unfenced: boolean;
 }
 
 /**
@@ -70,12 +73,13 @@ export interface UnsafeMutantHooks {
  *
  * @example
  * ```ts
- * const hooks = unsafeMutantHooks(config.unsafeMutants); // { checkLease: true } normally
+ * const hooks = unsafeMutantHooks(config.unsafeMutants); // { checkLease: true, unfenced: false } normally
  * ```
  */
 export function unsafeMutantHooks(mutants: readonly UnsafeMutant[]): UnsafeMutantHooks {
 	return {
 		checkLease: !mutants.includes("lease-check"),
+		unfenced: mutants.includes("unfenced"),
 		...(mutants.includes("killer")
 			? { killer: { schedule: () => {}, disarm: () => {} } satisfies Killer }
 			: {}),

@@ -87,6 +87,34 @@ describe("parseApiRoute", () => {
 });
 
 describe("cpErrorReply", () => {
+	it("answers 503 + Retry-After only when nothing was written; a durable or unknown event is a 500 saying so, whatever the code", () => {
+		const codes = [
+			"CP_BUSY",
+			"CP_CLOSED",
+			"CP_STORAGE",
+			"CP_CONFLICT",
+			"CP_INTERNAL",
+			"CP_BAD_REQUEST",
+		] as const;
+		for (const code of codes)
+			for (const committed of ["no", "yes", "unknown"] as const) {
+				const reply = cpErrorReply(new CpError(code, "x", { committed }));
+				expect(reply.body.committed, `${code}/${committed}`).toBe(committed);
+				if (reply.status === 503)
+					expect([committed, reply.headers["retry-after"] !== undefined]).toEqual(["no", true]);
+				if (committed !== "no") {
+					expect(reply.status, `${code}/${committed}`).toBe(500);
+					expect(reply.headers["retry-after"]).toBeUndefined();
+					expect(reply.body.hint).toMatch(/Idempotency-Key/);
+				}
+			}
+		expect(cpErrorReply(new CpError("CP_CLOSED", "x", { committed: "yes" }))).toMatchObject({
+			status: 500,
+			outcome: "committed_yes",
+		});
+		expect(cpErrorReply(new Error("boom")).body.committed).toBe("unknown");
+	});
+
 	it("maps each code to its status, with the field, key, committed and Retry-After", () => {
 		const bad = cpErrorReply(
 			new CpError("CP_BAD_REQUEST", "fields.name: is required", { field: "fields.name" }),
@@ -143,6 +171,14 @@ describe("cpErrorReply", () => {
 			status: 500,
 			body: { code: "HOST_INTERNAL" },
 		});
+		expect(
+			cpErrorReply(
+				new CpError("CP_IDEMPOTENCY_KEY_REUSED", "other request", { field: "idempotencyKey" }),
+			),
+		).toMatchObject({ status: 422, body: { committed: "no", field: "idempotencyKey" } });
+		expect(
+			cpErrorReply(new CpError("CP_IDEMPOTENCY_KEY_IN_FLIGHT", "running", { retryAfterMs: 1000 })),
+		).toMatchObject({ status: 409, headers: { "retry-after": "1" }, body: { committed: "no" } });
 		expect(unavailable("no_holder", "nobody", 1200)).toMatchObject({
 			status: 503,
 			headers: { "retry-after": "2" },

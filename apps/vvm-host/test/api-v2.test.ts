@@ -122,6 +122,39 @@ describe("API v2 over the command processor", () => {
 		expect(metrics).toContain("vvm_cp_partitions_served 1");
 	});
 
+	it("Idempotency-Key: a retry answers the first result and writes nothing; another request with the key is 422; a bad key is 400", async () => {
+		const { base, cp } = await serve({ serving: [1] });
+		const url = `${base}/1001/docs/${CUSTOMER}`;
+		const send = (body: unknown, key: string) =>
+			fetch(url, {
+				method: "POST",
+				headers: { "idempotency-key": key },
+				body: JSON.stringify(body),
+			});
+		const first = await send({ name: "Ada" }, '"order-1"');
+		expect(first.status).toBe(201);
+		const answer = await first.json();
+		expect(first.headers.get("idempotent-replayed")).toBeNull();
+		// The same key, quoted (an sf-string) or bare as many clients send it.
+		for (const key of ['"order-1"', "order-1"]) {
+			const again = await send({ name: "Ada" }, key);
+			expect([again.status, again.headers.get("idempotent-replayed")]).toEqual([201, "true"]);
+			expect(await again.json()).toEqual(answer);
+		}
+		const other = await send({ name: "Bob" }, "order-1");
+		expect(other.status).toBe(422);
+		expect(await other.json()).toMatchObject({
+			code: "CP_IDEMPOTENCY_KEY_REUSED",
+			committed: "no",
+			field: "idempotencyKey",
+		});
+		const bad = await send({ name: "Eve" }, "x".repeat(256));
+		expect(bad.status).toBe(400);
+		expect(await bad.json()).toMatchObject({ field: "idempotencyKey" });
+		const wlog = await cp.partition(1)?.readWLog({ wsid: 1001, from: 1 });
+		expect(wlog?.map((e) => e.offset)).toEqual([1]);
+	});
+
 	it("answers 400 naming the field and writes nothing", async () => {
 		const { base, cp } = await serve({ serving: [1] });
 		const ws = `${base}/1001`;

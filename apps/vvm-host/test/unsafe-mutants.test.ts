@@ -36,7 +36,9 @@ describe("VVM_UNSAFE_MUTANTS", () => {
 	it("rejects an unknown mutant, naming the known ones", () => {
 		expect(() =>
 			parseHostConfig(["--unsafe-allow-mutants"], { VVM_UNSAFE_MUTANTS: "killer,clock" }),
-		).toThrow('names an unknown mutant "clock" (known: killer, lease-check, lease-timer)');
+		).toThrow(
+			'names an unknown mutant "clock" (known: killer, lease-check, lease-timer, unfenced)',
+		);
 	});
 
 	it("the CLI exits 2 when the variable comes without the flag", async () => {
@@ -48,7 +50,7 @@ describe("VVM_UNSAFE_MUTANTS", () => {
 	});
 
 	it("without mutants the host keeps every mechanism", () => {
-		expect(unsafeMutantHooks([])).toEqual({ checkLease: true });
+		expect(unsafeMutantHooks([])).toEqual({ checkLease: true, unfenced: false });
 	});
 
 	it("killer: a killer that never fires", () => {

@@ -160,8 +160,11 @@ export interface AppPartition extends AsyncDisposable {
  * ```
  */
 export interface PartitionLease {
-	/** Above the epoch of every earlier holder of the partition (its fencing token). */
-	readonly epoch: bigint;
+	/**
+	 * Above the epoch of every earlier holder of the partition (its fencing token). Without one,
+	 * the partition takes the next epoch of its fence record (one above the stored one).
+	 */
+	readonly epoch?: bigint;
 	/**
 	 * Whether this process may still write for the partition: `false` from the lease's local
 	 * deadline on (a monotonic clock), and forever after. A command writes its PLog entry only while
@@ -471,8 +474,8 @@ export class AppPartitionImpl implements AppPartition {
 					inFlight = undefined;
 					throw new CpError(
 						"CP_IDEMPOTENCY_KEY_IN_FLIGHT",
-						`idempotencyKey: a command with this key is still running in workspace ${p.wsid}; retry once it has answered`,
-						{ field: "idempotencyKey", committed: "unknown", retryAfterMs: this.#ctx.retryAfterMs },
+						`idempotencyKey: a command with this key is still running in workspace ${p.wsid}; this request wrote nothing: retry with the same key once the first has answered`,
+						{ field: "idempotencyKey", retryAfterMs: this.#ctx.retryAfterMs },
 					);
 				}
 			}

@@ -92,7 +92,7 @@ async function idempotentInFlight(ctx: CaseContext): Promise<void> {
 		const first = p.createRecord(req);
 		await waitFor(() => reached, "the first command's PLog write");
 		const e = await rejection(p.createRecord(req));
-		expect([e.code, e.committed]).toEqual(["CP_IDEMPOTENCY_KEY_IN_FLIGHT", "unknown"]);
+		expect([e.code, e.committed]).toEqual(["CP_IDEMPOTENCY_KEY_IN_FLIGHT", "no"]);
 		release();
 		const result = await first;
 		expect(await p.createRecord(req)).toEqual({ ...result, replayed: true });
