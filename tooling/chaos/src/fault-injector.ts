@@ -198,6 +198,16 @@ export function startFaults(
 			if (h === undefined) return false;
 			return path(h, "proxy-hold", { kind: "hold" }, rng.between(0.3, 1.5) * d, {});
 		},
+		"proxy-hold-writes"() {
+			const h = pickHost((x) => !pathBusy.has(x.name), true);
+			if (h === undefined) return false;
+			const mode: PathMode = targets.storage.writesVisible
+				? { kind: "hold-writes" }
+				: { kind: "hold" };
+			return path(h, "proxy-hold-writes", mode, rng.between(0.5, 2) * d, {
+				writesOnly: targets.storage.writesVisible,
+			});
+		},
 		"proxy-drop"() {
 			const h = pickHost((x) => !pathBusy.has(x.name), true);
 			if (h === undefined) return false;

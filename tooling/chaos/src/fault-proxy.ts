@@ -5,7 +5,7 @@ import { connect, createServer } from "node:net";
 
 /**
  * What a host's path does now. `hold` keeps every byte and delivers it all, in order, when the
- * hold ends (writes that land late). `drop` and `drop-reply` corrupt the byte streams they touch,
+ * hold ends (writes that land late), also the bytes of a client that gave up meanwhile. `drop` and `drop-reply` corrupt the byte streams they touch,
  * so when they end, every connection they touched is reset (a network that lost packets for long
  * enough); the clients reconnect.
  */
@@ -13,6 +13,12 @@ export type PathMode =
 	| { readonly kind: "pass" }
 	| { readonly kind: "delay"; readonly ms: number }
 	| { readonly kind: "hold" }
+	/**
+	 * Holds the connections that carry a write request (from the first write on; DynamoDB: an
+	 * `X-Amz-Target` of a write operation), while reads on other connections pass: the process
+	 * reads fresh data, its writes land late.
+	 */
+	| { readonly kind: "hold-writes" }
 	| { readonly kind: "drop" }
 	| { readonly kind: "drop-reply" };
 
@@ -87,6 +93,11 @@ class Lane {
 		if (this.#timer !== undefined) clearTimeout(this.#timer);
 		this.#queue.length = 0;
 	}
+
+	/** Chunks still queued (held or delayed). */
+	get pending(): number {
+		return this.#queue.length;
+	}
 }
 
 interface Conn {
@@ -96,7 +107,13 @@ interface Conn {
 	readonly down: Lane;
 	/** A drop touched its bytes: reset it when the drop ends. */
 	tainted: boolean;
+	/** `hold-writes` caught a write on it: everything it sends waits for the hold's end. */
+	holdingWrites: boolean;
 }
+
+/** A DynamoDB write request's target header (HTTP/1.1, headers in one chunk). */
+const DYNAMODB_WRITE =
+	/x-amz-target:\s*DynamoDB_\d+\.(PutItem|BatchWriteItem|TransactWriteItems|UpdateItem|DeleteItem)/i;
 
 /**
  * Starts a proxy on 127.0.0.1 (a free port) to `targetHost:targetPort`.
@@ -116,6 +133,7 @@ export function startFaultProxy(targetHost: string, targetPort: number): Promise
 	const release = (): void => {
 		const now = performance.now();
 		for (const c of conns) {
+			c.holdingWrites = false;
 			c.up.unhold(now);
 			c.down.unhold(now);
 		}
@@ -131,8 +149,20 @@ export function startFaultProxy(targetHost: string, targetPort: number): Promise
 			totals.dropped += chunk.length;
 			return;
 		}
+		if (
+			mode.kind === "hold-writes" &&
+			direction === "up" &&
+			!conn.holdingWrites &&
+			DYNAMODB_WRITE.test(chunk.toString("latin1"))
+		)
+			conn.holdingWrites = true;
 		const now = performance.now();
-		const at = hold ? Number.POSITIVE_INFINITY : mode.kind === "delay" ? now + mode.ms : now;
+		const at =
+			held() || (direction === "up" && conn.holdingWrites)
+				? Number.POSITIVE_INFINITY
+				: mode.kind === "delay"
+					? now + mode.ms
+					: now;
 		(direction === "up" ? conn.up : conn.down).push(chunk, at);
 	};
 
@@ -144,6 +174,7 @@ export function startFaultProxy(targetHost: string, targetPort: number): Promise
 			up: new Lane(upstream, count),
 			down: new Lane(client, count),
 			tainted: mode.kind === "drop",
+			holdingWrites: false,
 		};
 		conns.add(conn);
 		const end = (): void => {
@@ -153,9 +184,25 @@ export function startFaultProxy(targetHost: string, targetPort: number): Promise
 			upstream.destroy();
 			conns.delete(conn);
 		};
-		client.on("error", end);
+		// The client gave up (a timeout, its process died): what it sent and the path still holds
+		// is delivered anyway, late, as a network would; only then is the upstream closed.
+		const clientGone = (): void => {
+			conn.down.clear();
+			client.destroy();
+			if (conn.up.pending === 0 || upstream.destroyed) {
+				end();
+				return;
+			}
+			const drained = setInterval(() => {
+				if (conn.up.pending > 0 && !upstream.destroyed) return;
+				clearInterval(drained);
+				// Give the storage a moment to take the last request before the connection closes.
+				setTimeout(end, 50);
+			}, 20);
+		};
+		client.on("error", clientGone);
 		upstream.on("error", end);
-		client.on("close", end);
+		client.on("close", clientGone);
 		upstream.on("close", end);
 		client.on("data", (chunk: Buffer) => route(conn, chunk, "up"));
 		upstream.on("data", (chunk: Buffer) => route(conn, chunk, "down"));
@@ -179,10 +226,10 @@ export function startFaultProxy(targetHost: string, targetPort: number): Promise
 				target: `${targetHost}:${targetPort}`,
 				setMode(next) {
 					const wasDropping = mode.kind === "drop" || mode.kind === "drop-reply";
-					const wasHeld = held();
+					const wasHeld = held() || mode.kind === "hold-writes";
 					mode = next;
 					if (wasDropping) resetTainted();
-					if (wasHeld && !held()) release();
+					if (wasHeld && !held() && mode.kind !== "hold-writes") release();
 				},
 				setHold(next) {
 					const wasHeld = held();

@@ -8,6 +8,7 @@ export const FAULT_KINDS = [
 	"storage-pause",
 	"proxy-delay",
 	"proxy-hold",
+	"proxy-hold-writes",
 	"proxy-drop",
 	"proxy-drop-reply",
 	"clock",
@@ -30,6 +31,8 @@ export const FAULT_HELP: Readonly<Record<FaultKind, string>> = {
 	"proxy-delay": "one host's storage path delays every chunk by 0.05-0.5 d, for 1-3 d",
 	"proxy-hold":
 		"one host's storage path holds every byte for 0.3-1.5 d, then delivers it all: requests land late, past the lease",
+	"proxy-hold-writes":
+		"one host's storage path holds its write requests for 0.5-2 d while reads pass (DynamoDB, by X-Amz-Target; Cassandra: everything), then delivers them: writes land after the lease, the process kept reading and acting",
 	"proxy-drop":
 		"one host's storage path drops everything for 0.3-1.5 d, then resets its connections",
 	"proxy-drop-reply":
@@ -48,6 +51,7 @@ export const DEFAULT_FAULT_WEIGHTS: Readonly<Record<FaultKind, number>> = {
 	"storage-pause": 1,
 	"proxy-delay": 1,
 	"proxy-hold": 1,
+	"proxy-hold-writes": 1,
 	"proxy-drop": 1,
 	"proxy-drop-reply": 1,
 	clock: 2,

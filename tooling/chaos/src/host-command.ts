@@ -76,6 +76,20 @@ export function hostCommand(
 		"--log-level",
 		"debug",
 		...(options.maxClockSkewMs > 0 ? ["--max-clock-skew-ms", String(options.maxClockSkewMs)] : []),
+		...(options.workload === "commands"
+			? [
+					"--placement",
+					"leases",
+					"--partitions",
+					String(options.partitions),
+					"--lease-interval-ms",
+					String(options.leaseIntervalMs),
+					"--lease-max-clock-skew-ms",
+					String(options.leaseMaxClockSkewMs),
+					"--sequences-trust-level",
+					String(options.trustLevel),
+				]
+			: []),
 		...(options.unsafeMutants.length > 0 ? ["--unsafe-allow-mutants"] : []),
 		...storageArgs,
 	];

@@ -2,23 +2,31 @@
 // VVM_UNSAFE_MUTANTS), one run per combination, to show the checker fails when safety is gone.
 import { join } from "node:path";
 import type { ChaosOptions, MutantName } from "./options.ts";
-import { MUTANT_NAMES } from "./options.ts";
+import { LEADERSHIP_MUTANTS } from "./options.ts";
 import type { RunResult } from "./run.ts";
 import { runChaos } from "./run.ts";
 
 /** One combination's outcome. */
 export interface MutantOutcome {
 	readonly mutants: readonly MutantName[];
-	/** The checker found an overlap, a lease overlap or a token regression. */
+	/**
+	 * The checker failed the run: leadership, an overlap, a lease overlap or a token regression;
+	 * commands, an anomaly in the history.
+	 */
 	readonly caught: boolean;
 	/** The hosts announced exactly these mutants (else the run proves nothing about them). */
 	readonly confirmed: boolean;
 	readonly result: RunResult;
 }
 
-/** Whether `combo` removes every mechanism: the combination the checker must catch. */
-const removesAll = (combo: readonly MutantName[]): boolean =>
-	MUTANT_NAMES.every((m) => combo.includes(m));
+/**
+ * Whether the checker must catch `combo`: leadership, one that removes all three of its
+ * mechanisms (one alone is covered by the others); commands, the unfenced command processor.
+ */
+const mustCatch = (combo: readonly MutantName[], workload: ChaosOptions["workload"]): boolean =>
+	workload === "commands"
+		? combo.includes("unfenced")
+		: LEADERSHIP_MUTANTS.every((m) => combo.includes(m));
 
 /**
  * Runs each combination (and, first, an unmutated control when `withControl`) with the same seed.
@@ -49,7 +57,10 @@ export async function runMutants(
 		const r = result.report;
 		outcomes.push({
 			mutants: combo,
-			caught: r.overlapCount > 0 || r.leaseOverlapCount > 0 || r.tokenRegressionCount > 0,
+			caught:
+				result.commands !== undefined
+					? !result.commands.ok
+					: r.overlapCount > 0 || r.leaseOverlapCount > 0 || r.tokenRegressionCount > 0,
 			confirmed: combo.every((m) => r.mutants.includes(m)) && r.mutants.length === combo.length,
 			result,
 		});
@@ -61,21 +72,36 @@ export async function runMutants(
 export function mutantsTable(outcomes: readonly MutantOutcome[]): string {
 	const rows = outcomes.map((o) => {
 		const r = o.result.report;
+		const c = o.result.commands;
+		if (c !== undefined) {
+			const name = o.mutants.length === 0 ? "control (none)" : o.mutants.join(" + ");
+			return `| ${name} | ${o.caught ? "caught" : "not caught"} | ${c.anomalies.length} anomalies (${
+				Object.entries(c.anomalyKinds)
+					.map(([k, n]) => `${k} ${n}`)
+					.join(", ") || "-"
+			}) | ops ${c.ops}, acknowledged ${c.acknowledged}, unknown ${c.unknown} | ${o.confirmed ? "yes" : "NO"} |`;
+		}
 		const name = o.mutants.length === 0 ? "control (none)" : o.mutants.join(" + ");
 		return `| ${name} | ${o.caught ? "caught" : "not caught"} | ${r.overlapCount} | ${Math.round(r.maxOverlapMs)} | ${r.leaseOverlapCount} | ${r.tokenRegressionCount} | ${r.changes} | ${r.faults["stop-long"] ?? 0}/${r.faults["proxy-drop"] ?? 0}/${r.faults["storage-pause"] ?? 0} | ${o.confirmed ? "yes" : "NO"} |`;
 	});
-	return [
-		"| mutants | checker | overlaps | longest (ms) | lease overlaps | token regressions | changes | stop-long/proxy-drop/storage-pause | hosts confirmed |",
-		"| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
-		...rows,
-	].join("\n");
+	const header =
+		outcomes[0]?.result.commands !== undefined
+			? [
+					"| mutants | checker | anomalies | operations | hosts confirmed |",
+					"| --- | --- | --- | --- | --- |",
+				]
+			: [
+					"| mutants | checker | overlaps | longest (ms) | lease overlaps | token regressions | changes | stop-long/proxy-drop/storage-pause | hosts confirmed |",
+					"| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+				];
+	return [...header, ...rows].join("\n");
 }
 
-/** Exit status of `--mutants`: every all-three combination caught and confirmed, the control clean. */
+/** Exit status of `--mutants`: every combination that must be caught was, confirmed; the control clean. */
 export function mutantsPassed(outcomes: readonly MutantOutcome[]): boolean {
 	return outcomes.every((o) => {
 		if (!o.confirmed) return false;
-		if (o.mutants.length === 0) return o.result.report.ok;
-		return removesAll(o.mutants) ? o.caught : true;
+		if (o.mutants.length === 0) return o.result.report.ok && (o.result.commands?.ok ?? true);
+		return mustCatch(o.mutants, o.result.options.workload) ? o.caught : true;
 	});
 }

@@ -3,11 +3,15 @@ import type { FaultKind } from "./faults-catalog.ts";
 import { DEFAULT_FAULT_WEIGHTS, FAULT_HELP, FAULT_KINDS } from "./faults-catalog.ts";
 
 /** The mechanisms vvm-host's test-only mutants remove (its `VVM_UNSAFE_MUTANTS`). */
-export const MUTANT_NAMES: readonly ["killer", "lease-check", "lease-timer"] = [
+export const MUTANT_NAMES: readonly ["killer", "lease-check", "lease-timer", "unfenced"] = [
 	"killer",
 	"lease-check",
 	"lease-timer",
+	"unfenced",
 ];
+
+/** The leadership mutants (the `leadership` workload's matrix). */
+export const LEADERSHIP_MUTANTS: readonly MutantName[] = ["killer", "lease-check", "lease-timer"];
 export type MutantName = (typeof MUTANT_NAMES)[number];
 
 /** Every combination of one or more mutants, singles first: what `--mutants` runs by default. */
@@ -23,6 +27,22 @@ export const ALL_MUTANT_COMBOS: readonly (readonly MutantName[])[] = [
 
 /** A chaos run's configuration, validated. */
 export interface ChaosOptions {
+	/**
+	 * `leadership`: slot leaders and POST /work, checked from the hosts' logs. `commands`: hosts in
+	 * `--placement leases` serving the command processor, clients creating and updating records
+	 * with idempotency keys, checked from their history against the storage.
+	 */
+	readonly workload: "leadership" | "commands";
+	/** commands: the hosts' --sequences-trust-level. */
+	readonly trustLevel: 0 | 1 | 2;
+	/** commands: the application's partitions. */
+	readonly partitions: number;
+	/** commands: the hosts' --lease-interval-ms and --lease-max-clock-skew-ms. */
+	readonly leaseIntervalMs: number;
+	readonly leaseMaxClockSkewMs: number;
+	/** commands: concurrent clients and the workspaces they write. */
+	readonly clients: number;
+	readonly workspaces: number;
 	readonly seed: string;
 	/** Stop after this many seconds (with `changes`: fail if the target was not reached by then). */
 	readonly durationS: number | undefined;
@@ -64,6 +84,13 @@ export class ChaosUsageError extends Error {
 }
 
 const FLAGS = {
+	workload: { type: "string" },
+	"trust-level": { type: "string" },
+	partitions: { type: "string" },
+	"lease-interval-ms": { type: "string" },
+	"lease-max-clock-skew-ms": { type: "string" },
+	clients: { type: "string" },
+	workspaces: { type: "string" },
 	seed: { type: "string" },
 	duration: { type: "string" },
 	changes: { type: "string" },
@@ -196,8 +223,29 @@ export function parseChaosOptions(argv: readonly string[]): ChaosOptions | undef
 	const s = (flag: keyof typeof FLAGS): string | undefined =>
 		typeof values[flag] === "string" ? (values[flag] as string) : undefined;
 
+	const workload = oneOf("workload", s("workload") ?? "leadership", [
+		"leadership",
+		"commands",
+	] as const);
+	const commands = workload === "commands";
 	const storage = oneOf("storage", s("storage") ?? "dyn", ["dyn", "cas"] as const);
 	const leadershipSeconds = int("leadership-seconds", s("leadership-seconds"), 1, 60) ?? 2;
+	const leaseIntervalMs = int("lease-interval-ms", s("lease-interval-ms"), 500, 600_000) ?? 2_000;
+	// Lease holders stop that much before the expiry they read: the wall-clock skew allowed.
+	const leaseMaxClockSkewMs =
+		int("lease-max-clock-skew-ms", s("lease-max-clock-skew-ms"), 0, leaseIntervalMs / 4 - 1) ??
+		Math.floor(leaseIntervalMs / 5);
+	if (!commands)
+		for (const flag of [
+			"trust-level",
+			"partitions",
+			"lease-interval-ms",
+			"lease-max-clock-skew-ms",
+			"clients",
+			"workspaces",
+		] as const)
+			if (s(flag) !== undefined)
+				throw new ChaosUsageError(`--${flag} is an option of --workload commands`);
 	const d = leadershipSeconds * 1000;
 	const hosts = int("hosts", s("hosts"), 1, 32) ?? 4;
 	const numVVM = int("num-vvm", s("num-vvm"), 1, 32) ?? 2;
@@ -208,14 +256,24 @@ export function parseChaosOptions(argv: readonly string[]): ChaosOptions | undef
 	}
 	const durationS = int("duration", s("duration"), 1, 7 * 24 * 3600);
 	const changes = int("changes", s("changes"), 1, 10_000_000);
+	if (commands && changes !== undefined)
+		throw new ChaosUsageError(
+			"--changes counts slot leadership changes: use --duration with --workload commands",
+		);
 	// A d/5 skew (400 ms at d = 2 s) on DynamoDB, where expiry is compared on each host's clock;
 	// Cassandra expires records on the server, so its hosts' wall clocks play no part.
 	const maxClockSkewMs =
 		int("max-clock-skew-ms", s("max-clock-skew-ms"), 0, d / 2) ??
 		(storage === "dyn" ? Math.floor(d / 5) : 0);
+	// Leases compare every host's wall clock with the placement driver's: within half the skew
+	// allowed, whatever the storage.
 	const clockRangeMs =
 		int("clock-range-ms", s("clock-range-ms"), 0, 24 * 3600 * 1000) ??
-		(storage === "dyn" ? Math.floor(maxClockSkewMs / 2) : 30_000);
+		(commands
+			? Math.floor(leaseMaxClockSkewMs / 2)
+			: storage === "dyn"
+				? Math.floor(maxClockSkewMs / 2)
+				: 30_000);
 	const casContactPoints = contactPoints(s("cas-contact-points") ?? "127.0.0.1:9042");
 	const casReplicationFactor =
 		int("cas-replication-factor", s("cas-replication-factor"), 1, 9) ?? 1;
@@ -234,9 +292,18 @@ export function parseChaosOptions(argv: readonly string[]): ChaosOptions | undef
 		mutantsRaw === undefined
 			? undefined
 			: mutantsRaw.trim() === "all"
-				? ALL_MUTANT_COMBOS
+				? commands
+					? [["unfenced"] as const]
+					: ALL_MUTANT_COMBOS
 				: mutantsRaw.split(",").map((combo) => parseMutantList("mutants", combo, "+"));
 	return {
+		workload,
+		trustLevel: (int("trust-level", s("trust-level"), 0, 2) ?? 0) as 0 | 1 | 2,
+		partitions: int("partitions", s("partitions"), 1, 1024) ?? 8,
+		leaseIntervalMs,
+		leaseMaxClockSkewMs,
+		clients: int("clients", s("clients"), 1, 256) ?? 8,
+		workspaces: int("workspaces", s("workspaces"), 1, 100_000) ?? 24,
 		seed: s("seed") ?? String(Date.now() % 1_000_000),
 		durationS: durationS ?? (changes === undefined ? 60 : undefined),
 		changes,
@@ -272,9 +339,22 @@ export function chaosHelp(): string {
 		([k, v]) => `    ${k.padEnd(17)} ${v} (weight ${DEFAULT_FAULT_WEIGHTS[k as FaultKind]})`,
 	);
 	return [
-		"pnpm chaos [options]: real vvm-host processes, seeded faults, a load generator on POST /work,",
-		"and a checker that proves from the hosts' logs that no two incarnations of a slot acted at",
-		"overlapping times and that fencing tokens only grow. Exit 0 only when the checker passes.",
+		"pnpm chaos [options]: real vvm-host processes under seeded faults, one of two workloads, and its",
+		"checker. Exit 0 only when the checker passes.",
+		"",
+		"Workload (default leadership):",
+		"  --workload leadership      slot leaders and POST /work; the hosts' logs prove that no two",
+		"                             incarnations of a slot acted at overlapping times, tokens only grow",
+		"  --workload commands        hosts in --placement leases serving the command processor; clients",
+		"                             create records and update their own (registers) with idempotency",
+		"                             keys; their history against the storage proves no acknowledged",
+		"                             command lost, reverted or applied twice",
+		"  --trust-level 0|1|2        commands: --sequences-trust-level of the hosts (default 0)",
+		"  --partitions <n>           commands: partitions (default 8)",
+		"  --lease-interval-ms <ms>   commands: partition lease length (default 2000)",
+		"  --lease-max-clock-skew-ms <ms>  commands: (default interval/5)",
+		"  --clients <n>              commands: concurrent clients (default 8)",
+		"  --workspaces <n>           commands: workspaces they write (default 24)",
 		"",
 		"Run length (default --duration 60):",
 		"  --duration <s>             stop after s seconds",

@@ -11,6 +11,8 @@ export const RUN_FILES = {
 	events: "events.jsonl",
 	/** Accepted units of work as the load generator received them. */
 	answers: "answers.jsonl",
+	/** commands: every client operation and the answers it got. */
+	history: "history.jsonl",
 	/** One file per host, every incarnation's stdout lines unchanged. */
 	hostsDir: "hosts",
 	/** The options and the host command of the run. */

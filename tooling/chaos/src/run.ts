@@ -1,10 +1,14 @@
 // One chaos run: storage, hosts, load, faults, until the duration or the number of leadership
 // changes is reached; then everything is stopped and the checker reads the run's files.
-import { mkdirSync, writeFileSync } from "node:fs";
+import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { HostLine } from "./chaos-host.ts";
 import { ChaosHost } from "./chaos-host.ts";
 import type { CheckReport } from "./checker.ts";
+import type { CommandReport } from "./command-checker.ts";
+import { checkCommandHistory } from "./command-checker.ts";
+import type { CommandLoad, OpRecord } from "./command-load.ts";
+import { startCommandLoad } from "./command-load.ts";
 import { createEventLog } from "./events.ts";
 import { startFaults } from "./fault-injector.ts";
 import type { HostClocks } from "./host-clocks.ts";
@@ -34,7 +38,27 @@ export interface RunResult {
 	readonly targetReached: boolean;
 	readonly load: LoadStats;
 	readonly hostStarts: number;
+	/** From the hosts' logs: faults, exits, and (leadership workload) overlaps. */
 	readonly report: CheckReport;
+	/** The commands workload's verdict, from the clients' history against the storage. */
+	readonly commands?: CommandReport;
+	/** commands: partitions deployed after the first time every partition was served. */
+	readonly partitionMoves?: number;
+}
+
+/** The host's cluster application ID (`HOST_APP_ID` of vvm-host): the commands checker's keys. */
+const HOST_APP_ID = 1;
+/** commands: how long clients retry their last operation once the faults are undone. */
+const DRAIN_MS = 30_000;
+
+/** The verdict of a run: its checkers passed (and, with `--changes`, the target was reached). */
+export function runPassed(result: RunResult): boolean {
+	return (
+		result.report.ok &&
+		(result.commands?.ok ?? true) &&
+		result.targetReached &&
+		result.stopReason !== "interrupted"
+	);
 }
 
 /** How long the first leaders of every slot may take to appear (JVM warm-up, tsx start-up). */
@@ -44,7 +68,12 @@ function defaultOutDir(options: ChaosOptions): string {
 	const stamp = new Date().toISOString().replace(/[:.]/g, "-").slice(0, 19);
 	const mutants =
 		options.unsafeMutants.length > 0 ? `-mutant-${options.unsafeMutants.join("+")}` : "";
-	return join(REPO_ROOT, ".chaos", `${stamp}-${options.storage}-seed${options.seed}${mutants}`);
+	const workload = options.workload === "commands" ? `-commands-L${options.trustLevel}` : "";
+	return join(
+		REPO_ROOT,
+		".chaos",
+		`${stamp}-${options.storage}${workload}-seed${options.seed}${mutants}`,
+	);
 }
 
 const clockText = (ms: number): string => {
@@ -80,9 +109,15 @@ export async function runChaos(
 	const build = chooseHostBuild(options.hostFrom);
 	const names = Array.from({ length: options.hosts }, (_, i) => `H${i + 1}`);
 
+	const commands = options.workload === "commands";
 	const acquisitions = new Map<number, number>();
 	const changes = (): number =>
 		[...acquisitions.values()].reduce((sum, n) => sum + Math.max(0, n - 1), 0);
+	// commands: partitions served at least once, and deployments after all were.
+	const partitionsReady = new Set<number>();
+	let partitionMoves = 0;
+	const ready = (): boolean =>
+		commands ? partitionsReady.size >= options.partitions : acquisitions.size >= options.numVVM;
 	let faultsStarted = 0;
 	events.onEvent((e) => {
 		if (e.event === "fault") faultsStarted++;
@@ -132,6 +167,10 @@ export async function runChaos(
 						if (line.event === "acquired" && typeof line.slot === "number") {
 							acquisitions.set(line.slot, (acquisitions.get(line.slot) ?? 0) + 1);
 						}
+						if (line.event === "partition-ready" && typeof line.partition === "number") {
+							if (partitionsReady.size >= options.partitions) partitionMoves++;
+							partitionsReady.add(line.partition);
+						}
 					},
 				}),
 			);
@@ -142,7 +181,7 @@ export async function runChaos(
 		let stopReason = "";
 		const firstDeadline = monoMs() + FIRST_LEADERS_TIMEOUT_MS;
 		const fatal = (): string | undefined => hosts.find((h) => h.fatal !== undefined)?.fatal;
-		while (acquisitions.size < options.numVVM && !stop.aborted) {
+		while (!ready() && !stop.aborted) {
 			if (fatal() !== undefined) {
 				stopReason = "host-config-error";
 				break;
@@ -154,14 +193,33 @@ export async function runChaos(
 			await sleep(100, stop);
 		}
 		const answers = open(join(outDir, RUN_FILES.answers));
-		const load = startLoad(hosts, answers, options.loadIntervalMs);
+		const load = commands ? undefined : startLoad(hosts, answers, options.loadIntervalMs);
+		const clients: CommandLoad | undefined =
+			commands && stopReason === ""
+				? startCommandLoad(
+						hosts,
+						open(join(outDir, RUN_FILES.history)),
+						{
+							clients: options.clients,
+							workspaces: Array.from({ length: options.workspaces }, (_, i) => 1001 + i),
+							pauseMs: options.loadIntervalMs,
+							requestTimeoutMs: 5_000,
+							opTimeoutMs: 20_000,
+						},
+						rng.fork("clients"),
+					)
+				: undefined;
 		const faults =
 			stopReason === ""
 				? startFaults(options, { hosts, storage: backend, clocks }, events, rng.fork("faults"))
 				: undefined;
 		const runStart = monoMs();
 		if (stopReason === "")
-			say(`[chaos] every slot has a leader after ${clockText(runStart - started)}; faults start`);
+			say(
+				commands
+					? `[chaos] every partition is served after ${clockText(runStart - started)}; clients and faults start`
+					: `[chaos] every slot has a leader after ${clockText(runStart - started)}; faults start`,
+			);
 		let lastProgress = runStart;
 		while (stopReason === "") {
 			await sleep(200, stop);
@@ -179,20 +237,44 @@ export async function runChaos(
 					.flatMap((h) => [...h.slotsLed].map((s) => `s${s}=${h.name}`))
 					.sort()
 					.join(" ");
+				const c = clients?.stats;
+				if (c !== undefined) {
+					say(
+						`[chaos ${clockText(now - runStart)}] ops ${c.ops}: ok ${c.ok}, unknown ${c.unknown}, not written ${c.notWritten}, rejected ${c.rejected}, retries ${c.retries} | partition moves ${partitionMoves} | faults ${faultsStarted} (${faults?.active() ?? 0} active) | hosts up ${hosts.filter((h) => h.current).length}/${hosts.length}, starts ${hosts.reduce((n, h) => n + h.starts, 0)}`,
+					);
+					continue;
+				}
 				say(
-					`[chaos ${clockText(now - runStart)}] changes ${changes()}${options.changes ? `/${options.changes}` : ""} | leaders ${leaders || "-"} | faults ${faultsStarted} (${faults?.active() ?? 0} active) | work ok ${load.stats.accepted}, refused ${load.stats.refused}, no answer ${load.stats.failed} | hosts up ${hosts.filter((h) => h.current).length}/${hosts.length}, starts ${hosts.reduce((n, h) => n + h.starts, 0)}`,
+					`[chaos ${clockText(now - runStart)}] changes ${changes()}${options.changes ? `/${options.changes}` : ""} | leaders ${leaders || "-"} | faults ${faultsStarted} (${faults?.active() ?? 0} active) | work ok ${load?.stats.accepted ?? 0}, refused ${load?.stats.refused ?? 0}, no answer ${load?.stats.failed ?? 0} | hosts up ${hosts.filter((h) => h.current).length}/${hosts.length}, starts ${hosts.reduce((n, h) => n + h.starts, 0)}`,
 				);
 			}
 		}
 		if (stopReason === "host-config-error") say(`[chaos] ${fatal()}`);
 		say(`[chaos] stopping (${stopReason}); undoing faults, stopping load and hosts`);
 		await faults?.stop();
-		await load.stop();
+		await load?.stop();
+		if (clients !== undefined) {
+			say(`[chaos] clients finish their last operations (at most ${DRAIN_MS / 1000} s)`);
+			await clients.stop(DRAIN_MS);
+		}
 		await Promise.all(hosts.map((h) => h.shutdown()));
 		events.emit("run-end", { reason: stopReason });
+		for (const f of files) f.close();
+		let commandReport: CommandReport | undefined;
+		if (commands && clients !== undefined) {
+			say("[chaos] checking the clients' history against the storage");
+			const direct = await backend.checkerStorage();
+			try {
+				commandReport = await checkCommandHistory(readHistory(outDir), direct.storage, {
+					appId: HOST_APP_ID,
+					partitions: options.partitions,
+				});
+			} finally {
+				await direct.close();
+			}
+		}
 		await backend.close();
 		storage = undefined;
-		for (const f of files) f.close();
 		const report = await checkRunDir(outDir);
 		const result: RunResult = {
 			options,
@@ -205,9 +287,10 @@ export async function runChaos(
 				stopReason !== "no-leader" &&
 				stopReason !== "host-config-error" &&
 				(options.changes === undefined || report.changes >= options.changes),
-			load: { ...load.stats },
+			load: { ...(load?.stats ?? { accepted: 0, refused: 0, failed: 0 }) },
 			hostStarts: hosts.reduce((n, h) => n + h.starts, 0),
 			report,
+			...(commandReport === undefined ? {} : { commands: commandReport, partitionMoves }),
 		};
 		writeFileSync(join(outDir, RUN_FILES.report), `${JSON.stringify(result, null, "\t")}\n`);
 		return result;
@@ -217,4 +300,12 @@ export async function runChaos(
 		for (const f of files) f.close();
 		await storage?.close().catch(() => {});
 	}
+}
+
+/** The clients' operations of a finished run (history.jsonl). */
+function readHistory(dir: string): OpRecord[] {
+	return readFileSync(join(dir, RUN_FILES.history), "utf8")
+		.split("\n")
+		.filter((l) => l.trim() !== "")
+		.map((l) => JSON.parse(l) as OpRecord);
 }

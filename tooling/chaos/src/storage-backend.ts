@@ -3,8 +3,9 @@
 // every host's proxy instead), a keyspace of the run's own, dropped at the end.
 import { join } from "node:path";
 import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
-import { ensureCassandraSchema } from "@vvm/ttlstorage-cas";
-import { ensureDynamoTTLTable } from "@vvm/ttlstorage-dyn";
+import type { TTLStorage } from "@vvm/ttlstorage";
+import { createCassandraTTLStorage, ensureCassandraSchema } from "@vvm/ttlstorage-cas";
+import { createDynamoTTLStorage, ensureDynamoTTLTable } from "@vvm/ttlstorage-dyn";
 import cassandra from "cassandra-driver";
 import type { DynamoLocal } from "./dynamo-local.ts";
 import { startDynamoLocal } from "./dynamo-local.ts";
@@ -18,10 +19,17 @@ export interface StorageBackend {
 	readonly description: string;
 	/** How a storage pause is made. */
 	readonly pauseMethod: string;
+	/** A proxy can tell its write requests from its reads (`hold-writes`): DynamoDB's HTTP, not CQL. */
+	readonly writesVisible: boolean;
 	/** The storage flags of host `index` (through its proxies). */
 	hostArgs(index: number): string[];
 	/** The proxies of host `index` (one per storage node). */
 	proxiesOf(index: number): readonly FaultProxy[];
+	/**
+	 * A storage client straight to the server (no proxy, no faults), for the commands checker;
+	 * `close()` releases what it opened.
+	 */
+	checkerStorage(): Promise<{ storage: TTLStorage; close(): Promise<void> }>;
 	/** Stops / restarts answering for every host. */
 	pause(): void;
 	resume(): void;
@@ -69,6 +77,7 @@ async function openDynamo(
 		return {
 			description: `DynamoDB Local of this run (pid ${server.pid}, port ${server.port}), table ${DYN_TABLE}`,
 			pauseMethod: `SIGSTOP of the run's DynamoDB Local (pid ${server.pid})`,
+			writesVisible: true,
 			hostArgs: (i) => [
 				"--storage",
 				"dyn",
@@ -78,6 +87,21 @@ async function openDynamo(
 				DYN_TABLE,
 			],
 			proxiesOf: (i) => proxies[i] ?? [],
+			async checkerStorage() {
+				const client = new DynamoDBClient({
+					endpoint: server.endpoint,
+					region: "us-east-1",
+					credentials: { accessKeyId: "local", secretAccessKey: "local" },
+				});
+				return {
+					storage: createDynamoTTLStorage({
+						client,
+						tableName: DYN_TABLE,
+						requestTimeoutMs: 30_000,
+					}),
+					close: async () => client.destroy(),
+				};
+			},
 			pause: () => server.pause(),
 			resume: () => server.resume(),
 			async close() {
@@ -117,6 +141,7 @@ async function openCassandra(options: ChaosOptions): Promise<StorageBackend> {
 	return {
 		description: `Cassandra ${nodes.map((n) => n.endpoint).join(",")}, keyspace ${keyspace} (SimpleStrategy RF ${options.casReplicationFactor})`,
 		pauseMethod: "every host's proxies hold all bytes (the shared server itself is never paused)",
+		writesVisible: false,
 		hostArgs(i) {
 			const mine = proxies[i] ?? [];
 			const args = [
@@ -140,6 +165,12 @@ async function openCassandra(options: ChaosOptions): Promise<StorageBackend> {
 			return args;
 		},
 		proxiesOf: (i) => proxies[i] ?? [],
+		async checkerStorage() {
+			return {
+				storage: createCassandraTTLStorage({ client: admin, keyspace }),
+				close: async () => {},
+			};
+		},
 		pause() {
 			holding = true;
 			for (const p of proxies.flat()) p.setHold(true);

@@ -1,5 +1,6 @@
 // The human summary of a run (also written to summary.txt).
 import type { CheckReport, Distribution, Overlap } from "./checker.ts";
+import type { CommandReport } from "./command-checker.ts";
 import { FAULT_KINDS } from "./faults-catalog.ts";
 import type { RunResult } from "./run.ts";
 
@@ -49,9 +50,32 @@ export function reportLines(r: CheckReport): string[] {
 	return lines;
 }
 
+/** The commands checker's findings, as lines. */
+export function commandLines(c: CommandReport, partitionMoves: number | undefined): string[] {
+	const kinds = Object.entries(c.anomalyKinds)
+		.map(([k, n]) => `${k} ${n}`)
+		.join(", ");
+	return [
+		`commands verdict:    ${c.ok ? "PASS" : "FAIL"}: ${c.anomalies.length} anomalies${kinds === "" ? "" : ` (${kinds})`}`,
+		`operations:          ${c.ops} (${c.creates} creates, ${c.updates} updates): acknowledged ${c.acknowledged}, unknown ${c.unknown} (${c.unknownApplied} of them applied), nothing written ${c.notWritten}, rejected ${c.rejected}; ${c.retried} retried, ${c.replays} answers replayed by idempotency key`,
+		`storage:             ${c.events} events (${c.markedEvents} marked corrupted); checkCpStorage problems ${c.storageProblems.length}${partitionMoves === undefined ? "" : `; partition moves ${partitionMoves}`}`,
+		...c.anomalies.slice(0, 10).map((a) => `  anomaly: ${a}`),
+	];
+}
+
 /** The summary of a run: what ran, for how long, and the checker's findings. */
 export function summaryText(result: RunResult): string {
 	const o = result.options;
+	if (result.commands !== undefined)
+		return [
+			`=== chaos summary, commands workload (seed ${o.seed}) ===`,
+			`run:                 ${(result.elapsedMs / 1000).toFixed(1)} s, ended by ${result.stopReason}`,
+			`cluster:             ${o.hosts} hosts (${result.build}), --placement leases, ${o.partitions} partitions, lease ${o.leaseIntervalMs} ms (skew ${o.leaseMaxClockSkewMs} ms), trust level ${o.trustLevel}, ${result.hostStarts} host starts; ${result.storage}`,
+			`clients:             ${o.clients} over ${o.workspaces} workspaces`,
+			...commandLines(result.commands, result.partitionMoves),
+			...reportLines(result.report).filter((l) => /^(faults|host exits|hosts ran mutants)/.test(l)),
+			`logs:                ${result.outDir}`,
+		].join("\n");
 	return [
 		`=== chaos summary (seed ${o.seed}) ===`,
 		`run:                 ${(result.elapsedMs / 1000).toFixed(1)} s, ended by ${result.stopReason}${o.changes === undefined ? "" : `; target ${o.changes} changes ${result.targetReached ? "reached" : "NOT reached"}`}`,

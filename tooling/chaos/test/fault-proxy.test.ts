@@ -131,6 +131,40 @@ describe("fault proxy", () => {
 		c.socket.destroy();
 	});
 
+	it("a host's own hold (proxy-hold) holds on its own, and delivers what a client that gave up sent", async () => {
+		const p = await proxy();
+		const c = await client(p);
+		p.setMode({ kind: "hold" });
+		c.socket.write("g1");
+		await pause(100);
+		expect(received.some((r) => r.text === "g1")).toBe(false);
+		// The client stops waiting (a request timeout): its request still lands, late.
+		c.socket.destroy();
+		await pause(50);
+		const releasedAt = performance.now();
+		p.setMode({ kind: "pass" });
+		while (!received.some((r) => r.text === "g1")) await pause(10);
+		expect(received.find((r) => r.text === "g1")?.at).toBeGreaterThanOrEqual(releasedAt);
+	});
+
+	it("hold-writes: a connection that sends a DynamoDB write is held from then on; reads on others pass", async () => {
+		const p = await proxy();
+		const reader = await client(p);
+		const writer = await client(p);
+		p.setMode({ kind: "hold-writes" });
+		writer.socket.write("POST / HTTP/1.1\r\nX-Amz-Target: DynamoDB_20120810.BatchWriteItem\r\n\r\nw1");
+		reader.socket.write("POST / HTTP/1.1\r\nX-Amz-Target: DynamoDB_20120810.GetItem\r\n\r\nr1");
+		expect((await reader.reply("r1")).text).toContain("r1");
+		await pause(50);
+		expect(received.some((r) => r.text.includes("w1"))).toBe(false);
+		const releasedAt = performance.now();
+		p.setMode({ kind: "pass" });
+		await writer.reply("w1");
+		expect(received.find((r) => r.text.includes("w1"))?.at).toBeGreaterThanOrEqual(releasedAt);
+		reader.socket.destroy();
+		writer.socket.destroy();
+	});
+
 	it("a host's own hold and the storage-wide hold: bytes move only when neither holds", async () => {
 		const p = await proxy();
 		const c = await client(p);

@@ -87,6 +87,61 @@ async function strays(
 }
 
 /**
+ * One event of an application's PLogs as stored (for checkers outside this package).
+ *
+ * @example
+ * ```ts
+ * for (const e of await scanCpEvents({ storage, appId: 1, partitions: 8 })) console.log(e.plogOffset, e.cuds);
+ * ```
+ */
+export interface ScannedEvent {
+	readonly partitionId: number;
+	readonly plogOffset: number;
+	readonly wsid: number;
+	readonly wlogOffset: number;
+	/** Marked corrupted: its effects were not applied. */
+	readonly corrupted: boolean;
+	readonly cuds: ReadonlyArray<{
+		readonly id: number;
+		readonly table: string;
+		readonly isNew: boolean;
+		readonly fields: Readonly<Record<string, unknown>>;
+	}>;
+	/** The idempotency key it was written with, if any. */
+	readonly idempotencyKey?: string;
+}
+
+/**
+ * Every event of every partition's PLog, in offset order per partition (a full scan: for checkers
+ * of tests and chaos runs). Values that are not events are left out.
+ */
+export async function scanCpEvents(
+	options: Pick<CheckOptions, "storage" | "appId" | "partitions">,
+): Promise<ScannedEvent[]> {
+	const { storage, appId, partitions } = options;
+	checkPartitions(partitions);
+	const out: ScannedEvent[] = [];
+	for (let p = 0; p < partitions; p++) {
+		const pKeyOf = (b: number): Uint8Array => plogPKey(appId, p, b);
+		for await (const { offset, value } of iterateLog(storage, pKeyOf, 1)) {
+			const d = decodePLogEntry(p, offset, value);
+			if (d === undefined) continue;
+			const e = d.event;
+			out.push({
+				partitionId: p,
+				plogOffset: offset,
+				wsid: e.ws,
+				wlogOffset: e.w,
+				corrupted: d.kind === "marker",
+				cuds: e.cuds.map((c) => ({ id: c.id, table: c.q, isNew: c.n, fields: c.f })),
+				...(e.i === undefined ? {} : { idempotencyKey: e.i.k }),
+			});
+		}
+	}
+	return out;
+}
+
+/**
  * Checks the invariants a crash must never break, on the stored PLogs, WLogs and records of one
  * application (a full scan: for tests, e.g. after a kill test, once a restarted process recovered
  * or every process stopped):

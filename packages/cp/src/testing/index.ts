@@ -4,6 +4,8 @@ export {
 	type CheckOptions,
 	type CheckReport,
 	checkCpStorage,
+	type ScannedEvent,
+	scanCpEvents,
 } from "./checker.ts";
 export {
 	type CrashableStorage,
