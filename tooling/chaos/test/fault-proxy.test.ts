@@ -152,7 +152,9 @@ describe("fault proxy", () => {
 		const reader = await client(p);
 		const writer = await client(p);
 		p.setMode({ kind: "hold-writes" });
-		writer.socket.write("POST / HTTP/1.1\r\nX-Amz-Target: DynamoDB_20120810.BatchWriteItem\r\n\r\nw1");
+		writer.socket.write(
+			"POST / HTTP/1.1\r\nX-Amz-Target: DynamoDB_20120810.BatchWriteItem\r\n\r\nw1",
+		);
 		reader.socket.write("POST / HTTP/1.1\r\nX-Amz-Target: DynamoDB_20120810.GetItem\r\n\r\nr1");
 		expect((await reader.reply("r1")).text).toContain("r1");
 		await pause(50);
