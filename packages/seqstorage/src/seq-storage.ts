@@ -21,11 +21,7 @@ import type { PLogReader } from "./mem-plog.ts";
  * ```
  */
 export interface SeqStorageOptions {
-	/**
-	 * Any TTL storage driver (mem, level, cas, dyn). Records are written without TTL. Give it a view
-	 * that fences its writes (as `@vvm/cp` does per partition) when more than one process may
-	 * serve the partition over time: a deposed writer's late flush then cannot roll numbers back.
-	 */
+	/** Any TTL storage driver (mem, level, cas, dyn). Records are written without TTL. */
 	readonly storage: TTLStorage;
 	/** Cluster application ID, `0..2^32-1`. Numbers are per application and workspace. */
 	readonly appId: number;
@@ -33,6 +29,53 @@ export interface SeqStorageOptions {
 	readonly partitionId: number;
 	/** The partition's event log, replayed by actualization. */
 	readonly plog: PLogReader;
+	/**
+	 * The workspaces' own logs (voedger's WLog), which make stored numbers a hint, not the truth:
+	 * each number is stored with the workspace's log offset it is valid for, and reading a
+	 * workspace's numbers also reads its log past that offset, taking the maximum with the numbers
+	 * its entries took. A stored number that went back (a deposed writer's flush landing late, a
+	 * retried request applied late) then costs a longer read, never a number handed out twice, so
+	 * the numbers' writes need no fence. Without it, stored numbers are trusted: one writer only.
+	 */
+	readonly wlog?: WorkspaceLog;
+}
+
+/**
+ * A workspace's log as the sequences see it: which sequence numbers its entries, and the sequence
+ * values each entry took, from an offset to the log's end (the first missing offset).
+ *
+ * @example
+ * ```ts
+ * const wlog: WorkspaceLog = { seqId: 1, read: (wsid, from) => entriesOf(wsid, from) };
+ * ```
+ */
+export interface WorkspaceLog {
+	/** The sequence whose numbers are the log's offsets (`@vvm/cp`: `SEQ_WLOG_OFFSET`). */
+	readonly seqId: SeqID;
+	/** The values every entry from `fromOffset` (inclusive) on took, entry by entry. */
+	read(wsid: WSID, fromOffset: number): AsyncIterable<readonly SeqValue[]>;
+}
+
+/**
+ * A stored number: `u64(value)`, or with a workspace log `u64(value) u64(validAsOf)`: the
+ * workspace's log offset (its last taken) the value is valid for.
+ */
+interface StoredNumber {
+	readonly value: number;
+	readonly asOf: number | undefined;
+}
+
+function decodeNumber(b: Uint8Array, what: string): StoredNumber {
+	if (b.length === 16)
+		return { value: decodeU64(b.subarray(0, 8), what), asOf: decodeU64(b.subarray(8), what) };
+	return { value: decodeU64(b, what), asOf: undefined };
+}
+
+function encodeNumber(value: number, asOf: number): Uint8Array {
+	const out = new Uint8Array(16);
+	out.set(encodeU64(value), 0);
+	out.set(encodeU64(asOf), 8);
+	return out;
 }
 
 function checkInt(n: number, max: number, what: string): void {
@@ -47,6 +90,7 @@ class SeqStorageImpl implements SeqStorage {
 	readonly #appId: number;
 	readonly #plog: PLogReader;
 	readonly #offsetPKey: Uint8Array;
+	readonly #wlog: WorkspaceLog | undefined;
 
 	constructor(options: SeqStorageOptions) {
 		if (typeof options !== "object" || options === null)
@@ -61,6 +105,12 @@ class SeqStorageImpl implements SeqStorage {
 		this.#appId = options.appId;
 		this.#plog = options.plog;
 		this.#offsetPKey = offsetPKey(options.appId, options.partitionId);
+		if (options.wlog !== undefined) {
+			if (typeof options.wlog.read !== "function")
+				throw new TypeError("[@vvm/seqstorage] options.wlog.read must be a function");
+			checkInt(options.wlog.seqId, 0xffff, "wlog.seqId");
+		}
+		this.#wlog = options.wlog;
 	}
 
 	async readNumbers(wsid: WSID, seqIds: readonly SeqID[]): Promise<readonly SeqNumber[]> {
@@ -68,20 +118,46 @@ class SeqStorageImpl implements SeqStorage {
 		for (const s of seqIds) checkInt(s, 0xffff, "seqId");
 		if (seqIds.length === 0) return [];
 		const pKey = numbersPKey(this.#appId, wsid);
-		if (seqIds.length === 1) {
+		const found = new Map<number, StoredNumber>();
+		if (seqIds.length === 1 && this.#wlog === undefined) {
 			const seqId = seqIds[0] as SeqID;
 			const b = await this.#storage.get(pKey, seqIdCCols(seqId));
 			// Not found is 0, explicitly (voedger decodes a missing value: reference §4.4).
-			return [b === undefined ? 0 : decodeU64(b, `number ${wsid}/${seqId}`)];
+			if (b !== undefined) found.set(seqId, decodeNumber(b, `number ${wsid}/${seqId}`));
+		} else {
+			// All numbers of a workspace share one partition key: one range read.
+			for await (const r of this.#storage.read(pKey)) {
+				if (r.cCols.length !== 2) continue;
+				const seqId = ((r.cCols[0] as number) << 8) | (r.cCols[1] as number);
+				found.set(seqId, decodeNumber(r.value, `number ${wsid}/${seqId}`));
+			}
 		}
-		// All numbers of a workspace share one partition key: one range read.
-		const found = new Map<number, number>();
-		for await (const r of this.#storage.read(pKey)) {
-			if (r.cCols.length !== 2) continue;
-			const seqId = ((r.cCols[0] as number) << 8) | (r.cCols[1] as number);
-			found.set(seqId, decodeU64(r.value, `number ${wsid}/${seqId}`));
+		const numbers = new Map([...found].map(([seqId, n]) => [seqId, n.value]));
+		await this.#healFromLog(wsid, found, numbers);
+		return seqIds.map((s) => numbers.get(s) ?? 0);
+	}
+
+	/**
+	 * Reads the workspace's log past the oldest offset its stored numbers are valid for, and raises
+	 * every number to what the entries there took (a stored number may have gone back).
+	 */
+	async #healFromLog(
+		wsid: WSID,
+		found: ReadonlyMap<number, StoredNumber>,
+		numbers: Map<number, number>,
+	): Promise<void> {
+		const wlog = this.#wlog;
+		if (wlog === undefined || found.size === 0) return;
+		let from = Number.POSITIVE_INFINITY;
+		for (const [seqId, n] of found) {
+			// A value without its offset (written before it was stored): valid as of the log offset
+			// stored beside it, or the log's start.
+			const asOf = n.asOf ?? (seqId === wlog.seqId ? n.value : (found.get(wlog.seqId)?.value ?? 0));
+			from = Math.min(from, asOf + 1);
 		}
-		return seqIds.map((s) => found.get(s) ?? 0);
+		for await (const values of wlog.read(wsid, from))
+			for (const v of values)
+				if (v.wsid === wsid && v.value > (numbers.get(v.seqId) ?? 0)) numbers.set(v.seqId, v.value);
 	}
 
 	async readNextPLogOffset(): Promise<PLogOffset> {
@@ -98,6 +174,12 @@ class SeqStorageImpl implements SeqStorage {
 		if (nextPLogOffset < 1)
 			throw new RangeError("[@vvm/seqstorage] nextPLogOffset must be >= 1, got 0");
 		const items: BatchItem[] = [];
+		const wlog = this.#wlog;
+		// With a workspace log, each number says which log offset it is valid for: the workspace's
+		// log number in the same batch (every event takes one), else the log's start.
+		const logOffsetOf = new Map<number, number>();
+		if (wlog !== undefined)
+			for (const v of batch) if (v.seqId === wlog.seqId) logOffsetOf.set(v.wsid, v.value);
 		for (const v of batch) {
 			checkInt(v.wsid, MAX_SAFE, "wsid");
 			checkInt(v.seqId, 0xffff, "seqId");
@@ -105,7 +187,10 @@ class SeqStorageImpl implements SeqStorage {
 			items.push({
 				pKey: numbersPKey(this.#appId, v.wsid),
 				cCols: seqIdCCols(v.seqId),
-				value: encodeU64(v.value),
+				value:
+					wlog === undefined
+						? encodeU64(v.value)
+						: encodeNumber(v.value, logOffsetOf.get(v.wsid) ?? 0),
 			});
 		}
 		// Numbers first, then the offset: a crash in between leaves an older offset, and the
@@ -140,7 +225,12 @@ class SeqStorageImpl implements SeqStorage {
  * Creates the {@link SeqStorage} of one application partition over a TTL storage driver, with
  * voedger's key layout: numbers at pKey `u32(3) u32(appId) u64(wsid)`, cCols `u16(seqId)`; the
  * next PLog offset at pKey `u32(2) u32(appId) u16(partitionId)`, cCols 4 zero bytes; values are
- * u64 big-endian. A fresh partition reads next offset 1; a missing number reads 0.
+ * u64 big-endian (with `wlog`, a number is `u64(value) u64(valid as of log offset)`). A fresh
+ * partition reads next offset 1; a missing number reads 0.
+ *
+ * With `wlog`, writes need no fence: a stored offset that went back makes actualization replay
+ * more of the PLog (idempotent), a number that went back makes its workspace's first read read
+ * more of its log; neither hands a number out twice.
  *
  * @see voedger pkg/appparts/internal/seqstorage, pkg/vvm/storage impl_seqstorage.go
  * @example

@@ -1,7 +1,8 @@
 import { MockClock } from "@vvm/clock";
 import type { SeqValue } from "@vvm/isequencer";
 import { createSequencer } from "@vvm/isequencer";
-import { TTLStorageError, withFence } from "@vvm/ttlstorage";
+import { TTLStorageError } from "@vvm/ttlstorage";
+
 import { faults, withFaults } from "@vvm/ttlstorage/testing";
 import { createMemTTLStorage } from "@vvm/ttlstorage-mem";
 import { describe, expect, it } from "vitest";
@@ -235,48 +236,92 @@ describe("with @vvm/isequencer", () => {
 	});
 });
 
-describe("over fenced views: a deposed writer's late flush never rolls numbers back", () => {
-	for (const fencing of ["epoch", "ordered"] as const)
-		it(`fencing ${fencing}: the deposed writer's numbers and offset do not replace the successor's`, async () => {
-			const ttl = createMemTTLStorage({ clock: new MockClock(0), fencing });
-			const plog = createMemPLog();
-			const scope = new Uint8Array([9, 0, 0, 0, 1]);
-			// Two writers of one partition over one storage: a deposed leader and its successor.
-			await ttl.raiseFence?.(scope, 1n);
-			const old = createSeqStorage({
-				storage: withFence(ttl, { scope, epoch: 1n }),
-				appId: 1,
-				partitionId: 0,
-				plog,
-			});
-			await ttl.raiseFence?.(scope, 2n);
-			const next = createSeqStorage({
-				storage: withFence(ttl, { scope, epoch: 2n }),
-				appId: 1,
-				partitionId: 0,
-				plog,
-			});
-			await next.writeValuesAndNextPLogOffset([{ wsid: 7, seqId: 1, value: 9 }], 11);
-			const late = await old
-				.writeValuesAndNextPLogOffset([{ wsid: 7, seqId: 1, value: 6 }], 6)
-				.then(
-					() => "written",
-					(e: unknown) => (TTLStorageError.is(e) ? e.code : String(e)),
-				);
-			// "epoch" refuses it outright; "ordered" keeps the successor's values either way.
-			expect(late).toBe(fencing === "epoch" ? "TTLSTORAGE_FENCED" : "written");
-			expect(await next.readNumbers(7, [1])).toEqual([9]);
-			expect(await next.readNextPLogOffset()).toBe(11);
-		});
+describe("with a workspace log: stored numbers are a hint, the log is the truth", () => {
+	/** A workspace log in memory: entries (offset → the values it took) per workspace. */
+	function memWLog() {
+		const logs = new Map<number, Map<number, SeqValue[]>>();
+		return {
+			append(wsid: number, offset: number, values: SeqValue[]) {
+				const log = logs.get(wsid) ?? new Map<number, SeqValue[]>();
+				log.set(offset, values);
+				logs.set(wsid, log);
+			},
+			wlog: {
+				seqId: 1,
+				async *read(wsid: number, from: number) {
+					const log = logs.get(wsid);
+					for (let o = Math.max(1, from); log?.has(o); o++) yield log.get(o) as SeqValue[];
+				},
+			},
+		};
+	}
+	const take = (wsid: number, wlog: number, id: number): SeqValue[] => [
+		{ wsid, seqId: 1, value: wlog },
+		{ wsid, seqId: 2, value: id },
+	];
 
-	it("unfenced, the last writer wins (one process per partition)", async () => {
-		const clock = new MockClock(0);
-		const ttl = createMemTTLStorage({ clock });
+	it("a deposed writer's late, lower numbers are healed from the log on the next read", async () => {
+		const ttl = createMemTTLStorage({ clock: new MockClock(0) });
 		const plog = createMemPLog();
-		const a = createSeqStorage({ storage: ttl, appId: 1, partitionId: 0, plog });
-		await a.writeValuesAndNextPLogOffset([{ wsid: 7, seqId: 1, value: 9 }], 11);
-		await a.writeValuesAndNextPLogOffset([{ wsid: 7, seqId: 1, value: 6 }], 6);
-		expect(await a.readNumbers(7, [1])).toEqual([6]);
-		expect(await a.readNextPLogOffset()).toBe(6);
+		const log = memWLog();
+		const storage = createSeqStorage({
+			storage: ttl,
+			appId: 1,
+			partitionId: 0,
+			plog,
+			wlog: log.wlog,
+		});
+		for (let w = 1; w <= 5; w++) log.append(7, w, take(7, w, 100 + w));
+		await storage.writeValuesAndNextPLogOffset(take(7, 5, 105), 11);
+		expect(await storage.readNumbers(7, [1, 2])).toEqual([5, 105]);
+		// The late flush of a deposed writer: numbers as of WLog offset 2.
+		await storage.writeValuesAndNextPLogOffset(take(7, 2, 102), 6);
+		expect(await storage.readNumbers(7, [1, 2])).toEqual([5, 105]);
+		// Only one of the keys went back (a batch applied in part, late).
+		await storage.writeValuesAndNextPLogOffset(take(7, 5, 105), 11);
+		await storage.writeValuesAndNextPLogOffset([{ wsid: 7, seqId: 2, value: 101 }], 11);
+		expect(await storage.readNumbers(7, [1, 2])).toEqual([5, 105]);
+		// Without the log, the stored numbers are what is read: the control.
+		const trusting = createSeqStorage({ storage: ttl, appId: 1, partitionId: 0, plog });
+		expect(await trusting.readNumbers(7, [1, 2])).toEqual([5, 101]);
+	});
+
+	it("reads numbers stored before the log offset was (8-byte values): valid as of the stored log number", async () => {
+		const ttl = createMemTTLStorage({ clock: new MockClock(0) });
+		const old = createSeqStorage({ storage: ttl, appId: 1, partitionId: 0, plog: createMemPLog() });
+		await old.writeValuesAndNextPLogOffset(take(8, 3, 203), 4);
+		const log = memWLog();
+		for (let w = 1; w <= 4; w++) log.append(8, w, take(8, w, 200 + w));
+		const storage = createSeqStorage({
+			storage: ttl,
+			appId: 1,
+			partitionId: 0,
+			plog: createMemPLog(),
+			wlog: log.wlog,
+		});
+		expect(await storage.readNumbers(8, [1, 2])).toEqual([4, 204]);
+	});
+
+	it("refuses a bad workspace log option", () => {
+		const ttl = createMemTTLStorage();
+		const plog = createMemPLog();
+		expect(() =>
+			createSeqStorage({
+				storage: ttl,
+				appId: 1,
+				partitionId: 0,
+				plog,
+				wlog: { seqId: 1 } as never,
+			}),
+		).toThrow(TypeError);
+		expect(() =>
+			createSeqStorage({
+				storage: ttl,
+				appId: 1,
+				partitionId: 0,
+				plog,
+				wlog: { seqId: 70_000, read: async function* () {} },
+			}),
+		).toThrow(RangeError);
 	});
 });
