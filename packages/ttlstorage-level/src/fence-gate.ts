@@ -8,20 +8,52 @@
 export class FenceGate {
 	readonly #scopes = new Map<string, ScopeState>();
 
-	/** Runs a fenced write of `scopes`: `check` (inside the gates), then `write`. */
-	async shared<T>(
+	/** Runs a fenced write of `scopes` (distinct): `check` (inside the gates), then `write`. */
+	shared<T>(
+		scopes: readonly string[],
+		check: () => Promise<void> | void,
+		write: () => Promise<T>,
+	): Promise<T> {
+		// The common case: one scope, no raise under way, its epoch known: no extra promise hops.
+		const only = scopes.length === 1 ? (scopes[0] as string) : undefined;
+		const s = only === undefined ? undefined : this.#scopes.get(only);
+		if (only === undefined || (s !== undefined && s.raising !== undefined))
+			return this.#sharedSlow(scopes, check, write);
+		const entered = s ?? this.#state(only);
+		entered.writers++;
+		const leave = (): void => {
+			entered.writers--;
+			if (entered.writers === 0) entered.drained?.();
+			this.#forget(only, entered);
+		};
+		let written: Promise<T>;
+		try {
+			const checked = check();
+			written = checked === undefined ? write() : checked.then(write);
+		} catch (error) {
+			leave();
+			return Promise.reject(error);
+		}
+		return written.finally(leave);
+	}
+
+	async #sharedSlow<T>(
 		scopes: readonly string[],
 		check: () => Promise<void> | void,
 		write: () => Promise<T>,
 	): Promise<T> {
 		const held: Array<[string, ScopeState]> = [];
 		try {
-			for (const scope of [...new Set(scopes)].sort()) {
-				const s = await this.#enter(scope);
-				s.writers++;
-				held.push([scope, s]);
+			// The common case, no raise under way: enter every gate at once, without waiting.
+			const sorted = scopes.length === 1 ? scopes : [...scopes].sort();
+			for (const scope of sorted) {
+				const s = this.#scopes.get(scope);
+				const entered = s !== undefined && s.raising === undefined ? s : await this.#enter(scope);
+				entered.writers++;
+				held.push([scope, entered]);
 			}
-			await check();
+			const checked = check();
+			if (checked !== undefined) await checked;
 			return await write();
 		} finally {
 			for (const [scope, s] of held) {
@@ -66,10 +98,14 @@ export class FenceGate {
 		}
 	}
 
-	#forget(scope: string, s: ScopeState): void {
-		if (s.writers === 0 && s.raising === undefined && this.#scopes.get(scope) === s)
-			this.#scopes.delete(scope);
+	#state(scope: string): ScopeState {
+		const s: ScopeState = { writers: 0, raising: undefined, drained: undefined };
+		this.#scopes.set(scope, s);
+		return s;
 	}
+
+	/** States stay: there is one per fenced scope this process writes (a partition), few. */
+	#forget(_scope: string, _s: ScopeState): void {}
 }
 
 interface ScopeState {

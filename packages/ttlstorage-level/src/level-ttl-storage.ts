@@ -117,6 +117,13 @@ type Op =
 
 const EMPTY = new Uint8Array(0);
 
+/** A fence scope (1..255 bytes) as a map key: one char per byte, built without a Buffer. */
+function scopeKeyOf(scope: Bytes): string {
+	let key = "";
+	for (let i = 0; i < scope.length; i++) key += String.fromCharCode(scope[i] as number);
+	return key;
+}
+
 function storageError(operation: string, cause: unknown): TTLStorageError {
 	if (TTLStorageError.is(cause)) return cause;
 	const code = (cause as { code?: unknown } | null)?.code;
@@ -256,7 +263,7 @@ class LevelTTLStorageImpl implements LevelTTLStorage {
 
 	/** The raised epoch of a scope: cached, else the stored fence record (0n when none). */
 	async #epochOf(scope: Bytes): Promise<bigint> {
-		const k = lockKeyOf(scope);
+		const k = scopeKeyOf(scope);
 		const cached = this.#epochs.get(k);
 		if (cached !== undefined) return cached;
 		const stored = await this.#load(dataKey(scope, FENCE_CCOLS));
@@ -265,9 +272,27 @@ class LevelTTLStorageImpl implements LevelTTLStorage {
 		return epoch;
 	}
 
-	/** Rejects with TTLSTORAGE_FENCED when any of the fences is superseded. */
-	async #checkFences(fences: readonly WriteFence[], operation: string): Promise<void> {
-		for (const fence of fences) {
+	/**
+	 * Rejects with TTLSTORAGE_FENCED when any of the fences is superseded. Synchronous while every
+	 * scope's epoch is cached (the common case: one lookup per scope, no promise).
+	 */
+	#checkFences(
+		fences: ReadonlyMap<string, WriteFence>,
+		operation: string,
+	): Promise<void> | undefined {
+		for (const [key, fence] of fences) {
+			const current = this.#epochs.get(key);
+			if (current === undefined) return this.#checkFencesSlow(fences, operation);
+			if (fence.epoch < current) throw fencedError(DRIVER_NAME, operation, fence.epoch, current);
+		}
+		return undefined;
+	}
+
+	async #checkFencesSlow(
+		fences: ReadonlyMap<string, WriteFence>,
+		operation: string,
+	): Promise<void> {
+		for (const fence of fences.values()) {
 			const current = await this.#epochOf(fence.scope);
 			if (fence.epoch < current) throw fencedError(DRIVER_NAME, operation, fence.epoch, current);
 		}
@@ -275,16 +300,24 @@ class LevelTTLStorageImpl implements LevelTTLStorage {
 
 	/** Runs `write` inside the gates of the fences' scopes, after checking their epochs. */
 	#fenced<T>(
-		fences: readonly WriteFence[],
+		fences: ReadonlyMap<string, WriteFence>,
 		operation: string,
 		write: () => Promise<T>,
 	): Promise<T> {
-		if (fences.length === 0) return write();
-		return this.#gate.shared(
-			fences.map((f) => lockKeyOf(f.scope)),
-			() => this.#checkFences(fences, operation),
-			write,
-		);
+		if (fences.size === 0) return write();
+		return this.#gate.shared([...fences.keys()], () => this.#checkFences(fences, operation), write);
+	}
+
+	/** The fences of some writes, one per scope (the lowest epoch decides). */
+	static #fencesOf(fences: Iterable<WriteFence | undefined>): Map<string, WriteFence> {
+		const out = new Map<string, WriteFence>();
+		for (const f of fences) {
+			if (f === undefined) continue;
+			const key = scopeKeyOf(f.scope);
+			const seen = out.get(key);
+			if (seen === undefined || f.epoch < seen.epoch) out.set(key, f);
+		}
+		return out;
 	}
 
 	async raiseFence(scope: Bytes, epoch?: bigint): Promise<bigint> {
@@ -292,7 +325,7 @@ class LevelTTLStorageImpl implements LevelTTLStorage {
 		if (epoch !== undefined) validateFenceEpoch(epoch);
 		const key = dataKey(scope, FENCE_CCOLS);
 		return this.#io("raiseFence", () =>
-			this.#gate.exclusive(lockKeyOf(scope), () =>
+			this.#gate.exclusive(scopeKeyOf(scope), () =>
 				this.#locks.run(lockKeyOf(key), async () => {
 					const current = await this.#epochOf(scope);
 					if (epoch !== undefined && epoch < current)
@@ -304,7 +337,7 @@ class LevelTTLStorageImpl implements LevelTTLStorage {
 						value: encodeFenceEpoch(next),
 					});
 					await this.#commit(ops);
-					this.#epochs.set(lockKeyOf(scope), next);
+					this.#epochs.set(scopeKeyOf(scope), next);
 					return next;
 				}),
 			),
@@ -323,7 +356,7 @@ class LevelTTLStorageImpl implements LevelTTLStorage {
 	): Promise<boolean> {
 		validateWriteOptions(options);
 		const key = dataKey(pKey, cCols);
-		const fences = options?.fence === undefined ? [] : [options.fence];
+		const fences = LevelTTLStorageImpl.#fencesOf([options?.fence]);
 		return this.#io(operation, () =>
 			this.#fenced(fences, operation, () =>
 				this.#locks.run(lockKeyOf(key), async () => {
@@ -436,8 +469,7 @@ class LevelTTLStorageImpl implements LevelTTLStorage {
 	/** Unconditional writes of already validated items, in one batch (refused whole when fenced out). */
 	#write(operation: string, items: readonly BatchItem[]): Promise<void> {
 		const keys = items.map((item) => dataKey(item.pKey, item.cCols));
-		const fences: WriteFence[] = [];
-		for (const item of items) if (item.fence !== undefined) fences.push(item.fence);
+		const fences = LevelTTLStorageImpl.#fencesOf(items.map((item) => item.fence));
 		return this.#io(operation, () =>
 			this.#fenced(fences, operation, async () => {
 				if (items.length === 0) return;
