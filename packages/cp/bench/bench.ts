@@ -12,6 +12,7 @@
 //   BENCH_IN_FLIGHT=2            group-commit batches at the storage at once
 //   BENCH_ATOMIC=level           drivers run with atomicBatches (default: level only; "" for none)
 //   BENCH_LEVEL_WRITE_BUFFER_MB=4  LevelDB's memtable size (classic-level's default is 4 MiB)
+//   BENCH_UNFENCED=1             the test-only unfenced build (`unsafeUnfenced`), to price the fence
 import { randomInt } from "node:crypto";
 import { mkdtemp, rm } from "node:fs/promises";
 import { availableParallelism, cpus, loadavg, tmpdir } from "node:os";
@@ -201,6 +202,7 @@ async function benchDriver(driver: string): Promise<Row[]> {
 				coalesceWrites: coalesce,
 				...(inFlight === undefined ? {} : { writeBatchesInFlight: inFlight }),
 				atomicBatches: atomicOn.includes(driver),
+				...(process.env.BENCH_UNFENCED === "1" ? { unsafeUnfenced: true } : {}),
 			});
 			try {
 				const parts = Array.from({ length: partitions }, (_, p) => cp.deploy(p));

@@ -7,6 +7,7 @@ import type {
 	Sequencer,
 	SequencerHandle,
 	SequencerStats,
+	SeqValue,
 } from "@vvm/isequencer";
 import { SequencerError } from "@vvm/isequencer";
 import type { Logger } from "@vvm/log";
@@ -23,6 +24,7 @@ import {
 	decodeLogValue,
 	decodeRecordValue,
 	encodeJson,
+	seqValuesOf,
 	toLogEvent,
 } from "./event.ts";
 import type { ResolvedUpdate } from "./event-builder.ts";
@@ -328,15 +330,30 @@ export class AppPartitionImpl implements AppPartition {
 			atomicBatches: ctx.atomicBatches,
 			idempotencyTtlSeconds: ctx.idempotencyTtlSeconds,
 		});
+		// The numbers go unfenced: the workspace's WLog heals any that went back (a deposed holder's
+		// late flush), so they need no conditional write on any storage.
 		this.#seqStorage = createSeqStorage({
-			storage: writes,
+			storage: ctx.writes,
 			appId: ctx.appId,
 			partitionId: this.partitionId,
 			plog: plogReader(
 				{ storage: ctx.storage, appId: ctx.appId, partitionId: this.partitionId },
 				(offset, decoded, bytes) => this.#recover(offset, decoded, bytes),
 			),
+			wlog: {
+				seqId: SEQ_WLOG_OFFSET,
+				read: (wsid, from) => this.#wlogValues(wsid, from),
+			},
 		});
+	}
+
+	/** The sequence values of a workspace's WLog entries from `from` on (markers' events too). */
+	async *#wlogValues(wsid: number, from: number): AsyncIterable<readonly SeqValue[]> {
+		const { appId, storage } = this.#ctx;
+		for await (const { value } of iterateLog(storage, (b) => wlogPKey(appId, wsid, b), from)) {
+			const d = decodeLogValue(value);
+			if (d !== undefined) yield seqValuesOf(d.event);
+		}
 	}
 
 	/** A newer holder refused one of our writes: stop taking commands and undeploy. */

@@ -362,7 +362,7 @@ class DynamoTTLStorageImpl implements TTLStorage {
 		now: number,
 	): { condition: string; names: Record<string, string>; values: Item } {
 		if (order === undefined) return { condition: "", names: {}, values: {} };
-		const { names, values } = DynamoTTLStorageImpl.#orderTerms(order, now);
+		const { values } = DynamoTTLStorageImpl.#orderTerms(order, now);
 		return {
 			condition: " AND (attribute_not_exists(#fe) OR #fe < :fe OR (#fe = :fe AND #fs <= :fs))",
 			names: { "#fe": ATTR.fe, "#fs": ATTR.fs },
