@@ -13,9 +13,9 @@ const run = `${process.pid}-${Date.now()}`;
 const text = (b: Uint8Array | undefined) =>
 	b === undefined ? undefined : new TextDecoder().decode(b);
 
-/** A client whose next request of `commandName` waits for `release()`. */
-function holdingClient(commandName: string) {
-	let armed = false;
+/** A client whose next `count` requests of `commandName` wait for `release()`. */
+function holdingClient(commandName: string, count = 1) {
+	let armed = 0;
 	let release!: () => void;
 	const gate = new Promise<void>((r) => {
 		release = r;
@@ -26,9 +26,9 @@ function holdingClient(commandName: string) {
 	});
 	const wrapped = {
 		send: async (command: { constructor: { name: string } }, options?: object) => {
-			if (armed && command.constructor.name === commandName) {
-				armed = false;
-				reached();
+			if (armed > 0 && command.constructor.name === commandName) {
+				armed--;
+				if (armed === 0) reached();
 				await gate;
 			}
 			return (client.send as (c: unknown, o?: object) => Promise<unknown>)(command, options);
@@ -37,7 +37,7 @@ function holdingClient(commandName: string) {
 	return {
 		client: wrapped,
 		arm: () => {
-			armed = true;
+			armed = count;
 		},
 		reached: atServer,
 		release,
@@ -63,7 +63,8 @@ describe.skipIf(skip)(
 		});
 
 		it("F1: a deposed writer's put that lands after the new epoch's write has no effect", async () => {
-			const held = holdingClient("TransactWriteItemsCommand");
+			// The batch's two fenced items go out as two conditional PutItems: both are held.
+			const held = holdingClient("PutItemCommand", 2);
 			const deposed = createDynamoTTLStorage({ client: held.client, tableName });
 			const next = createDynamoTTLStorage({ client, tableName });
 			const pKey = utf8(`f1/${run}`);
@@ -85,7 +86,7 @@ describe.skipIf(skip)(
 			expect(text(await next.get(pKey, utf8("b")))).toBe("old-b");
 		});
 
-		it("a fenced putBatch of 250 items goes out in transactions of 100; superseded items are dropped, the rest written", async () => {
+		it("a fenced putBatch of 250 items: superseded items are dropped, the rest written", async () => {
 			const storage = createDynamoTTLStorage({ client, tableName });
 			const pKey = utf8(`batch/${run}`);
 			const scope = utf8(`scope/batch/${run}`);
@@ -105,6 +106,41 @@ describe.skipIf(skip)(
 				expect(text(await storage.get(pKey, utf8(`k${i}`))), `k${i}`).toBe(
 					i % 7 === 0 ? "newer" : "older",
 				);
+		});
+
+		it("a fenced putBatch whose put fails otherwise rejects, after the puts in flight settled", async () => {
+			let puts = 0;
+			let inFlight = 0;
+			const failing = {
+				send: async (command: { constructor: { name: string } }, options?: object) => {
+					if (command.constructor.name === "PutItemCommand" && ++puts === 3)
+						throw Object.assign(new Error("internal"), { name: "InternalServerError" });
+					inFlight++;
+					try {
+						return await (client.send as (c: unknown, o?: object) => Promise<unknown>)(
+							command,
+							options,
+						);
+					} finally {
+						inFlight--;
+					}
+				},
+			} as unknown as DynamoDBClient;
+			const storage = createDynamoTTLStorage({ client: failing, tableName });
+			const fence = { scope: utf8(`scope/fail/${run}`), epoch: 1n };
+			const items: BatchItem[] = Array.from({ length: 40 }, (_, i) => ({
+				pKey: utf8(`fail/${run}`),
+				cCols: utf8(`k${i}`),
+				value: utf8("v"),
+				fence,
+			}));
+			await expect(storage.putBatch(items)).rejects.toMatchObject({
+				code: "TTLSTORAGE_UNAVAILABLE",
+				operation: "putBatch",
+			});
+			// Nothing of the batch is still being written when it rejects, and it stopped early.
+			expect(inFlight).toBe(0);
+			expect(puts).toBeLessThan(40);
 		});
 
 		it("conditional writes under a superseded epoch fail on a record a newer epoch wrote", async () => {
