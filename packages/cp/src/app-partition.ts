@@ -325,6 +325,7 @@ export class AppPartitionImpl implements AppPartition {
 		this.#writer = new EventWriter({
 			storage,
 			writes,
+			plainWrites: ctx.writes,
 			appId: ctx.appId,
 			level: ctx.trustLevel,
 			atomicBatches: ctx.atomicBatches,

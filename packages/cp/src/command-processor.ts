@@ -60,6 +60,7 @@ export interface CommandProcessorOptions {
 	 * LevelDB write batch; not of Cassandra, whose batches are split by size, nor of DynamoDB's
 	 * BatchWriteItem). At level 2 a command then writes its PLog entry and its effects in one batch
 	 * (one storage round trip instead of two). Default: the storage's `supports.atomicBatches`.
+	 * Refused (TypeError) over a storage with `"ordered"` fencing, whose fenced batches are not.
 	 */
 	readonly atomicBatches?: boolean;
 	/**
@@ -182,6 +183,16 @@ class CommandProcessorImpl implements CommandProcessor {
 			options.unsafeUnfenced !== true &&
 			options.storage.supports?.fencing !== undefined &&
 			typeof options.storage.raiseFence === "function";
+		// A batch that drops its superseded items and writes the rest is not all or nothing: a
+		// deposed holder's level 2 batch would leave the effects of an event nobody sees.
+		if (
+			options.atomicBatches === true &&
+			this.#fencing &&
+			options.storage.supports?.fencing === "ordered"
+		)
+			throw new TypeError(
+				'[@vvm/cp] atomicBatches: a storage with "ordered" fencing writes a fenced batch item by item (a superseded item is dropped, the rest lands), so its batches are not all or nothing',
+			);
 		this.#options = options;
 		this.app = options.app ?? demoApp;
 		this.appId = options.appId;

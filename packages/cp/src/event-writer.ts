@@ -78,12 +78,32 @@ interface Keyed {
 const isConflict = (r: PromiseSettledResult<unknown>): r is PromiseRejectedResult =>
 	r.status === "rejected" && r.reason instanceof Conflict;
 
+/**
+ * A compare-and-swap refused although the key still holds the expected bytes: over a storage with
+ * per-record ("ordered") fencing, a newer holder wrote the key, so the swap's fence is superseded.
+ */
+function refusedByFence(event: StoredEvent, operation: string): TTLStorageError {
+	return new TTLStorageError(
+		"TTLSTORAGE_FENCED",
+		`a newer holder of partition ${event.p} wrote the key (epoch above ${epochOf(event)}); nothing was written`,
+		{ driver: "cp", operation },
+	);
+}
+
 /** @internal What one partition's writer writes with. */
 export interface EventWriterOptions {
 	/** Conditional writes and reads (fenced by the partition's epoch when the storage can). */
 	readonly storage: TTLStorage;
 	/** Unconditional writes, possibly coalesced across partitions (fenced likewise). */
 	readonly writes: TTLStorage;
+	/**
+	 * The same writes without the partition's fence, for what needs none: a WLog entry at level 2
+	 * and an idempotency key's entry, once their event is durable in the PLog (confirmed within
+	 * the lease, or read from the PLog). Every holder then writes the same bytes there: the next
+	 * holder's actualization sees the event and applies it. Not for a batch that also writes the
+	 * event (`atomicBatches`): a deposed holder's such batch may carry an event nobody will see.
+	 */
+	readonly plainWrites?: TTLStorage;
 	readonly appId: number;
 	readonly level: SequencesTrustLevel;
 	/** The storage's `putBatch` is all or nothing: level 2 writes an event and its effects together. */
@@ -99,6 +119,7 @@ export interface EventWriterOptions {
 export class EventWriter {
 	readonly #storage: TTLStorage;
 	readonly #writes: TTLStorage;
+	readonly #plainWrites: TTLStorage;
 	readonly #appId: number;
 	readonly #level: SequencesTrustLevel;
 	readonly #atomic: boolean;
@@ -107,6 +128,7 @@ export class EventWriter {
 	constructor(o: EventWriterOptions) {
 		this.#storage = o.storage;
 		this.#writes = o.writes;
+		this.#plainWrites = o.plainWrites ?? o.writes;
 		this.#appId = o.appId;
 		this.#level = o.level;
 		this.#atomic = o.atomicBatches && o.level === 2;
@@ -161,7 +183,9 @@ export class EventWriter {
 		const { pKey, cCols } = this.plogKey(e.event);
 		try {
 			if (this.#atomic) {
-				await this.#writes.putBatch([{ pKey, cCols, value: e.bytes }, ...this.#effects(e)]);
+				// One all-or-nothing batch under the fence: the event and everything it writes.
+				const { records, entries } = this.#effects(e);
+				await this.#writes.putBatch([{ pKey, cCols, value: e.bytes }, ...records, ...entries]);
 				return true;
 			}
 			if (this.#level === 2) {
@@ -211,23 +235,28 @@ export class EventWriter {
 		return new Conflict(this.#plogInfo(e.event)).error(cause);
 	}
 
-	/** Level 2: every effect of an event as puts (new records, the WLog entry, updates, its key). */
-	#effects(e: EncodedEvent): BatchItem[] {
+	/**
+	 * Level 2: every effect of an event as puts: `records` (new ones, then updates), which a later
+	 * event may change and so go fenced, and `entries` (the WLog entry, the idempotency key's),
+	 * whose bytes are the event's whoever writes them.
+	 */
+	#effects(e: EncodedEvent): { records: BatchItem[]; entries: BatchItem[] } {
 		const { event } = e;
-		const items = [
+		const item = (k: Keyed): BatchItem => ({ ...k.key, value: k.value });
+		const records = [
 			...this.#records(
 				event,
 				event.cuds.filter((c) => c.n),
 			),
-			{ key: this.wlogKey(event), value: e.bytes },
 			...this.#records(
 				event,
 				event.cuds.filter((c) => !c.n),
 			),
-		].map((k): BatchItem => ({ ...k.key, value: k.value }));
+		].map(item);
+		const entries = [item({ key: this.wlogKey(event), value: e.bytes })];
 		const entry = this.#keyEntry(event);
-		if (entry !== undefined) items.push(entry);
-		return items;
+		if (entry !== undefined) entries.push(entry);
+		return { records, entries };
 	}
 
 	/** Inserts (level 0/1 events, level 0 records); identical bytes or `isOurs` count as written. */
@@ -262,8 +291,12 @@ export class EventWriter {
 		);
 		const wlog: Keyed = { key: this.wlogKey(event), value: e.bytes };
 		if (this.#level === 2 && !recovery) {
-			// Nothing can conflict: one batch of puts.
-			await this.#writes.putBatch(this.#effects(e));
+			// Nothing can conflict: puts, the records fenced, the entries plain (the event is durable).
+			const { records, entries } = this.#effects(e);
+			await Promise.all([
+				records.length === 0 ? undefined : this.#writes.putBatch(records),
+				this.#plainWrites.putBatch(entries),
+			]);
 			return undefined;
 		}
 		const ours = (cud: StoredCud) => (existing: Uint8Array) => {
@@ -278,7 +311,7 @@ export class EventWriter {
 		else if (creates.length > 0) tasks.push(this.#putAll(creates));
 		tasks.push(
 			this.#level === 2
-				? this.#writes.put(wlog.key.pKey, wlog.key.cCols, wlog.value)
+				? this.#plainWrites.put(wlog.key.pKey, wlog.key.cCols, wlog.value)
 				: this.#insert(
 						wlog,
 						() => this.#wlogInfo(event),
@@ -304,7 +337,7 @@ export class EventWriter {
 			return conflict;
 		}
 		const entry = this.#keyEntry(event);
-		if (entry !== undefined) await this.#writes.putBatch([entry]);
+		if (entry !== undefined) await this.#plainWrites.putBatch([entry]);
 		return undefined;
 	}
 
@@ -355,13 +388,19 @@ export class EventWriter {
 			if (bytesEqual(current, r.value) || stored.u > event.o) return undefined;
 			if (await this.#storage.compareAndSwap(r.key.pKey, r.key.cCols, current, r.value, 0))
 				return current;
-			// Lost: an earlier attempt of ours may have landed (unknown outcome): read and decide again.
-			if (from !== undefined) {
-				const now = await this.#storage.get(r.key.pKey, r.key.cCols);
-				if (now !== undefined && bytesEqual(now, r.value)) return undefined;
-				return "conflict";
-			}
-			expected = undefined;
+			// Lost: an earlier attempt of ours may have landed (unknown outcome), a later event wrote
+			// the record (a newer holder applied this event and went on), or the fence refused the
+			// swap: read and decide again.
+			const now = await this.#storage.get(r.key.pKey, r.key.cCols);
+			if (now !== undefined && bytesEqual(now, current)) throw refusedByFence(event, "record swap");
+			const later = now === undefined ? undefined : decodeRecordValue(now);
+			if (
+				now !== undefined &&
+				(bytesEqual(now, r.value) || (later !== undefined && later.u > event.o))
+			)
+				return undefined;
+			if (from !== undefined) return "conflict";
+			expected = now;
 		}
 		return "conflict";
 	}
@@ -402,6 +441,8 @@ export class EventWriter {
 			// Our own event there becomes the marker; a marker or another value (the conflict) stays.
 			if (d?.kind !== "event" || d.event.p !== event.p || d.event.o !== event.o) return;
 			if (await this.#storage.compareAndSwap(key.pKey, key.cCols, existing, marker, 0)) return;
+			const now = await this.#storage.get(key.pKey, key.cCols);
+			if (now !== undefined && bytesEqual(now, existing)) throw refusedByFence(event, "marking");
 		}
 	}
 

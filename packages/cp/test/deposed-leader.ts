@@ -364,7 +364,12 @@ async function runLateUpdate(
 	storage: TTLStorage,
 	trustLevel: SequencesTrustLevel,
 	extra: Partial<CommandProcessorOptions>,
-): Promise<{ fields: Record<string, unknown>; report: CheckReport; aLogged: boolean }> {
+): Promise<{
+	fields: Record<string, unknown>;
+	report: CheckReport;
+	aLogged: boolean;
+	replayed: boolean;
+}> {
 	const appId = randomInt(1, 0xffff_fff0);
 	const unfenced = extra.unsafeUnfenced === true;
 	let aValid = true;
@@ -379,7 +384,8 @@ async function runLateUpdate(
 	const held: Held[] = [];
 	let holding = false;
 	const hold = (items: readonly Item[]): boolean =>
-		holding && items.some((i) => prefixOf(i.pKey) === 7); // record keys only
+		// Its effects: the record, the WLog entry, the idempotency key's entry.
+		holding && items.some((i) => [6, 7, 8].includes(prefixOf(i.pKey)));
 	const a = processor(gated(storage, hold, gate, "alive", held));
 	const pa = a.deploy(
 		PARTITION,
@@ -395,9 +401,15 @@ async function runLateUpdate(
 	const acked: AcknowledgedCommand[] = [{ wsid: W1, result: created }];
 	holding = true;
 	const aUpdate = pa
-		.updateRecord({ wsid: W1, table: "app1pkg.Customer", id, fields: { name: "Ada L." } })
+		.updateRecord({
+			wsid: W1,
+			table: "app1pkg.Customer",
+			id,
+			fields: { name: "Ada L." },
+			idempotencyKey: "a-late",
+		})
 		.catch((e: unknown) => e);
-	await waitFor(() => held.length > 0, "A's record write to be held");
+	await waitFor(() => held.length > 0, "A's effects to be held");
 	// Level 2 over an all-or-nothing batch writes the event with its record: then both are held.
 	const aLogged = !held.some((h) => h.items.some((i) => prefixOf(i.pKey) === 5));
 	holding = false;
@@ -423,9 +435,19 @@ async function runLateUpdate(
 	await aUpdate;
 	await aClosed;
 	const fields = { ...(await pb.readRecord({ wsid: W1, id })) } as Record<string, unknown>;
+	// A's client retries with its key: the first execution's answer when A's event is durable
+	// (its late key entry, or B's recovery's, holds it), else a new execution.
+	const retry = await pb.updateRecord({
+		wsid: W1,
+		table: "app1pkg.Customer",
+		id,
+		fields: { name: "Ada L." },
+		idempotencyKey: "a-late",
+	});
+	acked.push({ wsid: W1, result: retry });
 	await b.close();
 	const report = await checkCpStorage({ storage, appId, partitions: 1, acknowledged: acked });
-	return { fields, report, aLogged };
+	return { fields, report, aLogged, replayed: retry.replayed === true };
 }
 
 const wlogOffsets = (acks: readonly AcknowledgedCommand[], wsid: number): number[] =>
@@ -527,7 +549,7 @@ export function deposedLeaderSuite(name: string, options: DeposedSuiteOptions): 
 					async () => {
 						const storage = await options.createStorage();
 						try {
-							const { fields, report, aLogged } = await runLateUpdate(storage, level, {
+							const { fields, report, aLogged, replayed } = await runLateUpdate(storage, level, {
 								...options.processorOptions,
 								...(unfenced ? { unsafeUnfenced: true } : {}),
 							});
@@ -543,6 +565,7 @@ export function deposedLeaderSuite(name: string, options: DeposedSuiteOptions): 
 								// A's update is in the PLog when its event landed before B took over (B
 								// re-applied it); else it was never acknowledged and is gone whole.
 								expect(fields).toMatchObject({ name: aLogged ? "Ada L." : "Ada", vip: true });
+								expect(replayed).toBe(aLogged);
 								expect(report.problems).toEqual([]);
 							}
 						} finally {

@@ -91,7 +91,8 @@ class MemTTLStorageImpl implements TTLStorage {
 			throw new RangeError(
 				`[@vvm/ttlstorage-mem] fencing must be "epoch" or "ordered", got ${String(fencing)}`,
 			);
-		this.supports = Object.freeze({ atomicBatches: true, fencing });
+		// Ordered fencing drops a superseded item and writes the rest: not all or nothing.
+		this.supports = Object.freeze({ atomicBatches: fencing === "epoch", fencing });
 		if (!Number.isInteger(this.#sweepEvery) || this.#sweepEvery < 1) {
 			throw new RangeError(
 				`[@vvm/ttlstorage-mem] sweepEveryWrites must be a positive integer, got ${this.#sweepEvery}`,
@@ -345,7 +346,8 @@ export interface MemTTLStorage extends TTLStorage {
  * Creates the in-memory TTL storage: conditional writes are atomic because each runs synchronously
  * on the event loop; expiry uses the injected clock (`now >= expireAt`), and expired records are
  * removed on access and by an amortised sweep, so memory does not grow with dead records.
- * `putBatch` is atomic (`supports.atomicBatches`); fenced writes are checked in the same
+ * `putBatch` is atomic (`supports.atomicBatches`, but for a fenced batch under `"ordered"`
+ * fencing, which drops superseded items); fenced writes are checked in the same
  * synchronous step (`supports.fencing`, `"epoch"` by default).
  *
  * @example

@@ -8,5 +8,5 @@ ttlStorageTestSuite("ttlstorage-mem", {
 
 ttlStorageTestSuite("ttlstorage-mem (fencing: ordered)", {
 	createStorage: ({ clock }) => createMemTTLStorage({ clock, fencing: "ordered" }),
-	supports: { atomicBatches: true, fencing: "ordered" },
+	supports: { atomicBatches: false, fencing: "ordered" },
 });

@@ -34,7 +34,11 @@ export interface WriteOptions {
  * ```
  */
 export interface TTLStorageSupports {
-	/** `putBatch` is all or nothing (one LevelDB batch, one synchronous step in memory). */
+	/**
+	 * `putBatch` is all or nothing (one LevelDB batch, one synchronous step in memory), fences
+	 * included: a batch with a superseded fence writes nothing. So a driver with `"ordered"`
+	 * fencing, which drops a superseded item and writes the rest, does not say `true`.
+	 */
 	readonly atomicBatches: boolean;
 	/**
 	 * How fenced writes are honoured ({@link TTLStorage.raiseFence}):
