@@ -3,10 +3,11 @@ import { fencedError, TTLStorageError } from "@vvm/ttlstorage";
 import { DRIVER_NAME } from "./errors.ts";
 
 /**
- * How far ahead of its last ceiling (µs of wall time) a writer reserves write timestamps: the
- * fence record is extended by a lightweight transaction when less than half of it is left.
+ * How far ahead of the wall clock (µs) a writer reserves write timestamps: the fence record is
+ * extended by a lightweight transaction when less than half of it is left (one LWT a second per
+ * scope being written). Also the longest a new epoch's raise waits for the clock (below).
  */
-export const STAMP_RESERVATION_MICROS = 5_000_000n;
+export const STAMP_RESERVATION_MICROS = 2_000_000n;
 
 /** The fence record of a scope on Cassandra: `u64(epoch) u64(ceiling µs)`. @internal */
 export interface FenceRow {
@@ -53,6 +54,13 @@ interface ScopeState {
 	supersededBy: bigint | undefined;
 }
 
+const min = (a: bigint, b: bigint): bigint => (a < b ? a : b);
+
+const realSleep = (micros: bigint): Promise<void> =>
+	new Promise((resolve) => {
+		setTimeout(resolve, Math.ceil(Number(micros) / 1000));
+	});
+
 const key = (scope: Bytes): string =>
 	Buffer.from(scope.buffer, scope.byteOffset, scope.byteLength).toString("latin1");
 
@@ -62,17 +70,25 @@ const key = (scope: Bytes): string =>
  * record (by lightweight transaction), and the next epoch starts above that ceiling. So a newer
  * epoch's write always carries a higher timestamp than any older epoch's write of the same
  * record, whenever either lands, without comparing clocks of different hosts (F1); within one
- * process, later calls get higher timestamps (F2). Wall time only keeps timestamps near real time.
+ * process, later calls get higher timestamps (F2). Wall time only keeps timestamps near real time,
+ * and a raise waits until it has passed the old epoch's stamps, so that the lightweight
+ * transactions of the new epoch (timestamped by the server) land above them too.
  * @internal
  */
 export class FenceStamps {
 	readonly #store: FenceRowStore;
 	readonly #now: () => bigint;
+	readonly #sleep: (micros: bigint) => Promise<void>;
 	readonly #scopes = new Map<string, ScopeState>();
 
-	constructor(store: FenceRowStore, nowMicros: () => bigint) {
+	constructor(
+		store: FenceRowStore,
+		nowMicros: () => bigint,
+		sleepMicros: (micros: bigint) => Promise<void> = realSleep,
+	) {
 		this.#store = store;
 		this.#now = nowMicros;
+		this.#sleep = sleepMicros;
 	}
 
 	/** `raiseFence`: takes the scope over for `epoch` (default: the stored one + 1). */
@@ -87,8 +103,10 @@ export class FenceStamps {
 			if (await this.#store.swapFenceRow(scope, stored, encodeFenceRow({ epoch: next, ceiling }))) {
 				const k = key(scope);
 				const known = this.#scopes.get(k);
-				// Re-raising our own epoch keeps our stamps growing; a new epoch starts above the old ceiling.
-				const last = known?.epoch === next ? max(known.last, row.ceiling) : row.ceiling;
+				// A new epoch starts above every stamp the old epochs may have used: their ceiling,
+				// or, when the stored epoch was this process's own (one process per epoch), the last
+				// stamp it actually handed out, which spares the wait below.
+				const last = known !== undefined && known.epoch === row.epoch ? known.last : row.ceiling;
 				this.#scopes.set(k, {
 					epoch: next,
 					last,
@@ -96,6 +114,13 @@ export class FenceStamps {
 					extending: undefined,
 					supersededBy: undefined,
 				});
+				// The old epoch's stamps reach up to its ceiling, ahead of the clock. A lightweight
+				// transaction cannot carry a timestamp (the server gives it its own clock's), so one
+				// sent now could land below a late write of the old epoch, or below our own first
+				// stamps: wait until the clock has passed them. At most one reservation: a clock
+				// further behind is beyond any skew this can make up for.
+				const ahead = last - this.#now();
+				if (ahead > 0n) await this.#sleep(min(ahead, STAMP_RESERVATION_MICROS));
 				return next;
 			}
 		}

@@ -1,7 +1,7 @@
 // Fenced writes on real Cassandra: a put that reaches the server late (held between the driver and
 // the client, as a congested link or a retried request would) never replaces a newer one, because
 // its USING TIMESTAMP comes from its epoch's reserved range.
-import { utf8 } from "@vvm/ttlstorage";
+import { TTLStorageError, utf8 } from "@vvm/ttlstorage";
 import type { Client } from "cassandra-driver";
 import { describe, expect, it } from "vitest";
 import { createCassandraTTLStorage } from "../src/index.ts";
@@ -61,6 +61,35 @@ describe.skipIf(skip)(
 			expect(text(await slow.get(pKey, utf8("k")))).toBe("second");
 		});
 
+		it("a conditional write right after a fenced put of the same key, just after a raise, is not shadowed", async () => {
+			// A new epoch's stamps start above the previous epoch's ceiling, ahead of the wall clock;
+			// a lightweight transaction's own timestamp must not fall below them.
+			const { client, keyspace } = fixture();
+			// Two processes: the previous holder's stamps reach up to its ceiling, ahead of the clock.
+			const previous = createCassandraTTLStorage({ client, keyspace });
+			const storage = createCassandraTTLStorage({ client, keyspace });
+			const pKey = utf8(`mix/${run}`);
+			const scope = utf8(`scope/mix/${run}`);
+			await previous.raiseFence?.(scope, 1n);
+			await previous.put(pKey, utf8("warm"), utf8("v"), 0, { fence: { scope, epoch: 1n } });
+			await storage.raiseFence?.(scope, 2n);
+			const fence = { scope, epoch: 2n };
+			await storage.put(pKey, utf8("k"), utf8("x"), 0, { fence });
+			expect(
+				await storage.compareAndSwap(pKey, utf8("k"), utf8("x"), utf8("y"), 0, { fence }),
+			).toBe(true);
+			expect(text(await storage.get(pKey, utf8("k")))).toBe("y");
+			expect(await storage.compareAndDelete(pKey, utf8("k"), utf8("y"), { fence })).toBe(true);
+			expect(await storage.get(pKey, utf8("k"))).toBeUndefined();
+			// And the other way round: a put after a swap of the same key wins.
+			await storage.put(pKey, utf8("j"), utf8("a"), 0, { fence });
+			expect(
+				await storage.compareAndSwap(pKey, utf8("j"), utf8("a"), utf8("b"), 0, { fence }),
+			).toBe(true);
+			await storage.put(pKey, utf8("j"), utf8("c"), 0, { fence });
+			expect(text(await storage.get(pKey, utf8("j")))).toBe("c");
+		});
+
 		it("F1: a deposed writer's put that lands after the new epoch took over never replaces the new epoch's write", async () => {
 			const { client, keyspace } = fixture();
 			const held = holding(client);
@@ -78,8 +107,16 @@ describe.skipIf(skip)(
 			await next.put(pKey, utf8("a"), utf8("new-a"), 0, { fence: { scope, epoch: 2n } });
 			held.release();
 			await late;
-			// And later writes of the deposed process, on its still-valid reservation, lose too.
-			await deposed.put(pKey, utf8("a"), utf8("later-a"), 0, { fence: { scope, epoch: 1n } });
+			// And later writes of the deposed process lose too: shadowed while its reservation lasts,
+			// refused (TTLSTORAGE_FENCED) once it had to extend it and found epoch 2 (the new
+			// epoch's raise waited out that reservation, so here it has run out).
+			const later = await deposed
+				.put(pKey, utf8("a"), utf8("later-a"), 0, { fence: { scope, epoch: 1n } })
+				.then(
+					() => "shadowed",
+					(e: unknown) => (TTLStorageError.is(e) ? e.code : String(e)),
+				);
+			expect(["shadowed", "TTLSTORAGE_FENCED"]).toContain(later);
 			expect(text(await next.get(pKey, utf8("a")))).toBe("new-a");
 		});
 	},

@@ -29,18 +29,20 @@ function memRows(): FenceRowStore & { rows: Map<string, Uint8Array>; swaps: numb
 }
 
 const scope = new Uint8Array([1, 2, 3]);
+/** The raise's wait for the clock is tested on its own below; elsewhere it returns at once. */
+const noSleep = async (): Promise<void> => {};
 const fenced = (e: unknown) => TTLStorageError.is(e) && e.code === "TTLSTORAGE_FENCED";
 
 describe("FenceStamps", () => {
 	it("a new epoch's stamps start above every stamp the old epoch could use, whatever the clocks say", async () => {
 		const rows = memRows();
 		let nowA = 1_000_000_000n;
-		const a = new FenceStamps(rows, () => nowA);
+		const a = new FenceStamps(rows, () => nowA, noSleep);
 		expect(await a.raise(scope, 1n)).toBe(1n);
 		const aStamps: bigint[] = [];
 		for (let i = 0; i < 50; i++) aStamps.push(await a.next(scope, 1n, "put"));
 		// B's clock is far behind A's: ordering must not depend on it.
-		const b = new FenceStamps(rows, () => 5n);
+		const b = new FenceStamps(rows, () => 5n, noSleep);
 		expect(await b.raise(scope, 2n)).toBe(2n);
 		const firstB = await b.next(scope, 2n, "put");
 		const ceilingA = decodeFenceRow(rows.rows.values().next().value as Uint8Array);
@@ -58,7 +60,7 @@ describe("FenceStamps", () => {
 
 	it("stamps grow strictly within an epoch, even with a stopped or backward clock", async () => {
 		let now = 10_000_000n;
-		const s = new FenceStamps(memRows(), () => now);
+		const s = new FenceStamps(memRows(), () => now, noSleep);
 		await s.raise(scope, 7n);
 		let last = 0n;
 		for (let i = 0; i < 100; i++) {
@@ -72,7 +74,7 @@ describe("FenceStamps", () => {
 	it("extends its reservation in the background before it runs out, with one LWT at a time", async () => {
 		const rows = memRows();
 		let now = 0n;
-		const s = new FenceStamps(rows, () => now);
+		const s = new FenceStamps(rows, () => now, noSleep);
 		await s.raise(scope, 1n);
 		expect(rows.swaps).toBe(1);
 		now = STAMP_RESERVATION_MICROS / 2n + 1n; // less than half left
@@ -85,13 +87,45 @@ describe("FenceStamps", () => {
 		expect(decodeFenceRow([...rows.rows.values()][0] as Uint8Array).ceiling).toBeGreaterThan(stamp);
 	});
 
+	it("a raise waits until its clock passed the old epoch's ceiling (at most one reservation), so its lightweight transactions land above every old stamp", async () => {
+		const rows = memRows();
+		let now = 1_000_000_000n;
+		const waits: bigint[] = [];
+		const sleep = async (micros: bigint): Promise<void> => {
+			waits.push(micros);
+			now += micros;
+		};
+		const a = new FenceStamps(rows, () => now, sleep);
+		await a.raise(scope, 1n);
+		expect(waits).toEqual([]); // nobody wrote before: nothing to wait for
+		const lastA = await a.next(scope, 1n, "put");
+		const ceilingA = decodeFenceRow([...rows.rows.values()][0] as Uint8Array).ceiling;
+		now += 100_000n; // B takes over 0.1 s later
+		const b = new FenceStamps(rows, () => now, sleep);
+		await b.raise(scope, 2n);
+		expect(waits).toEqual([ceilingA - (lastA + 100_000n)]);
+		expect(now).toBeGreaterThanOrEqual(ceilingA);
+		// B's stamps are back at its clock, not ahead of it.
+		expect(await b.next(scope, 2n, "put")).toBe(now + 1n);
+		// A new epoch after one of this process's own starts above its last stamp: no wait.
+		const before = waits.length;
+		now += 10n;
+		await b.raise(scope, 3n);
+		expect(waits.length).toBe(before);
+		expect(await b.next(scope, 3n, "put")).toBe(now);
+		// A clock far behind waits one reservation at most.
+		const c = new FenceStamps(rows, () => 5n, sleep);
+		await c.raise(scope, 4n);
+		expect(waits.at(-1)).toBe(STAMP_RESERVATION_MICROS);
+	});
+
 	it("refuses a lower epoch at raise and at the first write, and counts without one", async () => {
 		const rows = memRows();
-		const s = new FenceStamps(rows, () => 1n);
+		const s = new FenceStamps(rows, () => 1n, noSleep);
 		expect(await s.raise(scope, undefined)).toBe(1n);
 		expect(await s.raise(scope, undefined)).toBe(2n);
 		expect(fenced(await s.raise(scope, 1n).catch((e: unknown) => e))).toBe(true);
-		const other = new FenceStamps(rows, () => 1n);
+		const other = new FenceStamps(rows, () => 1n, noSleep);
 		expect(fenced(await other.next(scope, 1n, "put").catch((e: unknown) => e))).toBe(true);
 		expect(() => s.check(scope, 1n, "compareAndSwap")).toThrow(/superseded by epoch 2/);
 	});
