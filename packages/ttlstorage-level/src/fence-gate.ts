@@ -14,17 +14,20 @@ export class FenceGate {
 		check: () => Promise<void> | void,
 		write: () => Promise<T>,
 	): Promise<T> {
-		// The common case: one scope, no raise under way, its epoch known: no extra promise hops.
-		const only = scopes.length === 1 ? (scopes[0] as string) : undefined;
-		const s = only === undefined ? undefined : this.#scopes.get(only);
-		if (only === undefined || (s !== undefined && s.raising !== undefined))
-			return this.#sharedSlow(scopes, check, write);
-		const entered = s ?? this.#state(only);
-		entered.writers++;
+		// The common case, no raise under way on any of them: enter every gate at once, without a
+		// promise hop (a raise's exclusive turn waits for `writers` to drain).
+		const entered: ScopeState[] = [];
+		for (const scope of scopes) {
+			const s = this.#scopes.get(scope);
+			if (s !== undefined && s.raising !== undefined) return this.#sharedSlow(scopes, check, write);
+			entered.push(s ?? this.#state(scope));
+		}
+		for (const s of entered) s.writers++;
 		const leave = (): void => {
-			entered.writers--;
-			if (entered.writers === 0) entered.drained?.();
-			this.#forget(only, entered);
+			for (const s of entered) {
+				s.writers--;
+				if (s.writers === 0) s.drained?.();
+			}
 		};
 		let written: Promise<T>;
 		try {
@@ -42,24 +45,21 @@ export class FenceGate {
 		check: () => Promise<void> | void,
 		write: () => Promise<T>,
 	): Promise<T> {
-		const held: Array<[string, ScopeState]> = [];
+		const held: ScopeState[] = [];
 		try {
-			// The common case, no raise under way: enter every gate at once, without waiting.
-			const sorted = scopes.length === 1 ? scopes : [...scopes].sort();
-			for (const scope of sorted) {
-				const s = this.#scopes.get(scope);
-				const entered = s !== undefined && s.raising === undefined ? s : await this.#enter(scope);
+			// A raise is under way on one of them: enter in sorted order, waiting where one runs.
+			for (const scope of [...scopes].sort()) {
+				const entered = await this.#enter(scope);
 				entered.writers++;
-				held.push([scope, entered]);
+				held.push(entered);
 			}
 			const checked = check();
 			if (checked !== undefined) await checked;
 			return await write();
 		} finally {
-			for (const [scope, s] of held) {
+			for (const s of held) {
 				s.writers--;
 				if (s.writers === 0) s.drained?.();
-				this.#forget(scope, s);
 			}
 		}
 	}
@@ -81,31 +81,24 @@ export class FenceGate {
 		} finally {
 			s.raising = undefined;
 			done();
-			this.#forget(scope, s);
 		}
 	}
 
 	/** The scope's state once no raise is running on it. */
 	async #enter(scope: string): Promise<ScopeState> {
 		for (;;) {
-			let s = this.#scopes.get(scope);
-			if (s === undefined) {
-				s = { writers: 0, raising: undefined, drained: undefined };
-				this.#scopes.set(scope, s);
-			}
+			const s = this.#scopes.get(scope) ?? this.#state(scope);
 			if (s.raising === undefined) return s;
 			await s.raising;
 		}
 	}
 
+	/** A new scope's state. States stay: one per fenced scope this process writes (a partition). */
 	#state(scope: string): ScopeState {
 		const s: ScopeState = { writers: 0, raising: undefined, drained: undefined };
 		this.#scopes.set(scope, s);
 		return s;
 	}
-
-	/** States stay: there is one per fenced scope this process writes (a partition), few. */
-	#forget(_scope: string, _s: ScopeState): void {}
 }
 
 interface ScopeState {
