@@ -63,6 +63,7 @@ async function readJsonBody(req: IncomingMessage): Promise<Record<string, unknow
 					code: "HOST_BAD_REQUEST",
 					field: "body",
 					message: `body: larger than ${MAX_BODY_BYTES} bytes`,
+					committed: "no",
 				},
 			};
 		}
@@ -71,7 +72,13 @@ async function readJsonBody(req: IncomingMessage): Promise<Record<string, unknow
 	const bad = (message: string): Reply => ({
 		status: 400,
 		headers: {},
-		body: { status: 400, code: "HOST_BAD_REQUEST", field: "body", message: `body: ${message}` },
+		body: {
+			status: 400,
+			code: "HOST_BAD_REQUEST",
+			field: "body",
+			message: `body: ${message}`,
+			committed: "no",
+		},
 	});
 	let value: unknown;
 	try {
@@ -130,6 +137,7 @@ function locate(
 			partition,
 			location,
 			...(holder.until === undefined ? {} : { until: holder.until }),
+			committed: "no",
 		},
 		outcome: "misdirected",
 	};
@@ -142,7 +150,7 @@ const isWrite = (r: ApiRoute): boolean =>
  * The `Idempotency-Key` header (IETF httpapi draft): a Structured Field string (`"…"`, with `\"`
  * and `\\` escapes), or, as many clients send it, the bare key. `@vvm/cp` validates what it holds.
  */
-export function idempotencyKeyOf(req: IncomingMessage): string | undefined {
+function idempotencyKeyOf(req: IncomingMessage): string | undefined {
 	const raw = req.headers["idempotency-key"];
 	if (raw === undefined) return undefined;
 	const value = (Array.isArray(raw) ? raw.join(", ") : raw).trim();
@@ -257,6 +265,7 @@ export function createApiV2Handler(
 					code: "HOST_BAD_REQUEST",
 					message: route.message,
 					...(route.field === undefined ? {} : { field: route.field }),
+					committed: "no",
 				},
 			};
 		} else {

@@ -10,7 +10,7 @@ export interface PartitionHolder {
 }
 
 /** A partition granted to this host: what its writes are fenced and bounded by. */
-export interface PartitionGrant {
+interface PartitionGrant {
 	/** Aborts when the grant ends (lease ended, leadership lost, close). */
 	readonly signal: AbortSignal;
 	/** Above every earlier holder's: the partition's fencing epoch (`@vvm/cp` lease `epoch`). */

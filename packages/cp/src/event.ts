@@ -49,7 +49,7 @@ export interface StoredEvent {
 }
 
 /** @internal What an event keeps of its idempotency key (and its index record holds). */
-export interface StoredIdempotency {
+interface StoredIdempotency {
 	/** The key, as the client sent it. */
 	readonly k: string;
 	/** SHA-256 (hex) of the request the key was first used with. */

@@ -17,7 +17,7 @@ export interface FenceRow {
 }
 
 /** @internal */
-export function encodeFenceRow(row: FenceRow): Uint8Array {
+function encodeFenceRow(row: FenceRow): Uint8Array {
 	const out = new Uint8Array(16);
 	const v = new DataView(out.buffer);
 	v.setBigUint64(0, row.epoch);

@@ -311,8 +311,11 @@ class LevelTTLStorageImpl implements LevelTTLStorage {
 	/** The fences of some writes, one per scope (the lowest epoch decides). */
 	static #fencesOf(fences: Iterable<WriteFence | undefined>): Map<string, WriteFence> {
 		const out = new Map<string, WriteFence>();
+		let previous: WriteFence | undefined;
 		for (const f of fences) {
-			if (f === undefined) continue;
+			// A batch's items usually share one fence object (a `withFence` view's).
+			if (f === undefined || f === previous) continue;
+			previous = f;
 			const key = scopeKeyOf(f.scope);
 			const seen = out.get(key);
 			if (seen === undefined || f.epoch < seen.epoch) out.set(key, f);

@@ -9,10 +9,10 @@ import { monoMs, sleep } from "./mono.ts";
 import type { Rng } from "./rng.ts";
 
 /** The table every client writes (the host's demo app). */
-export const TABLE = "app1pkg.Customer";
+const TABLE = "app1pkg.Customer";
 
 /** How an operation ended, as its client knows it. */
-export type OpOutcome =
+type OpOutcome =
 	/** A 2xx answer: acknowledged. */
 	| "ok"
 	/** A 4xx answer that says nothing was written (400, 404, 405, 422). */
@@ -50,7 +50,7 @@ export interface OpRecord {
 }
 
 /** Counters of the running clients. */
-export interface CommandLoadStats {
+interface CommandLoadStats {
 	ops: number;
 	ok: number;
 	unknown: number;

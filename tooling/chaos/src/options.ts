@@ -3,7 +3,7 @@ import type { FaultKind } from "./faults-catalog.ts";
 import { DEFAULT_FAULT_WEIGHTS, FAULT_HELP, FAULT_KINDS } from "./faults-catalog.ts";
 
 /** The mechanisms vvm-host's test-only mutants remove (its `VVM_UNSAFE_MUTANTS`). */
-export const MUTANT_NAMES: readonly ["killer", "lease-check", "lease-timer", "unfenced"] = [
+const MUTANT_NAMES: readonly ["killer", "lease-check", "lease-timer", "unfenced"] = [
 	"killer",
 	"lease-check",
 	"lease-timer",

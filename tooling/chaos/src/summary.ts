@@ -51,7 +51,7 @@ export function reportLines(r: CheckReport): string[] {
 }
 
 /** The commands checker's findings, as lines. */
-export function commandLines(c: CommandReport, partitionMoves: number | undefined): string[] {
+function commandLines(c: CommandReport, partitionMoves: number | undefined): string[] {
 	const kinds = Object.entries(c.anomalyKinds)
 		.map(([k, n]) => `${k} ${n}`)
 		.join(", ");
