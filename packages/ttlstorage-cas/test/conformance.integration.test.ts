@@ -13,6 +13,7 @@ import {
 	newClient,
 	useCassandraKeyspace,
 } from "./cassandra-env.ts";
+import { schemaRaceTests } from "./schema-race.ts";
 
 const skip = await cassandraGate();
 const fixture = useCassandraKeyspace("vvm_conf", skip);
@@ -80,6 +81,8 @@ async function startProxy(target: { host: string; port: number }): Promise<{
 }
 
 describe.skipIf(skip)(`ttlstorage-cas: driver-specific${skip ? ` [skipped: ${skip}]` : ""}`, () => {
+	schemaRaceTests(() => ({ nodes: 1, pinnedClient: () => newClient() }));
+
 	it("ensureCassandraSchema is idempotent and keeps an existing keyspace's replication", async () => {
 		const { client, keyspace } = fixture();
 		await ensureCassandraSchema(client, { keyspace });

@@ -7,8 +7,11 @@ import { describe } from "vitest";
 import { createCassandraTTLStorage } from "../src/index.ts";
 import { useCassandraKeyspace } from "./cassandra-env.ts";
 import { clusterContentionTests } from "./cluster-contention.ts";
-import { CLUSTER_REPLICATION, clusterGate, newClusterClient } from "./cluster-env.ts";
+import { CLUSTER_REPLICATION, clusterGate, newClusterClient, preferHost } from "./cluster-env.ts";
 import { clusterFaultTests } from "./cluster-faults.ts";
+import type { NodeNumber } from "./cluster-nodes.ts";
+import { nodeAddress } from "./cluster-nodes.ts";
+import { schemaRaceTests } from "./schema-race.ts";
 
 const skip = await clusterGate();
 const fixture = useCassandraKeyspace("vvm_rf3", skip, {
@@ -46,6 +49,20 @@ electionsTestSuite(name, {
 describe.skipIf(skip)(`${name}: races on one key${skip ? ` [skipped: ${skip}]` : ""}`, () => {
 	clusterContentionTests(fixture);
 });
+
+describe.skipIf(skip)(
+	`${name}: schema created by several at once${skip ? ` [skipped: ${skip}]` : ""}`,
+	() => {
+		schemaRaceTests(() => ({
+			nodes: 3,
+			replication: CLUSTER_REPLICATION,
+			pinnedClient: (i) =>
+				newClusterClient({
+					policies: { loadBalancing: preferHost(nodeAddress(((i % 3) + 1) as NodeNumber)) },
+				}),
+		}));
+	},
+);
 
 describe.skipIf(skip)(`${name}: nodes killed${skip ? ` [skipped: ${skip}]` : ""}`, () => {
 	clusterFaultTests(fixture);
