@@ -1,5 +1,5 @@
 // The files of a run directory, and reading them back into the checker.
-import { createReadStream, existsSync, readdirSync } from "node:fs";
+import { createReadStream, existsSync, readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { createInterface } from "node:readline";
 import type { AnswerRecord, Checker, CheckReport, EventRecord, HostRecord } from "./checker.ts";
@@ -41,6 +41,14 @@ async function eachJsonLine(path: string, onLine: (value: unknown) => void): Pro
 	}
 }
 
+/** The workload a run directory's `run.json` names (`leadership` when it names none). */
+function workloadOf(dir: string): string {
+	const path = join(dir, RUN_FILES.run);
+	if (!existsSync(path)) return "leadership";
+	const run = JSON.parse(readFileSync(path, "utf8")) as { options?: { workload?: string } };
+	return run.options?.workload ?? "leadership";
+}
+
 /**
  * Checks the run in `dir` from its files alone: the hosts' logs, the answers, the run events.
  *
@@ -49,13 +57,11 @@ async function eachJsonLine(path: string, onLine: (value: unknown) => void): Pro
  * const report = await checkRunDir(".chaos/2026-11-23T10-00-00-seed7");
  * ```
  */
-export async function checkRunDir(
-	dir: string,
-	checker: Checker = createChecker(),
-): Promise<CheckReport> {
+export async function checkRunDir(dir: string, checker?: Checker): Promise<CheckReport> {
 	const hostsDir = join(dir, RUN_FILES.hostsDir);
 	if (!existsSync(hostsDir))
 		throw new Error(`${dir} is not a chaos run directory (no ${RUN_FILES.hostsDir}/)`);
+	checker ??= createChecker({ requireActs: workloadOf(dir) !== "commands" });
 	for (const file of readdirSync(hostsDir).sort()) {
 		if (!file.endsWith(".log") || file.endsWith(".stderr.log")) continue;
 		const host = file.slice(0, -".log".length);

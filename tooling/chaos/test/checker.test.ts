@@ -278,6 +278,32 @@ describe("checker", () => {
 		expect(r.failures).toContain("no accepted work at all: nothing was checked");
 	});
 
+	it("with requireActs false (the commands workload, no slot leaders), no work is no failure, but an overlap still is", () => {
+		const quiet = createChecker({ requireActs: false });
+		quiet.addHostLine("H1", { event: "listening", pid: 1, mono: 1, holder: "x#a" });
+		expect(quiet.report()).toMatchObject({ ok: true, failures: [] });
+		const overlapping = createChecker({ requireActs: false });
+		tenure(overlapping, {
+			host: "H1",
+			pid: 11,
+			slot: 1,
+			nonce: "a",
+			token: 1,
+			from: 0,
+			lastWork: 500,
+		});
+		tenure(overlapping, {
+			host: "H2",
+			pid: 12,
+			slot: 1,
+			nonce: "b",
+			token: 2,
+			from: 100,
+			lastWork: 600,
+		});
+		expect(overlapping.report().ok).toBe(false);
+	});
+
 	it("records the mutants the hosts announced", () => {
 		const c = createChecker();
 		tenure(c, { host: "H1", pid: 11, slot: 1, nonce: "a", token: 1, from: 0, lastWork: 500 });
