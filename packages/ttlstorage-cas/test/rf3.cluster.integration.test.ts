@@ -36,6 +36,7 @@ ttlStorageTestSuite(name, {
 	time: "real",
 	skip,
 	skipTests: RACE_CASES,
+	supports: { atomicBatches: false, fencing: "ordered" },
 	createStorage: () => createCassandraTTLStorage(fixture()),
 });
 

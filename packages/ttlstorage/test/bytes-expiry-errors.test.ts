@@ -85,7 +85,15 @@ describe("TTLStorageError", () => {
 	});
 
 	it("lists every code once and builds the closed error", () => {
-		expect(new Set(TTL_STORAGE_ERROR_CODES).size).toBe(5);
+		expect(new Set(TTL_STORAGE_ERROR_CODES).size).toBe(TTL_STORAGE_ERROR_CODES.length);
+		expect([...TTL_STORAGE_ERROR_CODES].sort()).toEqual([
+			"TTLSTORAGE_CLOSED",
+			"TTLSTORAGE_FAILED",
+			"TTLSTORAGE_FENCED",
+			"TTLSTORAGE_OUTCOME_UNKNOWN",
+			"TTLSTORAGE_THROTTLED",
+			"TTLSTORAGE_UNAVAILABLE",
+		]);
 		const closed = closedError("mem", "put");
 		expect(closed.code).toBe("TTLSTORAGE_CLOSED");
 		expect(closed.message).toContain("[@vvm/ttlstorage-mem] put:");
