@@ -4,6 +4,7 @@
 //   node run-example.mjs leader-election ts|js   # dynamodb, cassandra, level
 //   node run-example.mjs sequencer-level ts|js
 //   node run-example.mjs host-command-fetch ts|js   # against the host at VVM_HOST_URL
+//   node run-example.mjs cp-over-leases ts|js
 //
 // ts runs src/<name>.ts (Node's type stripping), js runs dist/<name>.js (emitted by tsc).
 // Env: DYNAMODB_ENDPOINT, CASSANDRA_CONTACT_POINTS (default the loopback servers).
@@ -13,7 +14,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 
 const [example, mode] = process.argv.slice(2);
-const EXAMPLES = ["leader-election", "sequencer-level", "host-command-fetch"];
+const EXAMPLES = ["leader-election", "sequencer-level", "host-command-fetch", "cp-over-leases"];
 if (!EXAMPLES.includes(example) || !["ts", "js"].includes(mode)) {
 	console.error(`usage: run-example.mjs ${EXAMPLES.join("|")} ts|js`);
 	process.exit(2);
@@ -189,6 +190,19 @@ async function hostCommand() {
 	}
 }
 
+/** Two nodes over one LevelDB: four creates, one node stops, the other reads all four. */
+async function cpOverLeases(dataDir) {
+	console.log(`cp-over-leases (${mode}): creates on two nodes, node a stops, b reads them all`);
+	const run = start("cp-over-leases", entry("main"), { DATA_DIR: dataDir });
+	await expectExit(run, 0);
+	const created = run.lines.filter((l) => /^created in workspace \d+ on node [ab]:1/.test(l.text));
+	const read = run.lines.filter((l) =>
+		/^read in workspace (\d+) on node b:1: Ada \1$/.test(l.text),
+	);
+	if (created.length !== 4 || read.length !== 4 || !run.lines.some((l) => l.text === "done"))
+		fail(`expected 4 creates, 4 reads on node b and "done"; got ${run.lines.length} lines`, run);
+}
+
 const scratch = mkdtempSync(join(tmpdir(), "vvm-example-"));
 try {
 	if (example === "leader-election") {
@@ -205,6 +219,8 @@ try {
 		await restart(join(scratch, "level"));
 	} else if (example === "sequencer-level") {
 		await sequencer(join(scratch, "sequencer"));
+	} else if (example === "cp-over-leases") {
+		await cpOverLeases(join(scratch, "cp-over-leases"));
 	} else {
 		await hostCommand();
 	}

@@ -1,4 +1,5 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
+import type { PartitionPlacement } from "@vvm/appparts";
 import type { AppPartition, CommandResult } from "@vvm/cp";
 import type { Logger } from "pino";
 import type { ApiErrorReply } from "./api-errors.ts";
@@ -6,7 +7,6 @@ import { cpErrorReply, unavailable } from "./api-errors.ts";
 import type { ApiRoute } from "./api-routes.ts";
 import { parseApiRoute } from "./api-routes.ts";
 import type { CpMetrics } from "./cp-metrics.ts";
-import type { PartitionPlacement } from "./placement.ts";
 
 /** Largest request body read, bytes (an event is at most 62 KiB: `@vvm/cp` `MAX_EVENT_BYTES`). */
 const MAX_BODY_BYTES = 256 * 1024;
@@ -108,14 +108,15 @@ function locate(
 	partition: number,
 	url: string,
 ): AppPartition | ApiErrorReply {
-	if (deps.placement.serving(partition)) {
+	const where = deps.placement.locate(partition);
+	if (where.kind === "served") {
 		const deployed = deps.partition(partition);
 		if (deployed !== undefined) return deployed;
 		return unavailable("not_ready", `partition ${partition} is being deployed on this host`, 1000, {
 			partition,
 		});
 	}
-	const holder = deps.placement.holderOf(partition);
+	const holder = where.kind === "held" ? where.holder : undefined;
 	if (holder === undefined || holder.address === deps.self())
 		return unavailable(
 			holder === undefined ? "no_holder" : "not_ready",

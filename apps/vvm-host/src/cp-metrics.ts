@@ -1,7 +1,7 @@
+import type { PartitionPlacement } from "@vvm/appparts";
 import type { CommandProcessor } from "@vvm/cp";
 import type { Registry } from "prom-client";
 import { Counter, Gauge, Histogram } from "prom-client";
-import type { PartitionPlacement } from "./placement.ts";
 
 /** The command processor's metrics, on the host's registry. */
 export interface CpMetrics {

@@ -1,12 +1,11 @@
+import type { PartitionPlacement, PlacementHandlers } from "@vvm/appparts";
+import { createLeasesPlacement, createStaticPlacement } from "@vvm/appparts";
 import type { Clock } from "@vvm/clock";
 import type { LeaseEvent } from "@vvm/leases";
 import type { VVMLeadership, VVMService } from "@vvm/orch";
 import type { TTLStorage } from "@vvm/ttlstorage";
 import type { Logger } from "pino";
 import { logLeaseEvent } from "./leases-mode.ts";
-import type { PartitionPlacement, PlacementHandlers } from "./placement.ts";
-import { createLeasesPlacement } from "./placement-leases.ts";
-import { createStaticPlacement } from "./placement-static.ts";
 
 /** The values of `--placement`. */
 export const PLACEMENT_MODES: readonly ["static", "leases"] = ["static", "leases"];
@@ -69,7 +68,15 @@ export interface CreatedPlacement {
 export function createPlacement(mode: PlacementMode, deps: PlacementDeps): CreatedPlacement {
 	switch (mode) {
 		case "static": {
-			const placement = createStaticPlacement(deps);
+			const placement = createStaticPlacement({
+				partitions: deps.partitions,
+				numVVM: deps.numVVM,
+				handlers: deps.handlers,
+				leadership: deps.leadership,
+				leaderOf: deps.leaderOf,
+				clock: deps.clock,
+				logger: deps.logger,
+			});
 			return { placement, services: [placement.service] };
 		}
 		case "leases": {

@@ -1,8 +1,11 @@
+import type { CpPartitions, PartitionPlacement } from "@vvm/appparts";
+import { deployCpPartitions, isLeasesPlacement } from "@vvm/appparts";
 import { systemClock } from "@vvm/clock";
+import { createCommandProcessor } from "@vvm/cp";
 import type { Killer } from "@vvm/ielections";
 import { processKiller, VVM_LEADER_PREFIX, vvmLeadershipStorage } from "@vvm/ielections";
 import type { VVM, VVMEvent } from "@vvm/orch";
-import { provideVVM, VVMError } from "@vvm/orch";
+import { createLeaderValue, provideVVM, VVMError } from "@vvm/orch";
 import { u32 } from "@vvm/ttlstorage";
 import type { DestinationStream } from "pino";
 import { createApiV2Handler } from "./api-v2.ts";
@@ -11,22 +14,20 @@ import { createCpMetrics } from "./cp-metrics.ts";
 import { createPlacement } from "./create-placement.ts";
 import type { HttpApi, HttpApiState } from "./http.ts";
 import { startHttpApi } from "./http.ts";
-import { createLeaderValue } from "./leader-value.ts";
 import { createLeaseMetrics } from "./lease-metrics.ts";
 import { createLeaseWorker } from "./lease-worker.ts";
 import { servePartitions } from "./leases-mode.ts";
 import { createHostLogger, describeError, logVVMEvent } from "./logger.ts";
 import { createHostMetrics } from "./metrics.ts";
 import { createPartitionRoutes, placementSections } from "./partition-routes.ts";
-import type { HostPartitions } from "./partitions.ts";
-import { createHostPartitions } from "./partitions.ts";
 import { partitionsSection } from "./partitions-section.ts";
-import type { PartitionPlacement } from "./placement.ts";
-import { isLeasesPlacement } from "./placement-leases.ts";
 import type { OpenedStorage } from "./storage.ts";
 import { openStorage } from "./storage.ts";
 import { unsafeMutantHooks } from "./unsafe-mutants.ts";
 import { createWaitingReporter } from "./waiting-reporter.ts";
+
+/** The cluster application ID of the host's one application (`@vvm/cp` scopes every key by it). */
+export const HOST_APP_ID = 1;
 
 /** Exit codes of the host. */
 export const EXIT = Object.freeze({ OK: 0, FAILURE: 1, BAD_CONFIG: 2 });
@@ -36,7 +37,7 @@ const CP_CLOSE_TIMEOUT_MS = 5_000;
 
 /** Closes the command processor, giving up (logged) after `ms`: the durable PLog covers the rest. */
 async function closeWithin(
-	parts: HostPartitions,
+	parts: CpPartitions,
 	ms: number,
 	logger: ReturnType<typeof createHostLogger>,
 ): Promise<void> {
@@ -128,7 +129,7 @@ export async function runHost(config: HostConfig, options: RunHostOptions = {}):
 
 	let storage: OpenedStorage | undefined;
 	let http: HttpApi | undefined;
-	let parts: HostPartitions | undefined;
+	let parts: CpPartitions | undefined;
 	let placement: PartitionPlacement | undefined;
 	// Empty unless the test-only VVM_UNSAFE_MUTANTS and --unsafe-allow-mutants are both given.
 	const mutants = unsafeMutantHooks(config.unsafeMutants);
@@ -180,14 +181,16 @@ export async function runHost(config: HostConfig, options: RunHostOptions = {}):
 			now: () => systemClock.now(),
 		});
 		// One command processor over the host's storage; the placement deploys its partitions.
-		const partitions = createHostPartitions({
+		const cp = createCommandProcessor({
 			storage: driver,
+			appId: HOST_APP_ID,
 			partitions: config.partitions,
 			trustLevel: config.sequencesTrustLevel,
-			idempotencyKeyTtlSeconds: config.idempotencyKeyTtlSeconds,
-			unsafeUnfenced: mutants.unfenced,
-			logger,
+			idempotencyTtlSeconds: config.idempotencyKeyTtlSeconds,
+			...(mutants.unfenced ? { unsafeUnfenced: true } : {}),
+			logger: logger.child({ component: "cp" }),
 		});
+		const partitions = deployCpPartitions(cp, { logger });
 		parts = partitions;
 		// Created once the HTTP port (and so this host's advertised address) is known; until then
 		// the routes that need it answer 503.
@@ -223,7 +226,7 @@ export async function runHost(config: HostConfig, options: RunHostOptions = {}):
 			);
 		}
 		if (address === "") address = `${config.httpHost}:${http.port}`;
-		// The leader record's value: the address plus a nonce unique to this run (see leader-value.ts).
+		// The leader record's value: the address plus a nonce unique to this run (`createLeaderValue` of @vvm/orch).
 		const leaderValue = createLeaderValue(address);
 		logger.info(
 			{
@@ -271,7 +274,7 @@ export async function runHost(config: HostConfig, options: RunHostOptions = {}):
 			self: () => address,
 			metrics: createCpMetrics(
 				metrics.registry,
-				() => partitions.cp,
+				() => cp,
 				() => placed,
 			),
 			logger,

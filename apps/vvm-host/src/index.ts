@@ -21,7 +21,14 @@ export {
 	type PlacementDeps,
 	type PlacementMode,
 } from "./create-placement.ts";
-export { EXIT, type HostHandle, type RunHostOptions, runHost, startHost } from "./host.ts";
+export {
+	EXIT,
+	HOST_APP_ID,
+	type HostHandle,
+	type RunHostOptions,
+	runHost,
+	startHost,
+} from "./host.ts";
 export {
 	type HttpApi,
 	type HttpApiState,
@@ -29,7 +36,6 @@ export {
 	type StatusSection,
 	startHttpApi,
 } from "./http.ts";
-export { createLeaderValue, LEADER_VALUE_SEPARATOR, parseLeaderValue } from "./leader-value.ts";
 export { type ActResult, createLeaseWorker, type LeaseWorker } from "./lease-worker.ts";
 export { servePartitions } from "./leases-mode.ts";
 export { createHostLogger, logVVMEvent } from "./logger.ts";
@@ -40,21 +46,4 @@ export {
 	type JsonReply,
 	type PartitionRoutesOptions,
 } from "./partition-routes.ts";
-export { createHostPartitions, HOST_APP_ID, type HostPartitions } from "./partitions.ts";
-export type { PartitionHolder, PartitionPlacement, PlacementHandlers } from "./placement.ts";
-export {
-	createLeasesPlacement,
-	isLeasesPlacement,
-	type LeasesDescription,
-	type LeasesPlacement,
-	type LeasesPlacementOptions,
-	type ServingLease,
-} from "./placement-leases.ts";
-export {
-	createStaticPlacement,
-	type StaticPlacement,
-	type StaticPlacementOptions,
-	staticPartitionsOf,
-	staticSlotOf,
-} from "./placement-static.ts";
 export { type OpenedStorage, openStorage, StorageOpenError } from "./storage.ts";

@@ -1,6 +1,6 @@
 import type { VVMLeadership, VVMService, VVMServiceContext } from "@vvm/orch";
+import { parseLeaderValue } from "@vvm/orch";
 import type { Logger } from "pino";
-import { parseLeaderValue } from "./leader-value.ts";
 import { systemMonotonicMs } from "./logger.ts";
 
 /**

@@ -1,10 +1,11 @@
 // --placement leases: the host runs no VVM; it joins the lease cluster and serves the partitions
 // it holds until stopped (exit 0) or until another process takes its address (exit 1).
+
+import type { PartitionPlacement } from "@vvm/appparts";
 import type { LeaseEvent } from "@vvm/leases";
 import type { Logger } from "pino";
 import type { HttpApiState } from "./http.ts";
 import { describeError } from "./logger.ts";
-import type { PartitionPlacement } from "./placement.ts";
 
 /** A placement the host runs, and when it stopped on its own (then the host exits 1). */
 export interface HostPlacement {

@@ -1,7 +1,7 @@
 import type { VVMEvent } from "@vvm/orch";
+import { parseLeaderValue } from "@vvm/orch";
 import type { DestinationStream, Logger } from "pino";
 import { pino } from "pino";
-import { parseLeaderValue } from "./leader-value.ts";
 
 /**
  * `CLOCK_MONOTONIC` in ms (`process.hrtime`): one clock for every process on a machine, never

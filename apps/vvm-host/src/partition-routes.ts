@@ -2,12 +2,13 @@
 // serves only while it holds the partition (the command processor's routes ask the same
 // placement). Every command served is logged ("served", at debug) with monotonic and wall stamps,
 // so a checker can prove from the hosts' own logs that no partition was served twice at once.
+
+import type { PartitionPlacement } from "@vvm/appparts";
+import { isLeasesPlacement } from "@vvm/appparts";
 import type { Logger } from "pino";
 import type { PlacementMode } from "./create-placement.ts";
 import type { StatusSection } from "./http.ts";
 import { systemMonotonicMs } from "./logger.ts";
-import type { PartitionPlacement } from "./placement.ts";
-import { isLeasesPlacement } from "./placement-leases.ts";
 
 /** A JSON answer of a route. */
 export interface JsonReply {
@@ -81,19 +82,20 @@ export function createPartitionRoutes(options: PartitionRoutesOptions): ExtraRou
 		// was valid here at the check, so the whole interval [mono, check] lies inside the lease.
 		const mono = systemMonotonicMs();
 		const at = Date.now(); // for logs and humans only
-		if (placement.serving(partition)) {
+		const where = placement.locate(partition);
+		if (where.kind === "served") {
 			const info = isLeasesPlacement(placement) ? (placement.servingInfo(partition) ?? {}) : {};
 			logger.debug({ event: "served", partition, mono, at, ...info }, "partition command served");
 			return { status: 200, body: { done: true, partition, mono, at, ...info } };
 		}
-		const holder = placement.holderOf(partition);
-		if (holder === undefined) {
+		if (where.kind === "nobody") {
 			return {
 				status: 503,
 				headers: { "retry-after": "1" },
 				body: { error: `partition ${partition} has no serving holder right now; retry`, partition },
 			};
 		}
+		const { holder } = where;
 		return {
 			status: 421,
 			body: {

@@ -1,6 +1,5 @@
+import type { CpPartitions, PartitionPlacement } from "@vvm/appparts";
 import type { StatusSection } from "./http.ts";
-import type { HostPartitions } from "./partitions.ts";
-import type { PartitionPlacement } from "./placement.ts";
 
 /**
  * The status page's "Partitions" table: each partition this host serves, with its state, the
@@ -14,7 +13,7 @@ import type { PartitionPlacement } from "./placement.ts";
  */
 export function partitionsSection(
 	placement: PartitionPlacement,
-	parts: Pick<HostPartitions, "partition" | "fencingToken">,
+	parts: Pick<CpPartitions, "partition" | "fencingToken">,
 ): StatusSection {
 	const rows = placement.served().map((p) => {
 		const deployed = parts.partition(p);

@@ -1,10 +1,10 @@
 import type { ITTLStorage } from "@vvm/ielections";
 import { VVM_LEADER_PREFIX } from "@vvm/ielections";
 import type { VVMEvent } from "@vvm/orch";
+import { parseLeaderValue } from "@vvm/orch";
 import type { TTLStorage } from "@vvm/ttlstorage";
 import { u32 } from "@vvm/ttlstorage";
 import type { Logger } from "pino";
-import { parseLeaderValue } from "./leader-value.ts";
 import { describeError } from "./logger.ts";
 
 /** How often, at most, a host that waits for a slot says so. */

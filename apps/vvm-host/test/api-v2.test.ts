@@ -1,5 +1,7 @@
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
+import type { PartitionHolder, PartitionPlacement } from "@vvm/appparts";
+import { locateBy } from "@vvm/appparts";
 import type { CommandProcessor } from "@vvm/cp";
 import { createCommandProcessor } from "@vvm/cp";
 import { createMemTTLStorage } from "@vvm/ttlstorage-mem";
@@ -8,7 +10,6 @@ import { Registry } from "prom-client";
 import { afterEach, describe, expect, it } from "vitest";
 import { createApiV2Handler } from "../src/api-v2.ts";
 import { createCpMetrics } from "../src/cp-metrics.ts";
-import type { PartitionHolder, PartitionPlacement } from "../src/placement.ts";
 
 const PARTITIONS = 4;
 const SELF = "127.0.0.1:8081";
@@ -22,8 +23,7 @@ function fakePlacement(
 	return {
 		mode: "static",
 		start: async () => {},
-		serving: (p) => serving.has(p),
-		holderOf: (p) => holders.get(p),
+		locate: (p) => locateBy(serving.has(p), holders.get(p)),
 		served: () => [...serving].sort(),
 		describe: () => ({}),
 		close: async () => {},

@@ -4,10 +4,10 @@
 // own logs that no two lease intervals of slot 1 overlap and that nobody acted after its deadline.
 import { DeleteTableCommand, DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { vvmLeadershipStorage } from "@vvm/ielections";
+import { parseLeaderValue } from "@vvm/orch";
 import { createDynamoTTLStorage } from "@vvm/ttlstorage-dyn";
 import { hostPort, requireServer } from "@vvm/vitest-config/servers";
 import { afterAll, describe, expect, it } from "vitest";
-import { parseLeaderValue } from "../src/leader-value.ts";
 import type { HostProcess, LogLine } from "./support/host-process.ts";
 import { killHard, spawnHost } from "./support/host-process.ts";
 import type { PausableProxy } from "./support/pausable-proxy.ts";

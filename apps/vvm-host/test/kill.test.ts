@@ -10,7 +10,7 @@ import type { AcknowledgedCommand } from "@vvm/cp/testing";
 import { checkCpStorage } from "@vvm/cp/testing";
 import { vvmLeadershipStorage } from "@vvm/ielections";
 import { afterAll, expect, it } from "vitest";
-import { HOST_APP_ID } from "../src/partitions.ts";
+import { HOST_APP_ID } from "../src/host.ts";
 import type { HostProcess } from "./support/host-process.ts";
 import { killHard, spawnHost } from "./support/host-process.ts";
 import { withLevelStorage } from "./support/level-db.ts";

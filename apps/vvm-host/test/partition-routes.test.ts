@@ -1,11 +1,13 @@
 // GET /leases and POST /work?partition=<p> over a stand-in placement, and a real in-process host
 // with --placement leases on mem storage.
+
+import type { PartitionHolder, PartitionPlacement } from "@vvm/appparts";
+import { locateBy } from "@vvm/appparts";
 import { pino } from "pino";
 import { describe, expect, it } from "vitest";
 import { EXIT, startHost } from "../src/host.ts";
 import type { ExtraRoutes } from "../src/partition-routes.ts";
 import { createPartitionRoutes } from "../src/partition-routes.ts";
-import type { PartitionHolder, PartitionPlacement } from "../src/placement.ts";
 import { hostConfig } from "./support/config.ts";
 import { startLeasesHost } from "./support/leases-host.ts";
 
@@ -25,8 +27,7 @@ function fakePlacement(
 	return {
 		mode: "static",
 		start: async () => {},
-		serving: (p) => served.includes(p),
-		holderOf: (p) => holders[p],
+		locate: (p) => locateBy(served.includes(p), holders[p]),
 		served: () => [...served],
 		describe: () => ({ mode: "static", served }),
 		close: async () => {},

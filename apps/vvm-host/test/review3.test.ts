@@ -4,6 +4,8 @@
 // `pnpm turbo run build`). See REPORT.md beside this file.
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
+import type { PartitionPlacement } from "@vvm/appparts";
+import { locateBy } from "@vvm/appparts";
 import type { CommandProcessor } from "@vvm/cp";
 import { createCommandProcessor, PKEY_PREFIX_PLOG, PKEY_PREFIX_RECORDS } from "@vvm/cp";
 import type { TTLStorage } from "@vvm/ttlstorage";
@@ -13,7 +15,6 @@ import { Registry } from "prom-client";
 import { afterEach, describe, expect, it } from "vitest";
 import { createApiV2Handler } from "../src/api-v2.ts";
 import { createCpMetrics } from "../src/cp-metrics.ts";
-import type { PartitionPlacement } from "../src/placement.ts";
 
 const PARTITIONS = 4;
 const CUSTOMER = "app1pkg.Customer";
@@ -65,8 +66,7 @@ async function serve(storage: TTLStorage, serving: number[]) {
 	const placement: PartitionPlacement = {
 		mode: "static",
 		start: async () => {},
-		serving: (p) => serving.includes(p),
-		holderOf: () => undefined,
+		locate: (p) => locateBy(serving.includes(p), undefined),
 		served: () => [...serving],
 		describe: () => ({}),
 		close: async () => {},

@@ -1,5 +1,6 @@
 export { VVMError, type VVMErrorCode } from "./errors.ts";
 export type { VVMEvent, VVMLifecycleEvent } from "./events.ts";
+export { createLeaderValue, LEADER_VALUE_SEPARATOR, parseLeaderValue } from "./leader-value.ts";
 export type { VVMService, VVMServiceContext } from "./service.ts";
 export {
 	DEFAULT_ACQUIRE_RETRY_MS,

@@ -4,7 +4,7 @@ import { randomUUID } from "node:crypto";
 export const LEADER_VALUE_SEPARATOR = "#";
 
 /**
- * The value this host writes into the leader record: `<address>#<nonce>`, with a fresh random
+ * The value a VVM writes into its leader record (`VVMConfig.address`): `<address>#<nonce>`, with a fresh random
  * nonce (12 hex digits from `crypto.randomUUID`) per call, that is per process incarnation.
  *
  * Ownership of the record is checked by value only (insert-if-absent, compare-and-swap,
@@ -20,9 +20,9 @@ export const LEADER_VALUE_SEPARATOR = "#";
  * ```
  */
 export function createLeaderValue(address: string, nonce: string = newNonce()): string {
-	if (address === "") throw new TypeError("[@vvm/vvm-host] the address must not be empty");
+	if (address === "") throw new TypeError("[@vvm/orch] the address must not be empty");
 	if (nonce === "" || nonce.includes(LEADER_VALUE_SEPARATOR)) {
-		throw new TypeError(`[@vvm/vvm-host] a nonce must be non-empty and without "#"`);
+		throw new TypeError(`[@vvm/orch] a nonce must be non-empty and without "#"`);
 	}
 	return `${address}${LEADER_VALUE_SEPARATOR}${nonce}`;
 }

@@ -1,16 +1,22 @@
 import { MockClock } from "@vvm/clock";
 import type { VVMLeadership } from "@vvm/orch";
-import { pino } from "pino";
 import { describe, expect, it } from "vitest";
-import { createPlacement } from "../src/create-placement.ts";
-import type { PlacementHandlers } from "../src/placement.ts";
+import type { PartitionHolder, PartitionPlacement, PlacementHandlers } from "../src/placement.ts";
 import {
 	createStaticPlacement,
 	staticPartitionsOf,
 	staticSlotOf,
-} from "../src/placement-static.ts";
+} from "../src/static-placement.ts";
 
-const logger = pino({ level: "silent" });
+/** Whether `placement` serves `partition` now (its `locate` answer). */
+const serving = (placement: PartitionPlacement, partition: number): boolean =>
+	placement.locate(partition).kind === "served";
+
+/** The holder `locate` names for `partition`, `undefined` when served here or nobody is known. */
+function holderOf(placement: PartitionPlacement, partition: number): PartitionHolder | undefined {
+	const where = placement.locate(partition);
+	return where.kind === "held" ? where.holder : undefined;
+}
 
 function leadership(slot: number): VVMLeadership {
 	return {
@@ -65,7 +71,6 @@ function setup(options: {
 			return leaders.get(slot);
 		},
 		clock,
-		logger,
 	});
 	const lease = { valid: true };
 	const ctl = new AbortController();
@@ -96,13 +101,13 @@ describe("static placement", () => {
 	it("deploys its slot's partitions when the VVM leads, with the leadership's fencing token", async () => {
 		const t = setup({ slot: 2, numVVM: 3, partitions: 8 });
 		expect(t.placement.served()).toEqual([]);
-		expect(t.placement.serving(1)).toBe(false);
+		expect(serving(t.placement, 1)).toBe(false);
 		await t.placement.service.start(t.ctx);
 		expect(t.rec.granted.map((g) => g.partition)).toEqual([1, 4, 7]);
 		expect(t.rec.granted.every((g) => g.fencingToken === 7n)).toBe(true);
 		expect(t.placement.served()).toEqual([1, 4, 7]);
-		expect(t.placement.serving(4)).toBe(true);
-		expect(t.placement.serving(0)).toBe(false); // slot 1's
+		expect(serving(t.placement, 4)).toBe(true);
+		expect(serving(t.placement, 0)).toBe(false); // slot 1's
 		expect(t.placement.describe()).toMatchObject({ mode: "static", slot: 2, fencingToken: 7 });
 	});
 
@@ -111,7 +116,7 @@ describe("static placement", () => {
 		await t.placement.service.start(t.ctx);
 		expect(t.placement.served()).toEqual([0, 2]);
 		t.lease.valid = false; // a renewal hangs past the lease deadline: stop at once
-		expect(t.placement.serving(0)).toBe(false);
+		expect(serving(t.placement, 0)).toBe(false);
 		expect(t.placement.served()).toEqual([]);
 		expect(t.rec.ended).toEqual([]);
 		t.ctl.abort(new Error("leadership lost"));
@@ -139,7 +144,7 @@ describe("static placement", () => {
 			"0:placement closed",
 			"1:placement closed",
 		]);
-		expect(t.placement.serving(0)).toBe(false);
+		expect(serving(t.placement, 0)).toBe(false);
 	});
 
 	it("a declined grant is not served", async () => {
@@ -157,7 +162,6 @@ describe("static placement", () => {
 			leadership: () => leadership(1),
 			leaderOf: async () => undefined,
 			clock,
-			logger,
 		});
 		await placement.service.start({
 			signal: new AbortController().signal,
@@ -166,7 +170,7 @@ describe("static placement", () => {
 		});
 		await new Promise((r) => setImmediate(r));
 		expect(placement.served()).toEqual([0]);
-		expect(placement.serving(1)).toBe(false);
+		expect(serving(placement, 1)).toBe(false);
 		expect(ended).toEqual([1]);
 	});
 
@@ -174,15 +178,15 @@ describe("static placement", () => {
 		const leaders = new Map([[2, "10.0.0.2:8080#n1"]]);
 		const t = setup({ slot: 1, numVVM: 3, partitions: 6, leaders });
 		await t.placement.start(t.ctl.signal);
-		expect(t.placement.holderOf(1)).toEqual({ address: "10.0.0.2:8080" }); // nonce stripped
-		expect(t.placement.holderOf(4)).toEqual({ address: "10.0.0.2:8080" });
-		expect(t.placement.holderOf(2)).toBeUndefined(); // slot 3 is free
+		expect(holderOf(t.placement, 1)).toEqual({ address: "10.0.0.2:8080" }); // nonce stripped
+		expect(holderOf(t.placement, 4)).toEqual({ address: "10.0.0.2:8080" });
+		expect(holderOf(t.placement, 2)).toBeUndefined(); // slot 3 is free
 		leaders.set(3, "10.0.0.3:8080#n2");
 		leaders.set(2, "10.0.0.9:8080#n3");
 		await t.clock.advanceAsync(1_000);
 		await new Promise((r) => setImmediate(r));
-		expect(t.placement.holderOf(2)).toEqual({ address: "10.0.0.3:8080" });
-		expect(t.placement.holderOf(1)).toEqual({ address: "10.0.0.9:8080" });
+		expect(holderOf(t.placement, 2)).toEqual({ address: "10.0.0.3:8080" });
+		expect(holderOf(t.placement, 1)).toEqual({ address: "10.0.0.9:8080" });
 		await t.placement.close();
 		const reads = t.reads.length;
 		await t.clock.advanceAsync(5_000);
@@ -202,29 +206,11 @@ describe("static placement", () => {
 				return slot === 2 ? "h2:1#x" : undefined;
 			},
 			clock,
-			logger,
 		});
 		await placement.start(new AbortController().signal);
 		fail = true;
 		await clock.advanceAsync(1_000);
-		expect(placement.holderOf(1)).toEqual({ address: "h2:1" });
+		expect(holderOf(placement, 1)).toEqual({ address: "h2:1" });
 		await placement.close();
-	});
-
-	it("is what createPlacement builds for --placement static, with its service", () => {
-		const created = createPlacement("static", {
-			partitions: 4,
-			numVVM: 1,
-			handlers: recorder().handlers,
-			leadership: () => undefined,
-			leaderOf: async () => undefined,
-			storage: {} as never,
-			address: () => "127.0.0.1:1",
-			clock: new MockClock(),
-			logger,
-			leases: { intervalMs: 10_000, maxClockSkewMs: 500, namespace: "vvm" },
-		});
-		expect(created.placement.mode).toBe("static");
-		expect(created.services.map((s) => s.name)).toEqual(["partitions"]);
 	});
 });

@@ -1,60 +1,50 @@
+// The command processor's side of a placement: a partition granted here is deployed under its
+// grant (fenced by the grant's token, writing only while the grant's lease is valid), and
+// undeployed when the grant ends.
 import type { AppPartition, CommandProcessor } from "@vvm/cp";
-import { createCommandProcessor } from "@vvm/cp";
-import type { TTLStorage } from "@vvm/ttlstorage";
-import type { Logger } from "pino";
+import type { Logger } from "@vvm/log";
+import { silentLogger } from "@vvm/log";
 import type { PlacementHandlers } from "./placement.ts";
 
-/** The cluster application ID of the host's one application (`@vvm/cp` scopes every key by it). */
-export const HOST_APP_ID = 1;
-
-/** Options of {@link createHostPartitions}. */
-export interface HostPartitionsOptions {
-	/** The storage; its `supports` decide atomic batches and fencing. */
-	readonly storage: TTLStorage;
-	readonly partitions: number;
-	readonly trustLevel: 0 | 1 | 2;
-	/** How long an idempotency key is remembered, s. */
-	readonly idempotencyKeyTtlSeconds: number;
-	/** TEST-ONLY mutant `unfenced`: no fences, no lease check on acknowledgments. */
-	readonly unsafeUnfenced?: boolean;
-	readonly logger: Logger;
+/** Options of {@link deployCpPartitions}. */
+export interface CpPartitionsOptions {
+	/** Deploys, ready and undeploys at info; failed undeploys at error. Default silent. */
+	readonly logger?: Logger;
 }
 
-/** The partitions this host has deployed, and the handlers a placement drives them with. */
-export interface HostPartitions {
-	readonly cp: CommandProcessor;
+/** The partitions of one command processor, driven by a placement through `handlers`. */
+export interface CpPartitions {
 	readonly handlers: PlacementHandlers;
 	/** The deployed partition, `undefined` while it is not (yet) deployed here. */
 	partition(partition: number): AppPartition | undefined;
 	/** The fencing token of the grant the partition is deployed under. */
 	fencingToken(partition: number): bigint | undefined;
-	/** Undeploys everything and waits for queued writes; the storage stays open. */
+	/** Waits for every undeploy under way, then closes the command processor. */
 	close(): Promise<void>;
 }
 
 /**
- * One command processor over the host's storage, deployed partition by partition as the placement
- * grants them. A grant that arrives while the same partition is still being undeployed waits for
- * that (a partition is never deployed twice at once); a grant that ends before its deploy deploys
- * nothing.
+ * Deploys `cp`'s partitions as a placement grants them. A grant that arrives while the same
+ * partition is still being undeployed waits for that (a partition is never deployed twice at
+ * once); a grant that ends before its deploy deploys nothing; `onGranted` resolves once the
+ * partition actualized and accepts commands.
  *
  * @example
  * ```ts
- * const parts = createHostPartitions({ storage, partitions: 10, trustLevel: 0, idempotencyKeyTtlSeconds: 86_400, logger });
- * const { placement } = createPlacement("static", { …, handlers: parts.handlers });
+ * const cp = createCommandProcessor({ storage, appId: 1, partitions: 12 });
+ * const parts = deployCpPartitions(cp);
+ * const placement = createLeasesPlacement({ storage, address, partitions: 12, leaseIntervalMs: 2_000,
+ *   maxClockSkewMs: 400, namespace: "vvm", handlers: parts.handlers });
  * ```
  */
-export function createHostPartitions(options: HostPartitionsOptions): HostPartitions {
-	const { logger } = options;
-	const cp = createCommandProcessor({
-		storage: options.storage,
-		appId: HOST_APP_ID,
-		partitions: options.partitions,
-		trustLevel: options.trustLevel,
-		idempotencyTtlSeconds: options.idempotencyKeyTtlSeconds,
-		...(options.unsafeUnfenced === true ? { unsafeUnfenced: true } : {}),
-		logger: logger.child({ component: "cp" }),
-	});
+export function deployCpPartitions(
+	cp: CommandProcessor,
+	options: CpPartitionsOptions = {},
+): CpPartitions {
+	if (typeof cp?.deploy !== "function" || typeof cp.undeploy !== "function") {
+		throw new TypeError("[@vvm/appparts] cp must be a CommandProcessor of @vvm/cp");
+	}
+	const logger = options.logger ?? silentLogger;
 	const tokens = new Map<number, bigint | undefined>();
 	const undeploying = new Map<number, Promise<void>>();
 
@@ -106,7 +96,6 @@ export function createHostPartitions(options: HostPartitionsOptions): HostPartit
 	};
 
 	return {
-		cp,
 		handlers,
 		partition: (partition) => cp.partition(partition),
 		fencingToken: (partition) => tokens.get(partition),

@@ -1,19 +1,34 @@
-// The "static" placement of issue 15, until partition leases exist: partition p belongs to the
-// VVM slot (p mod numVVM) + 1 and is served by that slot's leader, only while its lease is valid.
-import type { TimerHandle } from "@vvm/clock";
-import type { VVMService, VVMServiceContext } from "@vvm/orch";
-import type { PlacementDeps } from "./create-placement.ts";
-import { parseLeaderValue } from "./leader-value.ts";
-import type { PartitionHolder, PartitionPlacement } from "./placement.ts";
+// The static placement: partition p belongs to the VVM slot (p mod numVVM) + 1 and is served by
+// that slot's leader (@vvm/orch), only while its lease is valid.
+import type { Clock, TimerHandle } from "@vvm/clock";
+import { systemClock } from "@vvm/clock";
+import type { Logger } from "@vvm/log";
+import { silentLogger } from "@vvm/log";
+import type { VVMLeadership, VVMService, VVMServiceContext } from "@vvm/orch";
+import { parseLeaderValue } from "@vvm/orch";
+import type { PartitionHolder, PartitionPlacement, PlacementHandlers } from "./placement.ts";
+import { locateBy } from "./placement.ts";
+import { checkPartitions } from "./validate.ts";
 
-/** Options of {@link createStaticPlacement}: what it takes of {@link PlacementDeps}. */
-export type StaticPlacementOptions = Pick<
-	PlacementDeps,
-	"partitions" | "numVVM" | "handlers" | "leadership" | "leaderOf" | "clock" | "logger"
-> & {
+/** Options of {@link createStaticPlacement}. */
+export interface StaticPlacementOptions {
+	/** Partitions `0 .. partitions - 1`; the same on every VVM. */
+	readonly partitions: number;
+	/** The VVM slots (`VVMConfig.numVVM`); slot s serves the partitions p with p mod numVVM = s - 1. */
+	readonly numVVM: number;
+	/** Deploy and undeploy partitions here (`deployCpPartitions(cp).handlers`). */
+	readonly handlers: PlacementHandlers;
+	/** This VVM's leadership (`vvm.leadership()`), `undefined` while it holds none. */
+	readonly leadership: () => VVMLeadership | undefined;
+	/** The value of a slot's leader record (`address#nonce`), `undefined` when free. */
+	readonly leaderOf: (slot: number) => Promise<string | undefined>;
 	/** How often the other slots' leader records are read for 421 answers; default 1000 ms. */
 	readonly holderRefreshMs?: number;
-};
+	/** Default `systemClock`. */
+	readonly clock?: Clock;
+	/** Grants, ends and declined deploys; default silent. */
+	readonly logger?: Logger;
+}
 
 /** The static placement; its `service` runs in the VVM and deploys the slot's partitions. */
 export interface StaticPlacement extends PartitionPlacement {
@@ -47,22 +62,34 @@ interface Held {
 
 /**
  * Creates the static placement. Nothing is deployed until the VVM leads (its `service` starts);
- * `serving(p)` is true only for this slot's partitions, only while `leaseValid()`, from the grant
- * on (a partition still actualizing answers "busy" itself). `holderOf(p)` is the address in the
- * leader record of p's slot, read every `holderRefreshMs` (and at once after a miss), so a 421
- * may name a holder up to that old: the named host then answers 421 or 503 itself.
+ * `locate(p)` is `served` only for this slot's partitions, only while `leaseValid()`, from the
+ * grant on (a partition still actualizing answers "busy" itself). Otherwise it is `held` by the
+ * address in the leader record of p's slot, read every `holderRefreshMs` (and at once after a
+ * miss), so a 421 may name a holder up to that old: the named host then answers 421 or 503 itself.
+ * Options are checked before anything runs (`RangeError`/`TypeError`).
  *
  * @example
  * ```ts
  * const placement = createStaticPlacement({ partitions: 10, numVVM: 2, handlers,
- *   leadership: () => vvm.leadership(), leaderOf: (slot) => leadershipStorage.get(slot),
- *   clock: systemClock, logger });
+ *   leadership: () => vvm.leadership(), leaderOf: (slot) => leadershipStorage.get(slot) });
  * // provideVVM({ …, services: [placement.service] }); await placement.start(signal);
  * ```
  */
 export function createStaticPlacement(options: StaticPlacementOptions): StaticPlacement {
-	const { partitions, numVVM, handlers, clock, logger } = options;
+	const { partitions, numVVM, handlers } = options;
+	checkPartitions(partitions);
+	if (!Number.isInteger(numVVM) || numVVM < 1 || numVVM > 0xffff) {
+		throw new RangeError(`[@vvm/appparts] numVVM must be an integer in 1..65535, got ${numVVM}`);
+	}
+	if (typeof handlers?.onGranted !== "function" || typeof handlers.onEnded !== "function") {
+		throw new TypeError("[@vvm/appparts] handlers must have onGranted and onEnded");
+	}
 	const refreshMs = options.holderRefreshMs ?? 1_000;
+	if (!Number.isFinite(refreshMs) || refreshMs < 1) {
+		throw new RangeError(`[@vvm/appparts] holderRefreshMs must be at least 1, got ${refreshMs}`);
+	}
+	const clock = options.clock ?? systemClock;
+	const logger = options.logger ?? silentLogger;
 	const holders = new Map<number, PartitionHolder>();
 	let held: Held | undefined;
 	let timer: TimerHandle | undefined;
@@ -177,16 +204,14 @@ export function createStaticPlacement(options: StaticPlacementOptions): StaticPl
 			await refresh();
 			schedule();
 		},
-		serving(partition) {
+		locate(partition) {
 			const h = held;
-			if (h === undefined) return false;
-			return h.grants.has(partition) && !h.ctx.signal.aborted && h.ctx.leaseValid();
-		},
-		holderOf(partition) {
-			const slot = staticSlotOf(partition, numVVM);
-			const known = holders.get(slot);
+			if (h?.grants.has(partition) && !h.ctx.signal.aborted && h.ctx.leaseValid()) {
+				return locateBy(true, undefined);
+			}
+			const known = holders.get(staticSlotOf(partition, numVVM));
 			if (known === undefined && running) void refresh();
-			return known;
+			return locateBy(false, known);
 		},
 		served() {
 			const h = held;

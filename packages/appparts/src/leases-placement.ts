@@ -1,30 +1,35 @@
-// The "leases" placement: any live host serves a partition while it holds the partition's lease
-// (@vvm/leases, seed 002). Every host heartbeats, runs a placement-driver candidate for all
+// The leases placement: any live process serves a partition while it holds the partition's lease
+// (@vvm/leases, seed 002). Every process heartbeats, runs a placement-driver candidate for all
 // partitions, and deploys a partition when its lease is granted here.
 import type { Clock } from "@vvm/clock";
 import { systemClock } from "@vvm/clock";
 import type { LeaseEvent, LeaseMetrics, LeaseNode, LeaseTable } from "@vvm/leases";
 import { createLeaseNode } from "@vvm/leases";
 import type { TTLStorage } from "@vvm/ttlstorage";
-import type { PartitionHolder, PartitionPlacement, PlacementHandlers } from "./placement.ts";
+import type { PartitionPlacement, PlacementHandlers } from "./placement.ts";
+import { locateBy } from "./placement.ts";
+import { checkPartitions } from "./validate.ts";
 
 /** Options of {@link createLeasesPlacement}. */
 export interface LeasesPlacementOptions {
 	readonly storage: TTLStorage;
-	/** This host's advertised address: what other hosts put in a 421 reply. */
+	/** This process's advertised address: what the others put in a 421 reply. */
 	readonly address: string;
-	/** Partitions `0 .. partitions - 1`; the same on every host. */
+	/** Partitions `0 .. partitions - 1`; the same on every process. */
 	readonly partitions: number;
+	/** `@vvm/leases` `leaseIntervalMs`, `maxClockSkewMs` and `namespace` (validated there). */
 	readonly leaseIntervalMs: number;
 	readonly maxClockSkewMs: number;
 	readonly namespace: string;
+	/** Deploy and undeploy partitions here (`deployCpPartitions(cp).handlers`). */
 	readonly handlers: PlacementHandlers;
+	/** Every lease event: grants, lease starts and ends, placement-driver changes, errors. */
 	readonly onEvent?: (event: LeaseEvent) => void;
 	/** Default `systemClock`. */
 	readonly clock?: Clock;
 }
 
-/** What `GET /leases` shows in leases mode. */
+/** What `describe()` shows in leases mode (the host's `GET /leases`). */
 export interface LeasesDescription {
 	readonly mode: "leases";
 	readonly address: string;
@@ -32,22 +37,22 @@ export interface LeasesDescription {
 	readonly partitions: number;
 	readonly leaseIntervalMs: number;
 	readonly maxClockSkewMs: number;
-	/** Partitions this host serves now (lease valid here and the partition deployed). */
+	/** Partitions this process serves now (lease valid here and the partition deployed). */
 	readonly served: readonly number[];
 	readonly metrics: ReturnType<LeaseNode["metrics"]>;
 	readonly table: LeaseTable;
 }
 
-/** The leases placement, plus what the host needs beyond the contract. */
+/** The leases placement, plus what an operator view and metrics need beyond the contract. */
 export interface LeasesPlacement extends PartitionPlacement {
 	readonly mode: "leases";
-	/** Aborts when the node stopped on its own (`LEASES_REPLACED`: the host should exit) or closed. */
+	/** Aborts when the node stopped on its own (`LEASES_REPLACED`: the process should exit) or closed. */
 	readonly signal: AbortSignal;
 	describe(): LeasesDescription;
 	/** The lease node's counters and gauges (for `/metrics`). */
 	leaseMetrics(): LeaseMetrics;
 	/**
-	 * What a command served now on `partition` runs under: this host's incarnation, the lease's
+	 * What a command served now on `partition` runs under: this process's incarnation, the lease's
 	 * `startTime` (its fencing token), `expirationTime` and the time left by the local deadline.
 	 */
 	servingInfo(partition: number): ServingLease | undefined;
@@ -65,20 +70,24 @@ export interface ServingLease {
 /**
  * A {@link PartitionPlacement} over `@vvm/leases`. A partition counts as served only from the
  * moment `handlers.onGranted` resolved (deployed) until its lease's local deadline
- * (`expirationTime - maxClockSkewMs` on this host's monotonic clock); in between, requests get
- * 503 from the routes (`holderOf` is `undefined` for this host's own lease). Options are
- * checked by `createLeaseNode` before any I/O.
+ * (`expirationTime - maxClockSkewMs` on this process's monotonic clock); in between, `locate`
+ * answers `nobody` (its own lease is no holder to redirect to). Options are checked by
+ * `createLeaseNode` before any I/O.
  *
  * @example
  * ```ts
  * const placement = createLeasesPlacement({ storage, address: "10.0.0.1:8080", partitions: 12,
  *   leaseIntervalMs: 10_000, maxClockSkewMs: 500, namespace: "vvm", handlers });
  * await placement.start(signal);
- * if (!placement.serving(7)) reply(421, placement.holderOf(7));
+ * const where = placement.locate(7); // served | held (421 to where.holder.address) | nobody (503)
  * ```
  */
 export function createLeasesPlacement(options: LeasesPlacementOptions): LeasesPlacement {
 	const { handlers, partitions } = options;
+	checkPartitions(partitions);
+	if (typeof handlers?.onGranted !== "function" || typeof handlers.onEnded !== "function") {
+		throw new TypeError("[@vvm/appparts] handlers must have onGranted and onEnded");
+	}
 	const clock = options.clock ?? systemClock;
 	// The grant each deployed partition was deployed for: a later grant replaces it.
 	const deployed = new Map<number, AbortSignal>();
@@ -114,13 +123,15 @@ export function createLeasesPlacement(options: LeasesPlacementOptions): LeasesPl
 			return node.signal;
 		},
 		start: (signal) => node.start({ signal }),
-		serving,
-		holderOf(partition): PartitionHolder | undefined {
+		locate(partition) {
+			if (serving(partition)) return locateBy(true, undefined);
 			const view = node.holderOf(partition);
-			// This host's own lease while it is not serving (deploying, or past its deadline):
-			// nobody to redirect to; the routes answer 503.
-			if (view === undefined || view.holder.incarnation === node.incarnation) return undefined;
-			return { address: view.holder.address, until: view.expirationTime };
+			// This process's own lease while it is not serving (deploying, or past its deadline):
+			// nobody to redirect to.
+			if (view === undefined || view.holder.incarnation === node.incarnation) {
+				return locateBy(false, undefined);
+			}
+			return locateBy(false, { address: view.holder.address, until: view.expirationTime });
 		},
 		served: () => node.servedGroups().filter(serving),
 		describe: () => ({

@@ -6,13 +6,23 @@ import type { TTLStorage } from "@vvm/ttlstorage";
 import { faults, withFaults } from "@vvm/ttlstorage/testing";
 import { createMemTTLStorage } from "@vvm/ttlstorage-mem";
 import { describe, expect, it } from "vitest";
-import type { PlacementHandlers } from "../src/placement.ts";
-import type { LeasesPlacement } from "../src/placement-leases.ts";
-import { createLeasesPlacement, isLeasesPlacement } from "../src/placement-leases.ts";
+import type { LeasesPlacement } from "../src/leases-placement.ts";
+import { createLeasesPlacement, isLeasesPlacement } from "../src/leases-placement.ts";
+import type { PartitionHolder, PartitionPlacement, PlacementHandlers } from "../src/placement.ts";
 
 const T = 1_700_000_000_000;
 const I = 1_000;
 const SKEW = 100;
+
+/** Whether `placement` serves `partition` now (its `locate` answer). */
+const serving = (placement: PartitionPlacement, partition: number): boolean =>
+	placement.locate(partition).kind === "served";
+
+/** The holder `locate` names for `partition`, `undefined` when served here or nobody is known. */
+function holderOf(placement: PartitionPlacement, partition: number): PartitionHolder | undefined {
+	const where = placement.locate(partition);
+	return where.kind === "held" ? where.holder : undefined;
+}
 
 interface Recorded {
 	readonly granted: Array<{ partition: number; fencingToken: bigint | undefined }>;
@@ -83,11 +93,11 @@ describe("createLeasesPlacement", () => {
 		await until(clock, () => pa.served().length === 3 && pb.served().length === 3);
 
 		for (let p = 0; p < 6; p++) {
-			const [mine, other, otherAddress] = pa.serving(p) ? [pa, pb, "a:1"] : [pb, pa, "b:1"];
-			expect(mine.serving(p)).toBe(true);
-			expect(other.serving(p)).toBe(false);
-			expect(other.holderOf(p)?.address).toBe(otherAddress);
-			expect(mine.holderOf(p)).toBeUndefined(); // its own: nobody to redirect to
+			const [mine, other, otherAddress] = serving(pa, p) ? [pa, pb, "a:1"] : [pb, pa, "b:1"];
+			expect(serving(mine, p)).toBe(true);
+			expect(serving(other, p)).toBe(false);
+			expect(holderOf(other, p)?.address).toBe(otherAddress);
+			expect(holderOf(mine, p)).toBeUndefined(); // its own: nobody to redirect to
 		}
 		expect([...pa.served(), ...pb.served()].sort()).toEqual([0, 1, 2, 3, 4, 5]);
 		// The fencing token handed to the host is the lease's startTime.
@@ -114,7 +124,7 @@ describe("createLeasesPlacement", () => {
 		expect(a.calls.ended.map((e) => e.partition).sort()).toEqual(aServed);
 		expect(a.calls.ended.every((e) => e.reason === "closed")).toBe(true);
 		expect(pa.served()).toEqual([]);
-		for (const p of aServed) expect(pa.serving(p)).toBe(false);
+		for (const p of aServed) expect(serving(pa, p)).toBe(false);
 		await until(clock, () => pb.served().length === 6);
 		await pb.close();
 	});
@@ -131,14 +141,14 @@ describe("createLeasesPlacement", () => {
 		await pa.start(new AbortController().signal);
 		await until(clock, () => pending.size === 2);
 		// Granted but still deploying: not served, and no holder to redirect to (503).
-		expect(pa.serving(0)).toBe(false);
-		expect(pa.holderOf(0)).toBeUndefined();
+		expect(serving(pa, 0)).toBe(false);
+		expect(holderOf(pa, 0)).toBeUndefined();
 		expect(pa.served()).toEqual([]);
 		pending.get(0)?.resolve();
 		pending.get(1)?.reject(new Error("cannot actualize"));
 		await settle();
-		expect(pa.serving(0)).toBe(true);
-		expect(pa.serving(1)).toBe(false);
+		expect(serving(pa, 0)).toBe(true);
+		expect(serving(pa, 1)).toBe(false);
 		expect(h.calls.ended).toContainEqual({ partition: 1, reason: "declined" });
 		await pa.close();
 	});
@@ -149,7 +159,7 @@ describe("createLeasesPlacement", () => {
 		const h = recordingHandlers();
 		const pa = placement(clock, storage, "a:1", h.handlers, 1);
 		await pa.start(new AbortController().signal);
-		await until(clock, () => pa.serving(0));
+		await until(clock, () => serving(pa, 0));
 		storage.inject({ on: "*", action: faults.fail() }); // nothing is read or prolonged any more
 		const info = pa.servingInfo(0);
 		if (info === undefined) throw new Error("not serving");
@@ -160,12 +170,12 @@ describe("createLeasesPlacement", () => {
 			clock.advance(Math.min(I / 10, stopAt - 2 - clock.now()));
 			await settle();
 		}
-		expect(pa.serving(0)).toBe(true);
+		expect(serving(pa, 0)).toBe(true);
 		clock.advance(2);
 		await settle();
-		expect(pa.serving(0)).toBe(false);
+		expect(serving(pa, 0)).toBe(false);
 		expect(h.calls.ended).toEqual([{ partition: 0, reason: "expired" }]);
-		expect(pa.holderOf(0)).toBeUndefined();
+		expect(holderOf(pa, 0)).toBeUndefined();
 		await pa.close();
 	});
 });

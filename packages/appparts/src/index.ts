@@ -1,0 +1,28 @@
+export {
+	type CpPartitions,
+	type CpPartitionsOptions,
+	deployCpPartitions,
+} from "./cp-partitions.ts";
+export {
+	createLeasesPlacement,
+	isLeasesPlacement,
+	type LeasesDescription,
+	type LeasesPlacement,
+	type LeasesPlacementOptions,
+	type ServingLease,
+} from "./leases-placement.ts";
+export {
+	locateBy,
+	type PartitionGrant,
+	type PartitionHolder,
+	type PartitionLocation,
+	type PartitionPlacement,
+	type PlacementHandlers,
+} from "./placement.ts";
+export {
+	createStaticPlacement,
+	type StaticPlacement,
+	type StaticPlacementOptions,
+	staticPartitionsOf,
+	staticSlotOf,
+} from "./static-placement.ts";

@@ -1,0 +1,77 @@
+// Which partitions this process serves, and who serves the others: the split-brain guard every
+// command passes. Two implementations: static (a partition belongs to a VVM slot and is served by
+// that slot's leader) and leases (@vvm/leases: a placement driver grants each partition's lease).
+
+/** Where a partition is served, when not here (`address` is the holder's advertised address). */
+export interface PartitionHolder {
+	readonly address: string;
+	/** Wall-clock ms (the holder's view) until which it holds the partition, when known. */
+	readonly until?: number;
+}
+
+/**
+ * Where a partition is served now, as one answer for every route: `served` here (the lease is
+ * valid by this process's monotonic clock and the partition is deployed), `held` by another
+ * process (answer 421 with its address), or `nobody` known yet (answer 503 + `Retry-After`;
+ * also while this process holds the partition but is still deploying it or its lease ran out).
+ */
+export type PartitionLocation =
+	| { readonly kind: "served" }
+	| { readonly kind: "held"; readonly holder: PartitionHolder }
+	| { readonly kind: "nobody" };
+
+/** A partition granted to this process: what its writes are fenced and bounded by. */
+export interface PartitionGrant {
+	/** Aborts when the grant ends (lease ended, leadership lost, close). */
+	readonly signal: AbortSignal;
+	/** Above every earlier holder's: the partition's fencing epoch (`@vvm/cp` lease `epoch`). */
+	readonly fencingToken?: bigint;
+	/**
+	 * Whether this process may still write for the partition, by its own monotonic clock; `false`
+	 * from the grant's local deadline on, for good (`@vvm/cp` lease `valid()`).
+	 */
+	readonly leaseValid: () => boolean;
+}
+
+/** What a placement tells its owner when a partition starts or stops being served here. */
+export interface PlacementHandlers {
+	/**
+	 * The partition is now this process's: deploy it and resolve when it accepts commands.
+	 * `grant.signal` aborts when the grant ends, before or after that; a rejection declines it.
+	 */
+	onGranted(partition: number, grant: PartitionGrant): Promise<void>;
+	/** The partition is no longer this process's (lease ended, leadership lost, close). */
+	onEnded(partition: number, reason: string): void;
+}
+
+/** A placement: the per-request answer, the partitions served, and a view for operators. */
+export interface PartitionPlacement {
+	readonly mode: "static" | "leases";
+	/** Starts taking part (heartbeat, leadership...); grants arrive through the handlers. */
+	start(signal: AbortSignal): Promise<void>;
+	/** Where `partition` is served now (checked per request, on a monotonic deadline). */
+	locate(partition: number): PartitionLocation;
+	/** The partitions this process serves now, ascending. */
+	served(): number[];
+	/** A JSON-ready view for an operator (the host's `GET /leases` and status page). */
+	describe(): unknown;
+	/** Stops serving everything (`onEnded` for each), releases what it holds; idempotent. */
+	close(): Promise<void>;
+}
+
+const SERVED: PartitionLocation = Object.freeze({ kind: "served" });
+const NOBODY: PartitionLocation = Object.freeze({ kind: "nobody" });
+
+/**
+ * The one rule both placements answer by: served here when `serving`, else the holder when one is
+ * known, else nobody.
+ *
+ * @example
+ * ```ts
+ * locateBy(serving(7), holderOf(7)); // { kind: "held", holder: { address: "10.0.0.2:8080" } }
+ * ```
+ */
+export function locateBy(serving: boolean, holder: PartitionHolder | undefined): PartitionLocation {
+	if (serving) return SERVED;
+	return holder === undefined ? NOBODY : { kind: "held", holder };
+}
