@@ -9,7 +9,6 @@ export default defineConfig({
 		projects: [
 			"packages/*",
 			"apps/*",
-			"tooling/chaos",
 			defineVvmProject(
 				new URL("examples/custom-ttl-storage/vitest.config.ts", import.meta.url).href,
 				{

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The chaos runs of CI (tooling/chaos/README.md "CI"). Needs a build (faster host start-up),
+# The chaos runs of CI (apps/chaos/README.md "CI"). Needs a build (faster host start-up),
 # Java 17 (the run's own DynamoDB Local) and libfaketime (clock faults; installed here if missing).
 #   1. at least 100 leadership changes with zero overlaps over a DynamoDB Local of its own;
 #   2. the checker must catch the combined mutant (killer + lease check + lease timer removed);

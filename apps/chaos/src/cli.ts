@@ -26,7 +26,7 @@ async function main(): Promise<number> {
 		say(chaosHelp());
 		return 0;
 	}
-	// Paths are the caller's: `pnpm chaos` runs this in tooling/chaos, pnpm says where it was called.
+	// Paths are the caller's: `pnpm chaos` runs this in apps/chaos, pnpm says where it was called.
 	const here = (path: string): string => resolve(process.env.INIT_CWD ?? process.cwd(), path);
 	if (options.outDir !== undefined) options = { ...options, outDir: here(options.outDir) };
 	if (options.check !== undefined) {

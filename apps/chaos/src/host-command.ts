@@ -6,7 +6,7 @@ import { fileURLToPath } from "node:url";
 import type { HostCommand } from "./chaos-host.ts";
 import type { ChaosOptions } from "./options.ts";
 
-/** The repository root (this file is tooling/chaos/src/host-command.ts). */
+/** The repository root (this file is apps/chaos/src/host-command.ts). */
 export const REPO_ROOT: string = resolve(dirname(fileURLToPath(import.meta.url)), "../../..");
 const HOST_DIR = join(REPO_ROOT, "apps/vvm-host");
 
