@@ -1,8 +1,10 @@
 // The API v2 routes of the command processor, parsed from method and URL alone (no I/O), so a bad
-// request is refused, naming the field, before anything else happens.
+// request is refused, naming the field, before anything else happens. The name rule and the read
+// limit are @vvm/cp's own.
+import { isQName, MAX_READ_LIMIT } from "@vvm/cp";
 
 /** The one application this host serves: `/api/v2/apps/vvm/demo/…` (`@vvm/cp`'s `demoApp`). */
-export const HOST_APP: { readonly owner: string; readonly app: string } = Object.freeze({
+const HOST_APP: { readonly owner: string; readonly app: string } = Object.freeze({
 	owner: "vvm",
 	app: "demo",
 });
@@ -30,13 +32,10 @@ export interface ApiRouteError {
 	readonly allow?: readonly string[];
 }
 
-/** Most WLog entries of one read (`@vvm/cp` `MAX_READ_LIMIT`). */
-const MAX_WLOG_COUNT = 10_000;
 /** WLog entries of a read without `count`. */
 const DEFAULT_WLOG_COUNT = 100;
 
 const PREFIX = "/api/v2/apps/";
-const QNAME = /^[A-Za-z_][A-Za-z0-9_]*\.[A-Za-z_][A-Za-z0-9_]*$/;
 const DIGITS = /^[0-9]{1,16}$/;
 
 const bad = (field: string, message: string): ApiRouteError => ({
@@ -53,7 +52,7 @@ function positiveInt(raw: string, field: string): number | ApiRouteError {
 }
 
 function qname(raw: string, field: string): string | ApiRouteError {
-	return QNAME.test(raw) ? raw : bad(field, `must be a qualified name pkg.Name, got "${raw}"`);
+	return isQName(raw) ? raw : bad(field, `must be a qualified name pkg.Name, got "${raw}"`);
 }
 
 /** `true` for the paths {@link parseApiRoute} handles (everything under `/api/v2/`). */
@@ -122,8 +121,8 @@ export function parseApiRoute(
 		if (typeof offset !== "number") return offset;
 		const count = positiveInt(search.get("count") ?? String(DEFAULT_WLOG_COUNT), "count");
 		if (typeof count !== "number") return count;
-		if (count > MAX_WLOG_COUNT)
-			return bad("count", `must be at most ${MAX_WLOG_COUNT}, got ${count}`);
+		if (count > MAX_READ_LIMIT)
+			return bad("count", `must be at most ${MAX_READ_LIMIT}, got ${count}`);
 		return { kind: "wlog", wsid, offset, count };
 	}
 	if (section === "commands" && name !== undefined && rawId === undefined) {

@@ -1,6 +1,7 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { PartitionPlacement } from "@vvm/appparts";
 import type { AppPartition, CommandResult } from "@vvm/cp";
+import { partitionOf } from "@vvm/cp";
 import type { Logger } from "pino";
 import type { ApiErrorReply } from "./api-errors.ts";
 import { cpErrorReply, unavailable } from "./api-errors.ts";
@@ -270,7 +271,7 @@ export function createApiV2Handler(
 				},
 			};
 		} else {
-			partition = route.wsid % deps.partitions;
+			partition = partitionOf(route.wsid, deps.partitions);
 			if (!isWrite(route)) req.resume();
 			const body = isWrite(route) ? await readJsonBody(req) : {};
 			if (isReply(body)) {

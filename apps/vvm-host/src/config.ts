@@ -8,7 +8,7 @@ import type { UnsafeMutant } from "./unsafe-mutants.ts";
 import { parseUnsafeMutants, UNSAFE_MUTANTS_ENV, UNSAFE_MUTANTS_FLAG } from "./unsafe-mutants.ts";
 
 /** Storage kinds the host can run on. */
-export type StorageKind = "level" | "mem" | "cas" | "dyn";
+type StorageKind = "level" | "mem" | "cas" | "dyn";
 
 /** The host's validated configuration. */
 export interface HostConfig {

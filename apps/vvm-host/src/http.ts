@@ -66,7 +66,7 @@ const json = (
 };
 
 /** One slot of `/leadership` while not holding one: the holder's value, `null` when free, or the storage error. */
-export type SlotView =
+type SlotView =
 	| { readonly slot: number; readonly holder: string | null }
 	| { readonly slot: number; readonly holderError: string };
 

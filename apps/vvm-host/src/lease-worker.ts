@@ -24,7 +24,7 @@ interface WorkDone {
 }
 
 /** Result of one attempt to act as leader. */
-export type ActResult = WorkDone | { readonly done: false; readonly reason: string };
+type ActResult = WorkDone | { readonly done: false; readonly reason: string };
 
 /** A demo service that acts only while the lease is valid, and says so when it refuses. */
 export interface LeaseWorker extends VVMService {

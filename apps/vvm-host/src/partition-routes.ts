@@ -11,7 +11,7 @@ import type { StatusSection } from "./http.ts";
 import { systemMonotonicMs } from "./logger.ts";
 
 /** A JSON answer of a route. */
-export interface JsonReply {
+interface JsonReply {
 	readonly status: number;
 	readonly body: unknown;
 	readonly headers?: Readonly<Record<string, string>>;

@@ -14,7 +14,7 @@ export interface OpenedStorage {
 }
 
 /** Opening the storage failed: the CLI prints the message and exits with code 1. */
-export class StorageOpenError extends Error {
+class StorageOpenError extends Error {
 	override readonly name: string = "StorageOpenError";
 	readonly code = "HOST_STORAGE_OPEN" as const;
 }

@@ -165,6 +165,21 @@ export const PARENT_FIELD = "sys.ParentID";
 
 const DEFAULT_MAX_LENGTH = 1024;
 const QNAME = /^[A-Za-z_][A-Za-z0-9_]*\.[A-Za-z_][A-Za-z0-9_]*$/;
+
+/**
+ * Whether `name` is a qualified name (`pkg.Name`: two identifiers joined by a dot), the rule of
+ * every table, command, sequence and workspace kind name; for callers that parse names from a
+ * URL before they reach the command processor.
+ *
+ * @example
+ * ```ts
+ * isQName("app1pkg.Customer"); // true
+ * isQName("Customer"); // false
+ * ```
+ */
+export function isQName(name: string): boolean {
+	return QNAME.test(name);
+}
 const FIELD_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
 const FIELD_TYPES: readonly FieldType[] = ["string", "int", "number", "bool", "ref"];
 const TABLE_KINDS: readonly TableKind[] = ["CDoc", "CRecord", "WDoc", "WRecord", "ODoc", "ORecord"];

@@ -34,7 +34,7 @@ import { EventWriter, isFenced, storageFailure } from "./event-writer.ts";
 import { checkIdempotencyKey, fingerprint } from "./idempotency.ts";
 import { cpKeys, fenceScope, plogPKey, wlogPKey } from "./keys.ts";
 import { iterateLog } from "./log-iterator.ts";
-import { isWsid } from "./partition.ts";
+import { isWsid, partitionOf } from "./partition.ts";
 import { decodePLogEntry, plogReader } from "./plog-reader.ts";
 import type {
 	CommandResult,
@@ -545,7 +545,7 @@ export class AppPartitionImpl implements AppPartition {
 	}
 
 	#checkPartition(wsid: number): void {
-		const owner = wsid % this.#ctx.partitions;
+		const owner = partitionOf(wsid, this.#ctx.partitions);
 		if (owner !== this.partitionId)
 			throw new CpError(
 				"CP_WRONG_PARTITION",

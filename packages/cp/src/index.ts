@@ -16,6 +16,7 @@ export {
 	type FieldDef,
 	type FieldType,
 	type FieldValue,
+	isQName,
 	MAX_RAW_ID,
 	PARENT_FIELD,
 	SEQ_CRECORD_ID,
