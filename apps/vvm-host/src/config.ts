@@ -2,10 +2,14 @@ import type { ParseArgsConfig } from "node:util";
 import { parseArgs } from "node:util";
 import { LEASE_DEFAULTS, MAX_GROUPS, MAX_NAMESPACE_BYTES } from "@vvm/leases";
 import { validateCassandraIdentifier } from "@vvm/ttlstorage-cas/names";
-import type { PlacementMode } from "./create-placement.ts";
-import { PLACEMENT_MODES } from "./create-placement.ts";
 import type { UnsafeMutant } from "./unsafe-mutants.ts";
 import { parseUnsafeMutants, UNSAFE_MUTANTS_ENV, UNSAFE_MUTANTS_FLAG } from "./unsafe-mutants.ts";
+
+/** The values of `--placement`. */
+const PLACEMENT_MODES: readonly ["static", "leases"] = ["static", "leases"];
+
+/** A placement mode (`--placement`). */
+export type PlacementMode = (typeof PLACEMENT_MODES)[number];
 
 /** Storage kinds the host can run on. */
 type StorageKind = "level" | "mem" | "cas" | "dyn";

@@ -5,13 +5,8 @@ import type { LeaseEvent } from "@vvm/leases";
 import type { VVMLeadership, VVMService } from "@vvm/orch";
 import type { TTLStorage } from "@vvm/ttlstorage";
 import type { Logger } from "pino";
-import { logLeaseEvent } from "./leases-mode.ts";
-
-/** The values of `--placement`. */
-export const PLACEMENT_MODES: readonly ["static", "leases"] = ["static", "leases"];
-
-/** A placement mode (`--placement`). */
-export type PlacementMode = (typeof PLACEMENT_MODES)[number];
+import type { PlacementMode } from "./config.ts";
+import { logLeaseEvent } from "./logger.ts";
 
 /**
  * What any placement may use. A mode takes what it needs; the host passes all of it.

@@ -4,9 +4,9 @@ import type { AddressInfo } from "node:net";
 import type { VVM } from "@vvm/orch";
 import type { Registry } from "prom-client";
 import { isApiPath } from "./api-routes.ts";
+import type { ExtraRoutes, StatusSection } from "./http-contract.ts";
 import type { LeaseWorker } from "./lease-worker.ts";
 import { describeError } from "./logger.ts";
-import type { ExtraRoutes } from "./partition-routes.ts";
 import { STATUS_PAGE_HTML } from "./status-page.ts";
 import { hostVersion } from "./version.ts";
 
@@ -32,14 +32,6 @@ export interface HttpApiState {
 	readonly worker: LeaseWorker;
 	/** The command processor's routes (`/api/v2/…`), once the host has them. */
 	api?: (req: IncomingMessage, res: ServerResponse, url: URL) => Promise<void>;
-}
-
-/** One table of the status page beyond the built-in ones. */
-export interface StatusSection {
-	readonly id: string;
-	readonly title: string;
-	readonly columns: readonly string[];
-	readonly rows: ReadonlyArray<ReadonlyArray<string | number | boolean | null>>;
 }
 
 /** A started HTTP server. */

@@ -1,3 +1,4 @@
+import type { LeaseEvent } from "@vvm/leases";
 import type { VVMEvent } from "@vvm/orch";
 import { parseLeaderValue } from "@vvm/orch";
 import type { DestinationStream, Logger } from "pino";
@@ -163,3 +164,61 @@ export function logVVMEvent(logger: Logger, event: VVMEvent): void {
 }
 
 export { describeError };
+
+/**
+ * Logs one `@vvm/leases` event as `event: "leases.<type>"`: grants, lease starts and ends,
+ * placement-driver changes and storage errors at info/warn, ticks at debug.
+ */
+export function logLeaseEvent(logger: Logger, event: LeaseEvent): void {
+	const name = `leases.${event.type}`;
+	switch (event.type) {
+		case "tick":
+			logger.debug({ ...event, event: name, type: undefined }, "placement-driver tick");
+			return;
+		case "granted":
+		case "lease-started":
+		case "lease-ended": {
+			const { lease, type: _, ...rest } = event;
+			logger.info(
+				{
+					...rest,
+					event: name,
+					partition: lease.group,
+					holder: lease.holder.address,
+					incarnation: lease.holder.incarnation,
+					startTime: lease.startTime,
+					expirationTime: lease.expirationTime,
+					term: lease.term,
+				},
+				`${event.type} partition ${lease.group} (${lease.holder.address})${"reason" in event ? `: ${event.reason}` : ""}`,
+			);
+			return;
+		}
+		case "placement-driver":
+			logger.info(
+				{ event: name, at: event.at, active: event.active },
+				event.active ? "active placement driver" : "no longer the active placement driver",
+			);
+			return;
+		case "resharded":
+			logger.info({ ...event, event: name, type: undefined }, "lease batch re-sharded");
+			return;
+		case "storage-error":
+			logger.warn(
+				{
+					event: name,
+					at: event.at,
+					operation: event.operation,
+					error: event.error instanceof Error ? event.error.message : String(event.error),
+				},
+				`leases: storage error during ${event.operation}`,
+			);
+			return;
+		case "replaced":
+			logger.error(
+				{ event: name, at: event.at, by: event.by },
+				"leases: another process took over this address",
+			);
+			return;
+	}
+}

@@ -6,19 +6,9 @@
 import type { PartitionPlacement } from "@vvm/appparts";
 import { isLeasesPlacement } from "@vvm/appparts";
 import type { Logger } from "pino";
-import type { PlacementMode } from "./create-placement.ts";
-import type { StatusSection } from "./http.ts";
+import type { PlacementMode } from "./config.ts";
+import type { ExtraRoutes, JsonReply, StatusSection } from "./http-contract.ts";
 import { systemMonotonicMs } from "./logger.ts";
-
-/** A JSON answer of a route. */
-interface JsonReply {
-	readonly status: number;
-	readonly body: unknown;
-	readonly headers?: Readonly<Record<string, string>>;
-}
-
-/** Extra routes of the host: a reply, or `undefined` when the request is not theirs. */
-export type ExtraRoutes = (method: string, url: URL) => JsonReply | undefined;
 
 /** Options of {@link createPartitionRoutes}. */
 export interface PartitionRoutesOptions {

@@ -6,7 +6,7 @@ import { locateBy } from "@vvm/appparts";
 import { pino } from "pino";
 import { describe, expect, it } from "vitest";
 import { EXIT, startHost } from "../src/host.ts";
-import type { ExtraRoutes } from "../src/partition-routes.ts";
+import type { ExtraRoutes } from "../src/http-contract.ts";
 import { createPartitionRoutes } from "../src/partition-routes.ts";
 import { hostConfig } from "./support/config.ts";
 import { startLeasesHost } from "./support/leases-host.ts";

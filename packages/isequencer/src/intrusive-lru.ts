@@ -1,4 +1,4 @@
-import type { RecordCache } from "./record-cache.ts";
+import type { RecordCache } from "./cache-contract.ts";
 
 /**
  * @internal A node of an {@link IntrusiveLru}: the value itself carries the recency links, so the

@@ -1,5 +1,5 @@
 import { LRUCache } from "lru-cache";
-import type { RecordCache } from "./record-cache.ts";
+import type { RecordCache } from "./cache-contract.ts";
 
 /**
  * @internal {@link RecordCache} over `LRUCache` from `lru-cache`: strict LRU, every `get` hit moves

@@ -1,6 +1,9 @@
+import type { RecordCache } from "./cache-contract.ts";
 import type { LruNode } from "./intrusive-lru.ts";
 import { IntrusiveLru } from "./intrusive-lru.ts";
 import { LruCacheAdapter } from "./lru-cache-adapter.ts";
+
+export type { RecordCache };
 
 /**
  * Which cache keeps the workspaces' records: `"lru-cache"` (the `lru-cache` package, strict LRU;
@@ -26,30 +29,6 @@ export const CACHE_KINDS: readonly CacheKind[] = ["lru-cache", "clock"];
  * ```
  */
 export const DEFAULT_CACHE: CacheKind = "lru-cache";
-
-/**
- * @internal What the sequencer needs of its cache. `onEvict` (given to the factory) runs only when
- * `set` pushes a value out to make room, never on `delete`/`clear`.
- *
- * @example
- * ```ts
- * const cache: RecordCache<number, Rec> = createRecordCache("lru-cache", 100, (r) => r.id, evicted);
- * cache.set(1, rec);
- * ```
- */
-export interface RecordCache<K, V> {
-	/** The value, counted as a use (it is kept longer); `undefined` on a miss. */
-	get(key: K): V | undefined;
-	/** The value without counting a use. */
-	peek(key: K): V | undefined;
-	has(key: K): boolean;
-	/** Inserts or replaces; when full, evicts one value first (calling `onEvict`). */
-	set(key: K, value: V): void;
-	delete(key: K): boolean;
-	/** Empties the cache without calling `onEvict`. */
-	clear(): void;
-	readonly size: number;
-}
 
 /**
  * @internal Creates the cache of the given kind, holding at most `max` values.
