@@ -1,6 +1,6 @@
 import type { ParseArgsConfig } from "node:util";
 import { parseArgs } from "node:util";
-import { LEASE_DEFAULTS, MAX_GROUPS, MAX_NAMESPACE_BYTES } from "@vvm/leases";
+import { checkLeaseTimings, LEASE_DEFAULTS, MAX_GROUPS } from "@vvm/leases";
 import { validateCassandraIdentifier } from "@vvm/ttlstorage-cas/names";
 import type { UnsafeMutant } from "./unsafe-mutants.ts";
 import { parseUnsafeMutants, UNSAFE_MUTANTS_ENV, UNSAFE_MUTANTS_FLAG } from "./unsafe-mutants.ts";
@@ -10,6 +10,13 @@ const PLACEMENT_MODES: readonly ["static", "leases"] = ["static", "leases"];
 
 /** A placement mode (`--placement`). */
 export type PlacementMode = (typeof PLACEMENT_MODES)[number];
+
+/** The flags of `@vvm/leases`' options, for its messages. */
+const LEASE_FLAGS = {
+	leaseIntervalMs: "--lease-interval-ms",
+	maxClockSkewMs: "--lease-max-clock-skew-ms",
+	namespace: "--lease-namespace",
+} as const;
 
 /** Storage kinds the host can run on. */
 type StorageKind = "level" | "mem" | "cas" | "dyn";
@@ -340,7 +347,7 @@ const SPECS: readonly OptionSpec[] = [
 		flag: "lease-interval-ms",
 		env: ["VVM_LEASE_INTERVAL_MS"],
 		def: String(LEASE_DEFAULTS.leaseIntervalMs),
-		parse: int(100, 86_400_000),
+		parse: int(0, Number.MAX_SAFE_INTEGER), // @vvm/leases' rules apply at the end
 		help: "leases: partition lease length; heartbeat, poll and placement-driver tick every tenth of it; the same on every host",
 	},
 	{
@@ -348,7 +355,7 @@ const SPECS: readonly OptionSpec[] = [
 		flag: "lease-max-clock-skew-ms",
 		env: ["VVM_LEASE_MAX_CLOCK_SKEW_MS"],
 		def: String(LEASE_DEFAULTS.maxClockSkewMs),
-		parse: int(0, 21_600_000),
+		parse: int(0, Number.MAX_SAFE_INTEGER),
 		help: "leases: wall-clock skew between hosts you guarantee; a holder stops serving that much before its lease expires (below a quarter of --lease-interval-ms; the same on every host)",
 	},
 	{
@@ -356,19 +363,10 @@ const SPECS: readonly OptionSpec[] = [
 		flag: "lease-namespace",
 		env: ["VVM_LEASE_NAMESPACE"],
 		def: LEASE_DEFAULTS.namespace,
-		parse: leaseNamespace,
+		parse: nonEmpty,
 		help: "leases: prefix of the lease records on the storage (hosts of one cluster use the same)",
 	},
 ];
-
-/** A lease namespace as `@vvm/leases` accepts it. */
-function leaseNamespace(raw: string, source: string): string {
-	const value = nonEmpty(raw, source);
-	if (Buffer.byteLength(value) > MAX_NAMESPACE_BYTES) {
-		throw new ConfigError(`${source} must be at most ${MAX_NAMESPACE_BYTES} bytes, got "${raw}"`);
-	}
-	return value;
-}
 
 /** A keyspace exactly as the Cassandra driver accepts it (its own check, shared). */
 function keyspace(raw: string, source: string): string {
@@ -496,9 +494,19 @@ export function parseHostConfig(
 			`--partitions ${checked.partitions} is more than --placement leases can place (at most ${MAX_GROUPS})`,
 		);
 	}
-	if (checked.leaseMaxClockSkewMs * 4 >= checked.leaseIntervalMs) {
+	// The lease cluster's options are @vvm/leases' to judge, named by their flags.
+	try {
+		checkLeaseTimings(
+			{
+				leaseIntervalMs: checked.leaseIntervalMs,
+				maxClockSkewMs: checked.leaseMaxClockSkewMs,
+				namespace: checked.leaseNamespace,
+			},
+			(option) => LEASE_FLAGS[option],
+		);
+	} catch (error) {
 		throw new ConfigError(
-			`--lease-max-clock-skew-ms ${checked.leaseMaxClockSkewMs} must be below a quarter of --lease-interval-ms ${checked.leaseIntervalMs} (below ${checked.leaseIntervalMs / 4})`,
+			(error instanceof Error ? error.message : String(error)).replace(/^\[@vvm\/leases\] /, ""),
 		);
 	}
 	return { help: false, config: checked };

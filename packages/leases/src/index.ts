@@ -7,8 +7,10 @@ export type { LeaseMetrics } from "./metrics.ts";
 export type { Lease, LeaseHolder } from "./model.ts";
 export { createLeaseNode, type LeaseNode } from "./node.ts";
 export {
+	checkLeaseTimings,
 	LEASE_DEFAULTS,
 	type LeaseNodeOptions,
+	type LeaseTimings,
 	MAX_GROUPS,
 	type PlacementDriverOptions,
 } from "./options.ts";

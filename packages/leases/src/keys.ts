@@ -43,7 +43,7 @@ const ROOT = Uint8Array.of(0);
 const SHARD = Uint8Array.of(1);
 
 /** Throws a `TypeError`/`RangeError` unless `namespace` is a usable key prefix. */
-export function validateNamespace(namespace: unknown): asserts namespace is string {
+function validateNamespace(namespace: unknown): asserts namespace is string {
 	if (typeof namespace !== "string" || namespace.length === 0)
 		throw new TypeError("[@vvm/leases] namespace must be a non-empty string");
 	if (utf8Length(namespace) > MAX_NAMESPACE_BYTES)

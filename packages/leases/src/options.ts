@@ -5,7 +5,7 @@ import { MAX_TTL_SECONDS } from "@vvm/ttlstorage";
 import { utf8Length } from "./codec/byte-writer.ts";
 import type { LeaseEvent } from "./events.ts";
 import type { LeaseEnd, LeaseGrant } from "./holder.ts";
-import { MAX_ADDRESS_BYTES, validateNamespace } from "./keys.ts";
+import { MAX_ADDRESS_BYTES, MAX_NAMESPACE_BYTES } from "./keys.ts";
 
 /**
  * Most groups one batch manages (a host's acknowledgements of all of them fit in one record).
@@ -148,6 +148,56 @@ function integer(name: string, value: unknown, min: number, max: number): number
 	return value;
 }
 
+/** The options every host of one lease cluster must agree on. */
+export interface LeaseTimings {
+	readonly leaseIntervalMs: number;
+	readonly maxClockSkewMs: number;
+	readonly namespace: string;
+}
+
+/**
+ * The rules of {@link LeaseTimings}, for a caller that takes them from elsewhere (a CLI, a config
+ * file) and wants them checked before it builds anything: `leaseIntervalMs` an integer in
+ * 100..86 400 000, `maxClockSkewMs` at least 0 and below a quarter of it, `namespace` non-empty
+ * and at most `MAX_NAMESPACE_BYTES` bytes. Missing values take `LEASE_DEFAULTS`. `name` says how
+ * the caller calls an option in its messages (default: the option's own name); throws a
+ * `TypeError`/`RangeError` that names it. `createLeaseNode` applies the same rules.
+ *
+ * @example
+ * ```ts
+ * checkLeaseTimings({ leaseIntervalMs: 2_000, maxClockSkewMs: 500 }, (o) => `--${o}`);
+ * // RangeError: [@vvm/leases] --maxClockSkewMs 500 must be below a quarter of --leaseIntervalMs 2000 (below 500)
+ * ```
+ */
+export function checkLeaseTimings(
+	timings: Partial<LeaseTimings>,
+	name: (option: keyof LeaseTimings) => string = (option) => option,
+): LeaseTimings {
+	const namespace = timings.namespace ?? LEASE_DEFAULTS.namespace;
+	if (typeof namespace !== "string" || namespace.trim().length === 0)
+		throw new TypeError(`[@vvm/leases] ${name("namespace")} must not be empty`);
+	if (utf8Length(namespace) > MAX_NAMESPACE_BYTES)
+		throw new RangeError(
+			`[@vvm/leases] ${name("namespace")} must be at most ${MAX_NAMESPACE_BYTES} bytes, got ${utf8Length(namespace)}`,
+		);
+	const leaseIntervalMs = integer(
+		name("leaseIntervalMs"),
+		timings.leaseIntervalMs ?? LEASE_DEFAULTS.leaseIntervalMs,
+		100,
+		86_400_000,
+	);
+	const maxClockSkewMs = timings.maxClockSkewMs ?? LEASE_DEFAULTS.maxClockSkewMs;
+	if (typeof maxClockSkewMs !== "number" || !Number.isFinite(maxClockSkewMs) || maxClockSkewMs < 0)
+		throw new RangeError(
+			`[@vvm/leases] ${name("maxClockSkewMs")} must be a number >= 0, got ${String(maxClockSkewMs)}`,
+		);
+	if (maxClockSkewMs * 4 >= leaseIntervalMs)
+		throw new RangeError(
+			`[@vvm/leases] ${name("maxClockSkewMs")} ${maxClockSkewMs} must be below a quarter of ${name("leaseIntervalMs")} ${leaseIntervalMs} (below ${leaseIntervalMs / 4})`,
+		);
+	return { leaseIntervalMs, maxClockSkewMs, namespace };
+}
+
 /**
  * Checks every option and derives the timings; throws a `TypeError`/`RangeError` naming the
  * problem before any I/O.
@@ -171,25 +221,8 @@ export function resolveOptions(options: LeaseNodeOptions): ResolvedOptions {
 		throw new RangeError(
 			`[@vvm/leases] address is ${utf8Length(address)} bytes; the limit is ${MAX_ADDRESS_BYTES}`,
 		);
-	const namespace = options.namespace ?? LEASE_DEFAULTS.namespace;
-	validateNamespace(namespace);
-	const leaseIntervalMs = integer(
-		"leaseIntervalMs",
-		options.leaseIntervalMs ?? LEASE_DEFAULTS.leaseIntervalMs,
-		100,
-		86_400_000,
-	);
+	const { namespace, leaseIntervalMs, maxClockSkewMs } = checkLeaseTimings(options);
 	const quarter = leaseIntervalMs / 4;
-	const maxClockSkewMs = options.maxClockSkewMs ?? LEASE_DEFAULTS.maxClockSkewMs;
-	if (
-		typeof maxClockSkewMs !== "number" ||
-		!Number.isFinite(maxClockSkewMs) ||
-		maxClockSkewMs < 0 ||
-		maxClockSkewMs >= quarter
-	)
-		throw new RangeError(
-			`[@vvm/leases] maxClockSkewMs must be >= 0 and below leaseIntervalMs / 4 (${quarter}), got ${String(maxClockSkewMs)}`,
-		);
 	const tenth = leaseIntervalMs / 10;
 	const tickIntervalMs = positiveMs("tickIntervalMs", options.tickIntervalMs ?? tenth, quarter);
 	const pollIntervalMs = positiveMs("pollIntervalMs", options.pollIntervalMs ?? tenth, quarter);
