@@ -6,6 +6,7 @@ import type { Killer } from "@vvm/ielections";
 import { processKiller, VVM_LEADER_PREFIX, vvmLeadershipStorage } from "@vvm/ielections";
 import type { VVM, VVMEvent } from "@vvm/orch";
 import { createLeaderValue, provideVVM, VVMError } from "@vvm/orch";
+import type { TTLStorage } from "@vvm/ttlstorage";
 import { u32 } from "@vvm/ttlstorage";
 import type { DestinationStream } from "pino";
 import { createApiV2Handler } from "./api-v2.ts";
@@ -21,6 +22,7 @@ import { createHostLogger, describeError, logVVMEvent } from "./logger.ts";
 import { createHostMetrics } from "./metrics.ts";
 import { createPartitionRoutes, placementSections } from "./partition-routes.ts";
 import { partitionsSection } from "./partitions-section.ts";
+import { placementStatus } from "./status-placement.ts";
 import type { OpenedStorage } from "./storage.ts";
 import { openStorage } from "./storage.ts";
 import { unsafeMutantHooks } from "./unsafe-mutants.ts";
@@ -87,6 +89,11 @@ export interface RunHostOptions {
 	readonly stderr?: (line: string) => void;
 	/** Resolves the run as if SIGTERM arrived; default: SIGINT and SIGTERM of this process. */
 	readonly stop?: AbortSignal;
+	/**
+	 * A storage the caller opened and keeps (several in-process hosts on one mem storage: a lease
+	 * cluster in one process): used instead of `--storage`, never closed by the host.
+	 */
+	readonly storage?: TTLStorage;
 }
 
 /**
@@ -145,7 +152,10 @@ export async function runHost(config: HostConfig, options: RunHostOptions = {}):
 			);
 		}
 		try {
-			storage = await openStorage(config, { signal: stopCtl.signal });
+			storage =
+				options.storage === undefined
+					? await openStorage(config, { signal: stopCtl.signal })
+					: { driver: options.storage, location: "a storage of the caller", close: async () => {} };
 		} catch (error) {
 			if (stopCtl.signal.aborted) {
 				logger.info({ event: "exit", code: EXIT.OK }, "stopped during start-up");
@@ -212,6 +222,7 @@ export async function runHost(config: HostConfig, options: RunHostOptions = {}):
 			expiresInOf: (slot) => driver.queryTTL(u32(VVM_LEADER_PREFIX), u32(slot)),
 			registry: metrics.registry,
 			worker,
+			placement: () => placementStatus(config.placement, served, systemClock.now()),
 			sections: async () =>
 				served === undefined
 					? []

@@ -8,6 +8,7 @@ import type { ExtraRoutes, StatusSection } from "./http-contract.ts";
 import type { LeaseWorker } from "./lease-worker.ts";
 import { describeError } from "./logger.ts";
 import { STATUS_PAGE_HTML } from "./status-page.ts";
+import type { PlacementStatus } from "./status-placement.ts";
 import { hostVersion } from "./version.ts";
 
 /** What the HTTP API reads. The VVM is set once created (the server starts before it). */
@@ -26,6 +27,11 @@ export interface HttpApiState {
 	readonly expiresInOf: (slot: number) => Promise<number | undefined>;
 	/** Extra tables for the status page (partitions, flush lag), as they exist. */
 	readonly sections?: () => Promise<readonly StatusSection[]>;
+	/**
+	 * The placement mode (and in leases mode the lease cluster) for `/status`, so the status page
+	 * shows the sections of its mode; without it `/status` says `{ mode: "static" }`.
+	 */
+	readonly placement?: () => PlacementStatus;
 	/** Routes beyond the built-in ones (GET /leases, per-partition commands), asked first. */
 	readonly routes?: ExtraRoutes;
 	readonly registry: Registry;
@@ -111,7 +117,9 @@ async function leadershipBody(state: HttpApiState): Promise<unknown> {
 
 /**
  * The `/status` body the status page renders: this host, its lease, every slot's leader record
- * (up to 16) with the time until it expires, and the extra sections.
+ * (up to 16) with the time until it expires, the extra sections, and `placement` (the mode; in
+ * leases mode the lease cluster). The slot fields stay in leases mode (no slot is held there,
+ * `leadership` is `null`); the page does not show them.
  */
 async function statusBody(state: HttpApiState): Promise<unknown> {
 	const leadership = state.vvm?.leadership();
@@ -149,6 +157,7 @@ async function statusBody(state: HttpApiState): Promise<unknown> {
 					},
 		slots,
 		sections: (await state.sections?.()) ?? [],
+		placement: state.placement?.() ?? { mode: "static" },
 	};
 }
 
