@@ -21,6 +21,7 @@ afterAll(async () => {
 });
 ttlStorageTestSuite("compat: ttlstorage-cas", {
 	time: "real",
+	supports: { atomicBatches: false, fencing: "ordered" },
 	createStorage: () => createCassandraTTLStorage({ client, keyspace }),
 });
 electionsTestSuite("compat: ttlstorage-cas", {

@@ -20,6 +20,7 @@ afterAll(async () => {
 	client.destroy();
 });
 ttlStorageTestSuite("compat: ttlstorage-dyn", {
+	supports: { atomicBatches: false, fencing: "ordered" },
 	createStorage: ({ clock }) => createDynamoTTLStorage({ client, tableName, clock }),
 });
 electionsTestSuite("compat: ttlstorage-dyn", {
