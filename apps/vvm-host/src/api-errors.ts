@@ -1,3 +1,4 @@
+import type { PartitionLocation } from "@vvm/appparts";
 import { CpError } from "@vvm/cp";
 
 /** The HTTP answer to a failed request: status, JSON body, extra headers. */
@@ -38,6 +39,82 @@ export function unavailable(
 		headers: retryAfter(retryAfterMs),
 		body: { status: 503, code: "HOST_UNAVAILABLE", reason, message, committed: "no", ...extra },
 		outcome: `unavailable_${reason}`,
+	};
+}
+
+/**
+ * A request the host refuses before anything runs (bad URL part, body, method or route): 400,
+ * 404, 405 (with `Allow`) or 413, code `HOST_BAD_REQUEST`, nothing written. `field` names the
+ * culprit when there is one.
+ *
+ * @example
+ * ```ts
+ * hostRefusal(405, "method DELETE not allowed on /leases", { allow: ["GET"] });
+ * ```
+ */
+export function hostRefusal(
+	status: 400 | 404 | 405 | 413,
+	message: string,
+	options: { readonly field?: string; readonly allow?: readonly string[] } = {},
+): ApiErrorReply {
+	return {
+		status,
+		headers: options.allow === undefined ? {} : { allow: options.allow.join(", ") },
+		body: {
+			status,
+			code: "HOST_BAD_REQUEST",
+			message,
+			...(options.field === undefined ? {} : { field: options.field }),
+			committed: "no",
+		},
+		outcome: status === 404 ? "not_found" : status === 405 ? "not_allowed" : "bad_request",
+	};
+}
+
+/**
+ * The answer for a partition this host does not serve, by its placement's `locate` answer: 421
+ * naming the holder (`Location`: the same `path` on the holder) when another host holds it;
+ * 503 + `Retry-After` when nobody is known, or when the named holder is this host itself (it
+ * holds the lease but cannot serve now). One shape for every route.
+ *
+ * @example
+ * ```ts
+ * notServedHere({ kind: "held", holder: { address: "10.0.0.2:8080" } }, 3, "/work?partition=3", "10.0.0.1:8080");
+ * ```
+ */
+export function notServedHere(
+	where: Exclude<PartitionLocation, { kind: "served" }>,
+	partition: number,
+	path: string,
+	self: string,
+): ApiErrorReply {
+	if (where.kind === "nobody")
+		return unavailable("no_holder", `no host is known to serve partition ${partition} yet`, 1000, {
+			partition,
+		});
+	const { holder } = where;
+	if (holder.address === self)
+		return unavailable(
+			"not_ready",
+			`this host holds partition ${partition} but cannot serve it now (lease not valid or not deployed)`,
+			1000,
+			{ partition },
+		);
+	const location = `http://${holder.address}${path}`;
+	return {
+		status: 421,
+		headers: { location, "vvm-holder": holder.address },
+		body: {
+			status: 421,
+			code: "HOST_MISDIRECTED",
+			message: `partition ${partition} is served by ${holder.address}`,
+			holder: holder.address,
+			partition,
+			location,
+			...(holder.until === undefined ? {} : { until: holder.until }),
+			committed: "no",
+		},
+		outcome: "misdirected",
 	};
 }
 

@@ -4,7 +4,7 @@ import type { AppPartition, CommandResult } from "@vvm/cp";
 import { partitionOf } from "@vvm/cp";
 import type { Logger } from "pino";
 import type { ApiErrorReply } from "./api-errors.ts";
-import { cpErrorReply, unavailable } from "./api-errors.ts";
+import { cpErrorReply, hostRefusal, notServedHere, unavailable } from "./api-errors.ts";
 import type { ApiRoute } from "./api-routes.ts";
 import { parseApiRoute } from "./api-routes.ts";
 import type { CpMetrics } from "./cp-metrics.ts";
@@ -56,31 +56,14 @@ async function readJsonBody(req: IncomingMessage): Promise<Record<string, unknow
 	for await (const chunk of req) {
 		size += (chunk as Buffer).length;
 		if (size > MAX_BODY_BYTES) {
-			return {
-				status: 413,
-				headers: { connection: "close" },
-				body: {
-					status: 413,
-					code: "HOST_BAD_REQUEST",
-					field: "body",
-					message: `body: larger than ${MAX_BODY_BYTES} bytes`,
-					committed: "no",
-				},
-			};
+			const tooLarge = hostRefusal(413, `body: larger than ${MAX_BODY_BYTES} bytes`, {
+				field: "body",
+			});
+			return { ...tooLarge, headers: { connection: "close" } };
 		}
 		chunks.push(chunk as Buffer);
 	}
-	const bad = (message: string): Reply => ({
-		status: 400,
-		headers: {},
-		body: {
-			status: 400,
-			code: "HOST_BAD_REQUEST",
-			field: "body",
-			message: `body: ${message}`,
-			committed: "no",
-		},
-	});
+	const bad = (message: string): Reply => hostRefusal(400, `body: ${message}`, { field: "body" });
 	let value: unknown;
 	try {
 		value = JSON.parse(Buffer.concat(chunks).toString("utf8"));
@@ -117,32 +100,7 @@ function locate(
 			partition,
 		});
 	}
-	const holder = where.kind === "held" ? where.holder : undefined;
-	if (holder === undefined || holder.address === deps.self())
-		return unavailable(
-			holder === undefined ? "no_holder" : "not_ready",
-			holder === undefined
-				? `no host is known to serve partition ${partition} yet`
-				: `this host holds partition ${partition} but cannot serve it now (lease not valid or not deployed)`,
-			1000,
-			{ partition },
-		);
-	const location = `http://${holder.address}${url}`;
-	return {
-		status: 421,
-		headers: { location, "vvm-holder": holder.address },
-		body: {
-			status: 421,
-			code: "HOST_MISDIRECTED",
-			message: `partition ${partition} is served by ${holder.address}`,
-			holder: holder.address,
-			partition,
-			location,
-			...(holder.until === undefined ? {} : { until: holder.until }),
-			committed: "no",
-		},
-		outcome: "misdirected",
-	};
+	return notServedHere(where, partition, url, deps.self());
 }
 
 const isWrite = (r: ApiRoute): boolean =>
@@ -257,19 +215,12 @@ export function createApiV2Handler(
 		let token: bigint | undefined;
 		if (route.kind === "error") {
 			req.resume();
-			outcome =
-				route.status === 405 ? "not_allowed" : route.status === 404 ? "not_found" : "bad_request";
-			reply = {
-				status: route.status,
-				headers: route.allow === undefined ? {} : { allow: route.allow.join(", ") },
-				body: {
-					status: route.status,
-					code: "HOST_BAD_REQUEST",
-					message: route.message,
-					...(route.field === undefined ? {} : { field: route.field }),
-					committed: "no",
-				},
-			};
+			const refused = hostRefusal(route.status, route.message, {
+				...(route.field === undefined ? {} : { field: route.field }),
+				...(route.allow === undefined ? {} : { allow: route.allow }),
+			});
+			outcome = refused.outcome;
+			reply = errorOf(refused);
 		} else {
 			partition = partitionOf(route.wsid, deps.partitions);
 			if (!isWrite(route)) req.resume();

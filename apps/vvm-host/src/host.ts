@@ -211,6 +211,7 @@ export async function runHost(config: HostConfig, options: RunHostOptions = {}):
 				mode: config.placement,
 				placement: () => served,
 				partitions: config.partitions,
+				self: () => address,
 				logger,
 			}),
 			phase: "starting",

@@ -3,6 +3,7 @@ import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import type { VVM } from "@vvm/orch";
 import type { Registry } from "prom-client";
+import { cpErrorReply, hostRefusal } from "./api-errors.ts";
 import { isApiPath } from "./api-routes.ts";
 import type { ExtraRoutes, StatusSection } from "./http-contract.ts";
 import type { LeaseWorker } from "./lease-worker.ts";
@@ -217,23 +218,36 @@ async function handle(
 			json(res, result.done ? 200 : 503, result);
 			return;
 		}
-		default:
-			if (
-				["/", "/status", "/healthz", "/readyz", "/leadership", "/metrics", "/work"].includes(path)
-			) {
-				json(res, 405, { error: `method ${req.method} not allowed on ${path}` });
-			} else {
-				json(res, 404, { error: `no route ${path}` });
-			}
+		default: {
+			const allow = OPERATOR_ROUTES[path];
+			const refused =
+				allow === undefined
+					? hostRefusal(404, `no route ${path}`)
+					: hostRefusal(405, `method ${req.method} not allowed on ${path}`, { allow: [allow] });
+			json(res, refused.status, refused.body, refused.headers);
+		}
 	}
 }
+
+/** The method of each operator route, for 405 and `Allow` (errors in the API v2 body). */
+const OPERATOR_ROUTES: Readonly<Record<string, string>> = {
+	"/": "GET",
+	"/status": "GET",
+	"/healthz": "GET",
+	"/readyz": "GET",
+	"/leadership": "GET",
+	"/metrics": "GET",
+	"/work": "POST",
+};
 
 /** Starts the HTTP API (node:http, no framework) and resolves once it listens. */
 export function startHttpApi(state: HttpApiState, host: string, port: number): Promise<HttpApi> {
 	const server = createServer((req, res) => {
 		handle(state, req, res).catch((error: unknown) => {
-			if (!res.headersSent) json(res, 500, { error: String(error) });
-			else res.destroy();
+			if (!res.headersSent) {
+				const failed = cpErrorReply(error);
+				json(res, failed.status, failed.body, failed.headers);
+			} else res.destroy();
 		});
 	});
 	server.keepAliveTimeout = 1_000;

@@ -6,6 +6,8 @@
 import type { PartitionPlacement } from "@vvm/appparts";
 import { isLeasesPlacement } from "@vvm/appparts";
 import type { Logger } from "pino";
+import type { ApiErrorReply } from "./api-errors.ts";
+import { hostRefusal, notServedHere, unavailable } from "./api-errors.ts";
 import type { PlacementMode } from "./config.ts";
 import type { ExtraRoutes, JsonReply, StatusSection } from "./http-contract.ts";
 import { systemMonotonicMs } from "./logger.ts";
@@ -19,8 +21,17 @@ export interface PartitionRoutesOptions {
 	 */
 	readonly placement: () => PartitionPlacement | undefined;
 	readonly partitions: number;
+	/** This host's advertised address (a holder named as itself is no redirect: 503). */
+	readonly self: () => string;
 	readonly logger: Logger;
 }
+
+/** An error answer as a route's JSON reply (the metrics outcome is the API v2 routes' only). */
+const asJson = (reply: ApiErrorReply): JsonReply => ({
+	status: reply.status,
+	body: reply.body,
+	headers: reply.headers,
+});
 
 const NO_PLACEMENT =
 	"this host runs --placement static: partitions follow the VVM slots and there is no lease table; start the hosts with --placement leases";
@@ -29,7 +40,8 @@ const NO_PLACEMENT =
  * The routes `GET /leases` (the placement's `describe()`, or 404 without a placement) and
  * `POST /work?partition=<p>`: `200` with what it was served under while this host serves `p`,
  * `421` with the holder's address when another host holds it, `503` while nobody is known (or
- * this host is still deploying it), `400` for a bad partition. `POST /work` without `partition`
+ * this host is still deploying it), `400` for a bad partition; every error in the API v2 body
+ * (`api-errors.ts`), the 421 and 503 the same as the command routes'. `POST /work` without `partition`
  * is not theirs (the VVM's demo worker answers it).
  *
  * @example
@@ -41,18 +53,18 @@ const NO_PLACEMENT =
 export function createPartitionRoutes(options: PartitionRoutesOptions): ExtraRoutes {
 	const { partitions, logger } = options;
 	const missing = (): JsonReply =>
-		options.mode === "leases"
-			? {
-					status: 503,
-					headers: { "retry-after": "1" },
-					body: { error: "the host is joining the lease cluster; retry" },
-				}
-			: { status: 404, body: { error: NO_PLACEMENT } };
+		asJson(
+			options.mode === "leases"
+				? unavailable("not_ready", "the host is joining the lease cluster; retry")
+				: hostRefusal(404, NO_PLACEMENT),
+		);
 	return (method, url) => {
 		const placement = options.placement();
 		if (url.pathname === "/leases") {
 			if (method !== "GET")
-				return { status: 405, body: { error: `method ${method} not allowed on /leases` } };
+				return asJson(
+					hostRefusal(405, `method ${method} not allowed on /leases`, { allow: ["GET"] }),
+				);
 			if (placement === undefined) return missing();
 			return { status: 200, body: placement.describe() };
 		}
@@ -62,10 +74,11 @@ export function createPartitionRoutes(options: PartitionRoutesOptions): ExtraRou
 		const raw = url.searchParams.get("partition") ?? "";
 		const partition = /^\d+$/.test(raw) ? Number(raw) : Number.NaN;
 		if (!Number.isSafeInteger(partition) || partition >= partitions) {
-			return {
-				status: 400,
-				body: { error: `partition must be an integer in 0..${partitions - 1}, got "${raw}"` },
-			};
+			return asJson(
+				hostRefusal(400, `partition must be an integer in 0..${partitions - 1}, got "${raw}"`, {
+					field: "partition",
+				}),
+			);
 		}
 		if (placement === undefined) return missing();
 		// Stamped before the check: the command took effect no earlier than `mono`, and the lease
@@ -78,23 +91,7 @@ export function createPartitionRoutes(options: PartitionRoutesOptions): ExtraRou
 			logger.debug({ event: "served", partition, mono, at, ...info }, "partition command served");
 			return { status: 200, body: { done: true, partition, mono, at, ...info } };
 		}
-		if (where.kind === "nobody") {
-			return {
-				status: 503,
-				headers: { "retry-after": "1" },
-				body: { error: `partition ${partition} has no serving holder right now; retry`, partition },
-			};
-		}
-		const { holder } = where;
-		return {
-			status: 421,
-			body: {
-				error: `partition ${partition} is served by ${holder.address}`,
-				partition,
-				holder: holder.address,
-				until: holder.until ?? null,
-			},
-		};
+		return asJson(notServedHere(where, partition, `${url.pathname}${url.search}`, options.self()));
 	};
 }
 

@@ -45,27 +45,45 @@ describe("partition routes", () => {
 			mode: "leases",
 			placement: () => placement,
 			partitions: 4,
+			self: () => "10.0.0.1:8080",
 			logger,
 		});
 		const ok = call(routes, "POST", "/work?partition=1");
 		expect(ok).toMatchObject({ status: 200, body: { done: true, partition: 1 } });
 		expect(lines.filter((l) => l.event === "served")).toMatchObject([{ partition: 1 }]);
 		expect(typeof lines[0]?.mono).toBe("number");
+		// The same 421 and 503 as the command routes (API v2 error body).
+		const location = "http://10.0.0.2:8080/work?partition=2";
 		expect(call(routes, "POST", "/work?partition=2")).toEqual({
 			status: 421,
+			headers: { location, "vvm-holder": "10.0.0.2:8080" },
 			body: {
-				error: "partition 2 is served by 10.0.0.2:8080",
-				partition: 2,
+				status: 421,
+				code: "HOST_MISDIRECTED",
+				message: "partition 2 is served by 10.0.0.2:8080",
 				holder: "10.0.0.2:8080",
+				partition: 2,
+				location,
 				until: 123,
+				committed: "no",
 			},
 		});
 		expect(call(routes, "POST", "/work?partition=3")).toMatchObject({
 			status: 503,
 			headers: { "retry-after": "1" },
+			body: {
+				status: 503,
+				code: "HOST_UNAVAILABLE",
+				reason: "no_holder",
+				partition: 3,
+				committed: "no",
+			},
 		});
 		for (const bad of ["4", "-1", "x", "1.5", ""]) {
-			expect(call(routes, "POST", `/work?partition=${bad}`)?.status).toBe(400);
+			expect(call(routes, "POST", `/work?partition=${bad}`)).toMatchObject({
+				status: 400,
+				body: { status: 400, code: "HOST_BAD_REQUEST", field: "partition", committed: "no" },
+			});
 		}
 		expect(lines.filter((l) => l.event === "served")).toHaveLength(1);
 		// Not theirs: the VVM's demo worker answers POST /work without a partition.
@@ -74,13 +92,23 @@ describe("partition routes", () => {
 			status: 200,
 			body: { mode: "static", served: [1] },
 		});
-		expect(call(routes, "POST", "/leases")?.status).toBe(405);
+		expect(call(routes, "POST", "/leases")).toMatchObject({
+			status: 405,
+			headers: { allow: "GET" },
+			body: { code: "HOST_BAD_REQUEST" },
+		});
 	});
 
 	it("without a placement: 404 naming --placement in static mode, 503 while a leases host joins", () => {
 		const { logger } = capture();
 		const routes = (mode: "static" | "leases") =>
-			createPartitionRoutes({ mode, placement: () => undefined, partitions: 4, logger });
+			createPartitionRoutes({
+				mode,
+				placement: () => undefined,
+				partitions: 4,
+				self: () => "10.0.0.1:8080",
+				logger,
+			});
 		const stat = call(routes("static"), "GET", "/leases");
 		expect(stat?.status).toBe(404);
 		expect(JSON.stringify(stat?.body)).toContain("--placement leases");
