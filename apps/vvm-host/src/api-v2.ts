@@ -15,7 +15,8 @@ const MAX_BODY_BYTES = 256 * 1024;
 /** What the API v2 handler reads. */
 export interface ApiV2Deps {
 	readonly partitions: number;
-	readonly placement: PartitionPlacement;
+	/** The running placement, asked per request; `undefined` while the host is starting (503). */
+	readonly placement: () => PartitionPlacement | undefined;
 	/** The partition deployed on this host, if any. */
 	readonly partition: (partition: number) => AppPartition | undefined;
 	/** The fencing token of the partition's grant (the slot leadership's, in static placement). */
@@ -92,7 +93,17 @@ function locate(
 	partition: number,
 	url: string,
 ): AppPartition | ApiErrorReply {
-	const where = deps.placement.locate(partition);
+	const placement = deps.placement();
+	if (placement === undefined)
+		return unavailable(
+			"not_ready",
+			"the host is starting: its placement is not running yet",
+			1000,
+			{
+				partition,
+			},
+		);
+	const where = placement.locate(partition);
 	if (where.kind === "served") {
 		const deployed = deps.partition(partition);
 		if (deployed !== undefined) return deployed;

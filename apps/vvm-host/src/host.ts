@@ -224,6 +224,19 @@ export async function runHost(config: HostConfig, options: RunHostOptions = {}):
 			registry: metrics.registry,
 			worker,
 			placement: () => placementStatus(config.placement, served, systemClock.now()),
+			api: createApiV2Handler({
+				partitions: config.partitions,
+				placement: () => served,
+				partition: (p) => partitions.partition(p),
+				fencingToken: (p) => partitions.fencingToken(p),
+				self: () => address,
+				metrics: createCpMetrics(
+					metrics.registry,
+					() => cp,
+					() => served,
+				),
+				logger,
+			}),
 			sections: async () =>
 				served === undefined
 					? []
@@ -278,19 +291,6 @@ export async function runHost(config: HostConfig, options: RunHostOptions = {}):
 		const placed = created.placement;
 		served = placed;
 		placement = placed;
-		state.api = createApiV2Handler({
-			partitions: config.partitions,
-			placement: placed,
-			partition: (p) => partitions.partition(p),
-			fencingToken: (p) => partitions.fencingToken(p),
-			self: () => address,
-			metrics: createCpMetrics(
-				metrics.registry,
-				() => cp,
-				() => placed,
-			),
-			logger,
-		});
 
 		if (created.lost !== undefined) {
 			// Partitions are leased one by one: no VVM slot leadership is needed (nor launched).

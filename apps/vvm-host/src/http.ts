@@ -37,8 +37,8 @@ export interface HttpApiState {
 	readonly routes?: ExtraRoutes;
 	readonly registry: Registry;
 	readonly worker: LeaseWorker;
-	/** The command processor's routes (`/api/v2/…`), once the host has them. */
-	api?: (req: IncomingMessage, res: ServerResponse, url: URL) => Promise<void>;
+	/** The command processor's routes (`/api/v2/…`); they answer 503 until the placement runs. */
+	readonly api?: (req: IncomingMessage, res: ServerResponse, url: URL) => Promise<void>;
 }
 
 /** A started HTTP server. */

@@ -50,7 +50,7 @@ async function serve(options: {
 	const placement = fakePlacement(new Set(options.serving), options.holders ?? new Map());
 	const handler = createApiV2Handler({
 		partitions: PARTITIONS,
-		placement,
+		placement: () => placement,
 		partition: (p) => cp.partition(p),
 		fencingToken: (p) => (options.serving.includes(p) ? 42n : undefined),
 		self: () => SELF,

@@ -74,7 +74,7 @@ async function serve(storage: TTLStorage, serving: number[]) {
 	const registry = new Registry();
 	const handler = createApiV2Handler({
 		partitions: PARTITIONS,
-		placement,
+		placement: () => placement,
 		partition: (p) => cp.partition(p),
 		fencingToken: () => 7n,
 		self: () => "127.0.0.1:1",
