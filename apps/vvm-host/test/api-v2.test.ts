@@ -1,78 +1,25 @@
-import { createServer } from "node:http";
-import type { AddressInfo } from "node:net";
-import type { PartitionHolder, PartitionPlacement } from "@vvm/appparts";
-import { locateBy } from "@vvm/appparts";
-import type { CommandProcessor } from "@vvm/cp";
-import { createCommandProcessor } from "@vvm/cp";
-import { createMemTTLStorage } from "@vvm/ttlstorage-mem";
-import { pino } from "pino";
-import { Registry } from "prom-client";
 import { afterEach, describe, expect, it } from "vitest";
-import { createApiV2Handler } from "../src/api-v2.ts";
-import { createCpMetrics } from "../src/cp-metrics.ts";
+import type { ApiV2ServerOptions } from "./support/api-v2-server.ts";
+import { serveApiV2 } from "./support/api-v2-server.ts";
 
-const PARTITIONS = 4;
 const SELF = "127.0.0.1:8081";
 const CUSTOMER = "app1pkg.Customer";
-
-/** A placement stand-in: this host serves `serving`; `holders` answers the others. */
-function fakePlacement(
-	serving: Set<number>,
-	holders: Map<number, PartitionHolder>,
-): PartitionPlacement {
-	return {
-		mode: "static",
-		start: async () => {},
-		locate: (p) => locateBy(serving.has(p), holders.get(p)),
-		served: () => [...serving].sort(),
-		describe: () => ({}),
-		close: async () => {},
-	};
-}
 
 const closers: (() => Promise<void>)[] = [];
 afterEach(async () => {
 	for (const c of closers.splice(0)) await c();
 });
 
-async function serve(options: {
-	serving: number[];
-	holders?: Map<number, PartitionHolder>;
-	deploy?: number[];
-}) {
-	const cp: CommandProcessor = createCommandProcessor({
-		storage: createMemTTLStorage(),
-		appId: 1,
-		partitions: PARTITIONS,
-	});
-	for (const p of options.deploy ?? options.serving) await cp.deploy(p).ready();
-	const registry = new Registry();
-	const placement = fakePlacement(new Set(options.serving), options.holders ?? new Map());
-	const handler = createApiV2Handler({
-		partitions: PARTITIONS,
-		placement: () => placement,
-		partition: (p) => cp.partition(p),
-		fencingToken: (p) => (options.serving.includes(p) ? 42n : undefined),
-		self: () => SELF,
-		metrics: createCpMetrics(
-			registry,
-			() => cp,
-			() => placement,
-		),
-		logger: pino({ level: "silent" }),
-	});
-	const server = createServer((req, res) => {
-		void handler(req, res, new URL(req.url ?? "/", "http://localhost"));
-	});
-	await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
-	closers.push(async () => {
-		server.closeAllConnections();
-		await new Promise((r) => server.close(r));
-		await cp.close();
-	});
-	const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}/api/v2/apps/vvm/demo/workspaces`;
-	return { cp, registry, base };
-}
+/** The API v2 routes of a host at {@link SELF} whose partitions get token 42. */
+const serve = (options: Omit<ApiV2ServerOptions, "self" | "fencingToken">) =>
+	serveApiV2(
+		{
+			...options,
+			self: SELF,
+			fencingToken: (p) => (options.serving.includes(p) ? 42n : undefined),
+		},
+		closers,
+	);
 
 const post = (url: string, body: unknown, method = "POST") =>
 	fetch(url, { method, body: typeof body === "string" ? body : JSON.stringify(body) });

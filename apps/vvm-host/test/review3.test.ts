@@ -1,22 +1,14 @@
 // Review 3: defects of the host's partition code (apps/vvm-host); every case fails on commit 16ce4c7.
-// Copied from ../shared/review3/vvm-host.test.ts, unchanged (it runs as written against the fenced build).
+// Copied from ../shared/review3/vvm-host.test.ts; its assertions unchanged, its server fixture is the
+// one the API v2 tests use (test/support/api-v2-server.ts; the placement contract is @vvm/appparts').
 // `cd apps/vvm-host && npx vitest run test/review3.test.ts` (after `. scripts/bootstrap.sh` and
-// `pnpm turbo run build`). See REPORT.md beside this file.
-import { createServer } from "node:http";
-import type { AddressInfo } from "node:net";
-import type { PartitionPlacement } from "@vvm/appparts";
-import { locateBy } from "@vvm/appparts";
-import type { CommandProcessor } from "@vvm/cp";
-import { createCommandProcessor, PKEY_PREFIX_PLOG, PKEY_PREFIX_RECORDS } from "@vvm/cp";
+// `pnpm turbo run build`). The review: shared/review3/README.md.
+import { PKEY_PREFIX_PLOG, PKEY_PREFIX_RECORDS } from "@vvm/cp";
 import type { TTLStorage } from "@vvm/ttlstorage";
 import { createMemTTLStorage } from "@vvm/ttlstorage-mem";
-import { pino } from "pino";
-import { Registry } from "prom-client";
 import { afterEach, describe, expect, it } from "vitest";
-import { createApiV2Handler } from "../src/api-v2.ts";
-import { createCpMetrics } from "../src/cp-metrics.ts";
+import { serveApiV2 } from "./support/api-v2-server.ts";
 
-const PARTITIONS = 4;
 const CUSTOMER = "app1pkg.Customer";
 
 /**
@@ -56,47 +48,8 @@ afterEach(async () => {
 	for (const c of closers.splice(0)) await c();
 });
 
-async function serve(storage: TTLStorage, serving: number[]) {
-	const cp: CommandProcessor = createCommandProcessor({
-		storage,
-		appId: 1,
-		partitions: PARTITIONS,
-	});
-	for (const p of serving) await cp.deploy(p).ready();
-	const placement: PartitionPlacement = {
-		mode: "static",
-		start: async () => {},
-		locate: (p) => locateBy(serving.includes(p), undefined),
-		served: () => [...serving],
-		describe: () => ({}),
-		close: async () => {},
-	};
-	const registry = new Registry();
-	const handler = createApiV2Handler({
-		partitions: PARTITIONS,
-		placement: () => placement,
-		partition: (p) => cp.partition(p),
-		fencingToken: () => 7n,
-		self: () => "127.0.0.1:1",
-		metrics: createCpMetrics(
-			registry,
-			() => cp,
-			() => placement,
-		),
-		logger: pino({ level: "silent" }),
-	});
-	const server = createServer((req, res) => {
-		void handler(req, res, new URL(req.url ?? "/", "http://localhost"));
-	});
-	await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
-	closers.push(async () => {
-		server.closeAllConnections();
-		await new Promise((r) => server.close(r));
-		await cp.close();
-	});
-	const port = (server.address() as AddressInfo).port;
-	return { cp, port, base: `http://127.0.0.1:${port}/api/v2/apps/vvm/demo/workspaces` };
-}
+const serve = (storage: TTLStorage, serving: number[]) =>
+	serveApiV2({ storage, serving, fencingToken: () => 7n }, closers);
 
 describe("review3: undeploy racing an in-flight command", () => {
 	it("a command whose event is durable when the partition is undeployed is not answered with a retryable 503", async () => {
