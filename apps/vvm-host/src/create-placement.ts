@@ -1,8 +1,8 @@
-import type { PartitionPlacement, PlacementHandlers } from "@vvm/appparts";
+import type { PartitionPlacement, StaticPlacementOptions } from "@vvm/appparts";
 import { createLeasesPlacement, createStaticPlacement } from "@vvm/appparts";
 import type { Clock } from "@vvm/clock";
 import type { LeaseEvent } from "@vvm/leases";
-import type { VVMLeadership, VVMService } from "@vvm/orch";
+import type { VVMService } from "@vvm/orch";
 import type { TTLStorage } from "@vvm/ttlstorage";
 import type { Logger } from "pino";
 import type { PlacementMode } from "./config.ts";
@@ -18,15 +18,11 @@ import { logLeaseEvent } from "./logger.ts";
  *   clock: systemClock, logger };
  * ```
  */
-export interface PlacementDeps {
-	readonly partitions: number;
-	readonly numVVM: number;
-	/** Deploy and undeploy partitions on this host (the command processor). */
-	readonly handlers: PlacementHandlers;
-	/** This VVM's leadership (its slot), `undefined` while it holds none. */
-	readonly leadership: () => VVMLeadership | undefined;
-	/** The value of a slot's leader record (`address#nonce`), `undefined` when free. */
-	readonly leaderOf: (slot: number) => Promise<string | undefined>;
+export interface PlacementDeps
+	extends Pick<
+		StaticPlacementOptions,
+		"partitions" | "numVVM" | "handlers" | "leadership" | "leaderOf"
+	> {
 	/** The host's TTL storage driver. */
 	readonly storage: TTLStorage;
 	/** This host's advertised address (`host:port`). */
@@ -63,15 +59,7 @@ export interface CreatedPlacement {
 export function createPlacement(mode: PlacementMode, deps: PlacementDeps): CreatedPlacement {
 	switch (mode) {
 		case "static": {
-			const placement = createStaticPlacement({
-				partitions: deps.partitions,
-				numVVM: deps.numVVM,
-				handlers: deps.handlers,
-				leadership: deps.leadership,
-				leaderOf: deps.leaderOf,
-				clock: deps.clock,
-				logger: deps.logger,
-			});
+			const placement = createStaticPlacement(deps);
 			return { placement, services: [placement.service] };
 		}
 		case "leases": {
