@@ -20,7 +20,7 @@ import { createLeaseWorker } from "./lease-worker.ts";
 import { servePartitions } from "./leases-mode.ts";
 import { createHostLogger, describeError, logVVMEvent } from "./logger.ts";
 import { createHostMetrics } from "./metrics.ts";
-import { createPartitionRoutes, placementSections } from "./partition-routes.ts";
+import { createPartitionRoutes } from "./partition-routes.ts";
 import { partitionsSection } from "./partitions-section.ts";
 import { placementStatus } from "./status-placement.ts";
 import type { OpenedStorage } from "./storage.ts";
@@ -216,7 +216,8 @@ export async function runHost(config: HostConfig, options: RunHostOptions = {}):
 			}),
 			phase: "starting",
 			address: () => address,
-			numVVM: config.numVVM,
+			// Leases mode holds no slot: no slot records to read for /leadership and /status.
+			numVVM: config.placement === "leases" ? 0 : config.numVVM,
 			now: () => systemClock.now(),
 			monotonic: () => systemClock.monotonic(),
 			holderOf: (slot) => leadershipStorage.get(slot),
@@ -237,10 +238,7 @@ export async function runHost(config: HostConfig, options: RunHostOptions = {}):
 				),
 				logger,
 			}),
-			sections: async () =>
-				served === undefined
-					? []
-					: [partitionsSection(served, partitions), ...placementSections(served)],
+			sections: async () => (served === undefined ? [] : [partitionsSection(served, partitions)]),
 		};
 
 		try {

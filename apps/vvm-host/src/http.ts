@@ -119,8 +119,8 @@ async function leadershipBody(state: HttpApiState): Promise<unknown> {
 /**
  * The `/status` body the status page renders: this host, its lease, every slot's leader record
  * (up to 16) with the time until it expires, the extra sections, and `placement` (the mode; in
- * leases mode the lease cluster). The slot fields stay in leases mode (no slot is held there,
- * `leadership` is `null`); the page does not show them.
+ * leases mode the lease cluster). In leases mode no slot is held: `leadership` is `null` and
+ * `slots` empty (nothing is read for them).
  */
 async function statusBody(state: HttpApiState): Promise<unknown> {
 	const leadership = state.vvm?.leadership();

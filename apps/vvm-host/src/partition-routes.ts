@@ -9,7 +9,7 @@ import type { Logger } from "pino";
 import type { ApiErrorReply } from "./api-errors.ts";
 import { hostRefusal, notServedHere, unavailable } from "./api-errors.ts";
 import type { PlacementMode } from "./config.ts";
-import type { ExtraRoutes, JsonReply, StatusSection } from "./http-contract.ts";
+import type { ExtraRoutes, JsonReply } from "./http-contract.ts";
 import { systemMonotonicMs } from "./logger.ts";
 
 /** Options of {@link createPartitionRoutes}. */
@@ -93,42 +93,4 @@ export function createPartitionRoutes(options: PartitionRoutesOptions): ExtraRou
 		}
 		return asJson(notServedHere(where, partition, `${url.pathname}${url.search}`, options.self()));
 	};
-}
-
-/**
- * The status page's "Partition leases" table (leases mode): every partition's holder, whether
- * this host serves it, its fencing token, and the seconds left by the holder's lease.
- *
- * @example
- * ```ts
- * const state = { ...rest, sections: async () => placementSections(placement) };
- * ```
- */
-export function placementSections(placement: PartitionPlacement | undefined): StatusSection[] {
-	if (placement === undefined || !isLeasesPlacement(placement)) return [];
-	const view = placement.describe();
-	const served = new Set(view.served);
-	const now = Date.now(); // wall time against the driver's wall expirations: display only
-	return [
-		{
-			id: "leases",
-			title: `Partition leases (${view.partitions} partitions, this host: ${view.served.length})`,
-			columns: [
-				"partition",
-				"holder",
-				"served here",
-				"fencing token",
-				"expires in (s)",
-				"accepted",
-			],
-			rows: view.table.leases.map((l) => [
-				l.group,
-				l.holder.address,
-				served.has(l.group),
-				l.startTime,
-				Math.max(0, Math.round((l.expirationTime - now) / 100) / 10),
-				l.accepted,
-			]),
-		},
-	];
 }

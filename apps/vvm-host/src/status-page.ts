@@ -210,8 +210,7 @@ function render(s) {
 	if (mode === "leases") renderLeases(s, placement);
 	else renderStatic(s);
 	const extra = document.getElementById("extra");
-	// In leases mode the lease table above shows what the host's "leases" section has, and more.
-	const sections = (s.sections ?? []).filter((sec) => !(mode === "leases" && sec.id === "leases"));
+	const sections = s.sections ?? [];
 	extra.replaceChildren(...sections.map((sec) => {
 		const el = document.createElement("section");
 		el.dataset.testid = "section-" + sec.id;

@@ -1,13 +1,12 @@
 // GET /leases and POST /work?partition=<p> over a stand-in placement, and a real in-process host
 // with --placement leases on mem storage.
 
-import type { PartitionHolder, PartitionPlacement } from "@vvm/appparts";
-import { locateBy } from "@vvm/appparts";
 import { pino } from "pino";
 import { describe, expect, it } from "vitest";
 import { EXIT, startHost } from "../src/host.ts";
 import type { ExtraRoutes } from "../src/http-contract.ts";
 import { createPartitionRoutes } from "../src/partition-routes.ts";
+import { fakePlacement } from "./support/api-v2-server.ts";
 import { hostConfig } from "./support/config.ts";
 import { startLeasesHost } from "./support/leases-host.ts";
 
@@ -20,27 +19,13 @@ function capture(): { lines: Array<Record<string, unknown>>; logger: pino.Logger
 	return { lines, logger };
 }
 
-function fakePlacement(
-	served: readonly number[],
-	holders: Record<number, PartitionHolder>,
-): PartitionPlacement {
-	return {
-		mode: "static",
-		start: async () => {},
-		locate: (p) => locateBy(served.includes(p), holders[p]),
-		served: () => [...served],
-		describe: () => ({ mode: "static", served }),
-		close: async () => {},
-	};
-}
-
 const call = (routes: ExtraRoutes, method: string, path: string) =>
 	routes(method, new URL(path, "http://h"));
 
 describe("partition routes", () => {
 	it("answers 200 and logs `served` while serving, 421 with the holder, 503 when nobody is known, 400 for a bad partition", () => {
 		const { lines, logger } = capture();
-		const placement = fakePlacement([1], { 2: { address: "10.0.0.2:8080", until: 123 } });
+		const placement = fakePlacement([1], new Map([[2, { address: "10.0.0.2:8080", until: 123 }]]));
 		const routes = createPartitionRoutes({
 			mode: "leases",
 			placement: () => placement,
@@ -138,11 +123,11 @@ describe("a host with --placement leases (mem storage, in-process)", () => {
 			expect(leases.table.leases).toHaveLength(3);
 			const status = (await (await fetch(`${base}/status`)).json()) as {
 				phase: string;
-				sections: Array<{ id: string; rows: unknown[][] }>;
+				placement: { mode: string; served: number[] };
 			};
 			expect(status.phase).toBe("serving");
-			const leaseSection = status.sections.find((section) => section.id === "leases");
-			expect(leaseSection?.rows.map((r) => r[2])).toEqual([true, true, true]);
+			// The status page's lease view: every partition served here.
+			expect(status.placement).toMatchObject({ mode: "leases", served: [0, 1, 2] });
 			// No VVM slot in leases mode.
 			expect(lines.some((l) => l.event === "acquired")).toBe(false);
 		} finally {

@@ -185,11 +185,11 @@ describe("GET /status: the placement field", () => {
 			address: driver.address,
 			incarnation: driver.incarnation,
 		});
-		// The slot fields stay (no slot in leases mode).
+		// No slot in leases mode: nothing is read for slots; the lease table is in `placement`.
 		const body = await status(ports[0] as number);
 		expect(body.leadership).toBeNull();
-		expect(Array.isArray(body.slots)).toBe(true);
-		expect(body.sections.map((s) => s.id)).toEqual(["partitions", "leases"]);
+		expect(body.slots).toEqual([]);
+		expect(body.sections.map((s) => s.id)).toEqual(["partitions"]);
 		await stopCluster(cluster);
 	});
 

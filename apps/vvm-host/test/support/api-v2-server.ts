@@ -40,7 +40,7 @@ export function fakePlacement(
 		start: async () => {},
 		locate: (p) => locateBy(serving.includes(p), holders.get(p)),
 		served: () => [...serving].sort((a, b) => a - b),
-		describe: () => ({}),
+		describe: () => ({ mode: "static", served: serving }),
 		close: async () => {},
 	};
 }
