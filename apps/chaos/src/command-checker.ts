@@ -11,11 +11,16 @@
 // - no register below its last acknowledged value, and its value is one a client sent;
 // - no event whose payload no client sent;
 // - no reverted update, no orphan record, dense logs (`checkCpStorage`).
-import { cpKeys } from "@vvm/cp";
 import type { ScannedEvent } from "@vvm/cp/testing";
-import { checkCpStorage, scanCpEvents } from "@vvm/cp/testing";
+import { checkCpStorage, readCpRecord, scanCpEvents } from "@vvm/cp/testing";
 import type { TTLStorage } from "@vvm/ttlstorage";
 import type { OpRecord } from "./command-load.ts";
+
+/** An update's payload: `op:value` in `email` (the op is its idempotency key). */
+function updatePayload(email: unknown): { op: string; value: number } | undefined {
+	const m = typeof email === "string" ? /^(c\d+o\d+):(\d+)$/.exec(email) : null;
+	return m === null ? undefined : { op: m[1] as string, value: Number(m[2]) };
+}
 
 /** A register as stored: its name (the create's key) and the last update's key and value. */
 async function readRegister(
@@ -24,18 +29,9 @@ async function readRegister(
 	wsid: number,
 	id: number,
 ): Promise<{ name: unknown; op?: string; value: number } | undefined> {
-	const k = cpKeys.record(appId, wsid, id);
-	const bytes = await storage.get(k.pKey, k.cCols);
-	if (bytes === undefined) return undefined;
-	const r = JSON.parse(new TextDecoder().decode(bytes)) as {
-		d?: 1;
-		f: { name?: unknown; email?: unknown };
-	};
-	if (r.d !== undefined) return undefined;
-	const m = typeof r.f.email === "string" ? /^(c\d+o\d+):(\d+)$/.exec(r.f.email) : null;
-	return m === null
-		? { name: r.f.name, value: 0 }
-		: { name: r.f.name, op: m[1] as string, value: Number(m[2]) };
+	const f = await readCpRecord({ storage, appId }, wsid, id);
+	if (f === undefined) return undefined;
+	return { name: f.name, ...(updatePayload(f.email) ?? { value: 0 }) };
 }
 
 /** What the checker found. */
@@ -72,10 +68,7 @@ function payloadOf(e: ScannedEvent): { op: string; value?: number } | undefined 
 		const name = cud.fields.name;
 		return typeof name === "string" ? { op: name } : undefined;
 	}
-	const email = cud.fields.email;
-	if (typeof email !== "string") return undefined;
-	const m = /^(c\d+o\d+):(\d+)$/.exec(email);
-	return m === null ? undefined : { op: m[1] as string, value: Number(m[2]) };
+	return updatePayload(cud.fields.email);
 }
 
 /**

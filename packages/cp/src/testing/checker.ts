@@ -112,6 +112,27 @@ export interface ScannedEvent {
 }
 
 /**
+ * A record's fields as stored, read straight from the storage (not through a deployed partition):
+ * `undefined` when it is missing, a tombstone, or not a record of ours. For checkers of tests and
+ * chaos runs.
+ *
+ * @example
+ * ```ts
+ * const fields = await readCpRecord({ storage, appId: 1 }, 1001, 322685000131072); // { name: "Ada" }
+ * ```
+ */
+export async function readCpRecord(
+	options: Pick<CheckOptions, "storage" | "appId">,
+	wsid: number,
+	id: number,
+): Promise<Readonly<Record<string, unknown>> | undefined> {
+	const k = cpKeys.record(options.appId, wsid, id);
+	const bytes = await options.storage.get(k.pKey, k.cCols);
+	const r = bytes === undefined ? undefined : decodeRecordValue(bytes);
+	return r === undefined || r.d !== undefined ? undefined : r.f;
+}
+
+/**
  * Every event of every partition's PLog, in offset order per partition (a full scan: for checkers
  * of tests and chaos runs). Values that are not events are left out.
  */

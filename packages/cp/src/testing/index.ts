@@ -4,6 +4,7 @@ export {
 	type CheckOptions,
 	type CheckReport,
 	checkCpStorage,
+	readCpRecord,
 	type ScannedEvent,
 	scanCpEvents,
 } from "./checker.ts";
