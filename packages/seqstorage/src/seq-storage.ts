@@ -133,28 +133,34 @@ class SeqStorageImpl implements SeqStorage {
 			}
 		}
 		const numbers = new Map([...found].map(([seqId, n]) => [seqId, n.value]));
-		await this.#healFromLog(wsid, found, numbers);
+		await this.#healFromLog(wsid, seqIds, found, numbers);
 		return seqIds.map((s) => numbers.get(s) ?? 0);
 	}
 
 	/**
-	 * Reads the workspace's log past the oldest offset its stored numbers are valid for, and raises
-	 * every number to what the entries there took (a stored number may have gone back).
+	 * Reads the workspace's log past the oldest offset the asked numbers (and the log's own number)
+	 * are valid for, and raises them to what the entries there took (a stored number may have gone
+	 * back). Numbers nobody asked for do not move the start: a sequence taken long ago would
+	 * otherwise make every cold read reread the log back to then.
 	 */
 	async #healFromLog(
 		wsid: WSID,
+		asked: readonly SeqID[],
 		found: ReadonlyMap<number, StoredNumber>,
 		numbers: Map<number, number>,
 	): Promise<void> {
 		const wlog = this.#wlog;
 		if (wlog === undefined || found.size === 0) return;
 		let from = Number.POSITIVE_INFINITY;
-		for (const [seqId, n] of found) {
+		for (const seqId of new Set([...asked, wlog.seqId])) {
+			const n = found.get(seqId);
+			if (n === undefined) continue;
 			// A value without its offset (written before it was stored): valid as of the log offset
 			// stored beside it, or the log's start.
 			const asOf = n.asOf ?? (seqId === wlog.seqId ? n.value : (found.get(wlog.seqId)?.value ?? 0));
 			from = Math.min(from, asOf + 1);
 		}
+		if (from === Number.POSITIVE_INFINITY) return;
 		for await (const values of wlog.read(wsid, from))
 			for (const v of values)
 				if (v.wsid === wsid && v.value > (numbers.get(v.seqId) ?? 0)) numbers.set(v.seqId, v.value);

@@ -286,6 +286,38 @@ describe("with a workspace log: stored numbers are a hint, the log is the truth"
 		expect(await trusting.readNumbers(7, [1, 2])).toEqual([5, 101]);
 	});
 
+	it("reads the log only from where the asked numbers are valid: a number taken long ago and not asked does not move the start", async () => {
+		const ttl = createMemTTLStorage({ clock: new MockClock(0) });
+		const log = memWLog();
+		const starts: number[] = [];
+		const storage = createSeqStorage({
+			storage: ttl,
+			appId: 1,
+			partitionId: 0,
+			plog: createMemPLog(),
+			wlog: {
+				seqId: 1,
+				read(wsid, from) {
+					starts.push(from);
+					return log.wlog.read(wsid, from);
+				},
+			},
+		});
+		// Sequence 3 was last taken at WLog offset 1; 1 and 2 move on to offset 50.
+		log.append(9, 1, [...take(9, 1, 301), { wsid: 9, seqId: 3, value: 7 }]);
+		await storage.writeValuesAndNextPLogOffset(
+			[...take(9, 1, 301), { wsid: 9, seqId: 3, value: 7 }],
+			2,
+		);
+		for (let w = 2; w <= 50; w++) log.append(9, w, take(9, w, 300 + w));
+		await storage.writeValuesAndNextPLogOffset(take(9, 50, 350), 51);
+		expect(await storage.readNumbers(9, [1, 2])).toEqual([50, 350]);
+		expect(starts).toEqual([51]);
+		// Asked for, sequence 3 is read from where it is valid.
+		expect(await storage.readNumbers(9, [1, 2, 3])).toEqual([50, 350, 7]);
+		expect(starts).toEqual([51, 2]);
+	});
+
 	it("reads numbers stored before the log offset was (8-byte values): valid as of the stored log number", async () => {
 		const ttl = createMemTTLStorage({ clock: new MockClock(0) });
 		const old = createSeqStorage({ storage: ttl, appId: 1, partitionId: 0, plog: createMemPLog() });
