@@ -117,13 +117,6 @@ type Op =
 
 const EMPTY = new Uint8Array(0);
 
-/** A fence scope (1..255 bytes) as a map key: one char per byte, built without a Buffer. */
-function scopeKeyOf(scope: Bytes): string {
-	let key = "";
-	for (let i = 0; i < scope.length; i++) key += String.fromCharCode(scope[i] as number);
-	return key;
-}
-
 function storageError(operation: string, cause: unknown): TTLStorageError {
 	if (TTLStorageError.is(cause)) return cause;
 	const code = (cause as { code?: unknown } | null)?.code;
@@ -263,7 +256,7 @@ class LevelTTLStorageImpl implements LevelTTLStorage {
 
 	/** The raised epoch of a scope: cached, else the stored fence record (0n when none). */
 	async #epochOf(scope: Bytes): Promise<bigint> {
-		const k = scopeKeyOf(scope);
+		const k = lockKeyOf(scope);
 		const cached = this.#epochs.get(k);
 		if (cached !== undefined) return cached;
 		const stored = await this.#load(dataKey(scope, FENCE_CCOLS));
@@ -316,7 +309,7 @@ class LevelTTLStorageImpl implements LevelTTLStorage {
 			// A batch's items usually share one fence object (a `withFence` view's).
 			if (f === undefined || f === previous) continue;
 			previous = f;
-			const key = scopeKeyOf(f.scope);
+			const key = lockKeyOf(f.scope);
 			const seen = out.get(key);
 			if (seen === undefined || f.epoch < seen.epoch) out.set(key, f);
 		}
@@ -328,7 +321,7 @@ class LevelTTLStorageImpl implements LevelTTLStorage {
 		if (epoch !== undefined) validateFenceEpoch(epoch);
 		const key = dataKey(scope, FENCE_CCOLS);
 		return this.#io("raiseFence", () =>
-			this.#gate.exclusive(scopeKeyOf(scope), () =>
+			this.#gate.exclusive(lockKeyOf(scope), () =>
 				this.#locks.run(lockKeyOf(key), async () => {
 					const current = await this.#epochOf(scope);
 					if (epoch !== undefined && epoch < current)
@@ -340,7 +333,7 @@ class LevelTTLStorageImpl implements LevelTTLStorage {
 						value: encodeFenceEpoch(next),
 					});
 					await this.#commit(ops);
-					this.#epochs.set(scopeKeyOf(scope), next);
+					this.#epochs.set(lockKeyOf(scope), next);
 					return next;
 				}),
 			),
