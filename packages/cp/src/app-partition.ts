@@ -326,6 +326,7 @@ export class AppPartitionImpl implements AppPartition {
 			storage,
 			writes,
 			plainWrites: ctx.writes,
+			...(fence === undefined ? {} : { fence }),
 			appId: ctx.appId,
 			level: ctx.trustLevel,
 			atomicBatches: ctx.atomicBatches,

@@ -1,4 +1,4 @@
-import type { BatchItem, TTLStorage } from "@vvm/ttlstorage";
+import type { BatchItem, TTLStorage, WriteFence } from "@vvm/ttlstorage";
 import { bytesEqual, fencedError, TTLStorageError } from "@vvm/ttlstorage";
 import type { CpCommitted, CpKeyInfo } from "./errors.ts";
 import { CpError } from "./errors.ts";
@@ -104,6 +104,8 @@ export interface EventWriterOptions {
 	 * event (`atomicBatches`): a deposed holder's such batch may carry an event nobody will see.
 	 */
 	readonly plainWrites?: TTLStorage;
+	/** The partition's fence (what `writes` carries), for a batch that mixes fenced and plain items. */
+	readonly fence?: WriteFence;
 	readonly appId: number;
 	readonly level: SequencesTrustLevel;
 	/** The storage's `putBatch` is all or nothing: level 2 writes an event and its effects together. */
@@ -120,6 +122,7 @@ export class EventWriter {
 	readonly #storage: TTLStorage;
 	readonly #writes: TTLStorage;
 	readonly #plainWrites: TTLStorage;
+	readonly #fence: WriteFence | undefined;
 	readonly #appId: number;
 	readonly #level: SequencesTrustLevel;
 	readonly #atomic: boolean;
@@ -129,6 +132,7 @@ export class EventWriter {
 		this.#storage = o.storage;
 		this.#writes = o.writes;
 		this.#plainWrites = o.plainWrites ?? o.writes;
+		this.#fence = o.plainWrites === undefined ? undefined : o.fence;
 		this.#appId = o.appId;
 		this.#level = o.level;
 		this.#atomic = o.atomicBatches && o.level === 2;
@@ -291,12 +295,18 @@ export class EventWriter {
 		);
 		const wlog: Keyed = { key: this.wlogKey(event), value: e.bytes };
 		if (this.#level === 2 && !recovery) {
-			// Nothing can conflict: puts, the records fenced, the entries plain (the event is durable).
+			// Nothing can conflict: puts, the records fenced, the entries plain (the event is durable),
+			// in one batch (each item carries its own fence, or none).
 			const { records, entries } = this.#effects(e);
-			await Promise.all([
-				records.length === 0 ? undefined : this.#writes.putBatch(records),
-				this.#plainWrites.putBatch(entries),
-			]);
+			const fence = this.#fence;
+			if (fence === undefined) {
+				await Promise.all([
+					records.length === 0 ? undefined : this.#writes.putBatch(records),
+					this.#plainWrites.putBatch(entries),
+				]);
+			} else {
+				await this.#plainWrites.putBatch([...records.map((r) => ({ ...r, fence })), ...entries]);
+			}
 			return undefined;
 		}
 		const ours = (cud: StoredCud) => (existing: Uint8Array) => {

@@ -14,7 +14,7 @@ import { createApiV2Handler } from "../../src/api-v2.ts";
 import { createCpMetrics } from "../../src/cp-metrics.ts";
 
 /** Partitions of the fixture's application. */
-export const PARTITIONS = 4;
+const PARTITIONS = 4;
 
 /** What {@link serveApiV2} serves. */
 export interface ApiV2ServerOptions {
