@@ -396,15 +396,26 @@ class DynamoTTLStorageImpl implements TTLStorage {
 		const item = itemOf(pKey, cCols, value, expireAt, this.#grace, order);
 		await this.#io("put", async () => {
 			try {
-				await this.#send(
-					new PutItemCommand({ TableName: this.#table, Item: item, ...this.#ordered(order, now) }),
-				);
+				await this.#putOrdered(item, order, now);
 			} catch (error) {
-				// A newer (epoch, stamp) is stored: this write is superseded and has no effect (F1).
-				if (order !== undefined && isConditionFailed(error)) return;
 				throw toStorageError(error, "put", false);
 			}
 		});
+	}
+
+	/**
+	 * One PutItem, conditional on the stored (epoch, stamp) when fenced: a newer one stored means
+	 * this write is superseded and has no effect (F1), which is no error. Other errors are raw.
+	 */
+	async #putOrdered(item: Item, order: FenceOrder | undefined, now: number): Promise<void> {
+		try {
+			await this.#send(
+				new PutItemCommand({ TableName: this.#table, Item: item, ...this.#ordered(order, now) }),
+			);
+		} catch (error) {
+			if (order !== undefined && isConditionFailed(error)) return;
+			throw error;
+		}
 	}
 
 	/** The condition of a fenced unconditional write; nothing for an unfenced one. */
@@ -470,15 +481,8 @@ class DynamoTTLStorageImpl implements TTLStorage {
 			while (failure === undefined && next < items.length) {
 				const { item, order } = items[next++] as { item: Item; order: FenceOrder };
 				try {
-					await this.#send(
-						new PutItemCommand({
-							TableName: this.#table,
-							Item: item,
-							...this.#ordered(order, now),
-						}),
-					);
+					await this.#putOrdered(item, order, now);
 				} catch (error) {
-					if (isConditionFailed(error)) continue;
 					failure ??= { error };
 				}
 			}
