@@ -4,6 +4,7 @@ import { join } from "node:path";
 import { createInterface } from "node:readline";
 import type { AnswerRecord, Checker, CheckReport, EventRecord, HostRecord } from "./checker.ts";
 import { createChecker } from "./checker.ts";
+import type { OpRecord } from "./command-load.ts";
 
 /** Where a run keeps what the checker reads. */
 export const RUN_FILES = {
@@ -39,6 +40,13 @@ async function eachJsonLine(path: string, onLine: (value: unknown) => void): Pro
 			// A line that is not JSON (a host's stray output) is not evidence of anything.
 		}
 	}
+}
+
+/** The clients' operations of a finished commands run (history.jsonl), in the order written. */
+export async function readHistory(dir: string): Promise<OpRecord[]> {
+	const ops: OpRecord[] = [];
+	await eachJsonLine(join(dir, RUN_FILES.history), (v) => ops.push(v as OpRecord));
+	return ops;
 }
 
 /** The workload a run directory's `run.json` names (`leadership` when it names none). */

@@ -1,13 +1,13 @@
 // One chaos run: storage, hosts, load, faults, until the duration or the number of leadership
 // changes is reached; then everything is stopped and the checker reads the run's files.
-import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { HostLine } from "./chaos-host.ts";
 import { ChaosHost } from "./chaos-host.ts";
 import type { CheckReport } from "./checker.ts";
 import type { CommandReport } from "./command-checker.ts";
 import { checkCommandHistory } from "./command-checker.ts";
-import type { CommandLoad, OpRecord } from "./command-load.ts";
+import type { CommandLoad } from "./command-load.ts";
 import { startCommandLoad } from "./command-load.ts";
 import { createEventLog } from "./events.ts";
 import { startFaults } from "./fault-injector.ts";
@@ -21,7 +21,7 @@ import { startLoad } from "./load.ts";
 import { monoMs, sleep } from "./mono.ts";
 import type { ChaosOptions } from "./options.ts";
 import { createRng } from "./rng.ts";
-import { checkRunDir, hostLogFile, RUN_FILES } from "./run-files.ts";
+import { checkRunDir, hostLogFile, RUN_FILES, readHistory } from "./run-files.ts";
 import type { StorageBackend } from "./storage-backend.ts";
 import { openStorageBackend } from "./storage-backend.ts";
 
@@ -265,7 +265,7 @@ export async function runChaos(
 			say("[chaos] checking the clients' history against the storage");
 			const direct = await backend.checkerStorage();
 			try {
-				commandReport = await checkCommandHistory(readHistory(outDir), direct.storage, {
+				commandReport = await checkCommandHistory(await readHistory(outDir), direct.storage, {
 					appId: HOST_APP_ID,
 					partitions: options.partitions,
 				});
@@ -300,12 +300,4 @@ export async function runChaos(
 		for (const f of files) f.close();
 		await storage?.close().catch(() => {});
 	}
-}
-
-/** The clients' operations of a finished run (history.jsonl). */
-function readHistory(dir: string): OpRecord[] {
-	return readFileSync(join(dir, RUN_FILES.history), "utf8")
-		.split("\n")
-		.filter((l) => l.trim() !== "")
-		.map((l) => JSON.parse(l) as OpRecord);
 }
