@@ -9,18 +9,20 @@ import { createLeaderValue, provideVVM, VVMError } from "@vvm/orch";
 import type { TTLStorage } from "@vvm/ttlstorage";
 import { u32 } from "@vvm/ttlstorage";
 import type { DestinationStream } from "pino";
-import { createApiV2Handler } from "./api-v2.ts";
 import type { HostConfig } from "./config.ts";
 import { createCpMetrics } from "./cp-metrics.ts";
 import { createPlacement } from "./create-placement.ts";
-import type { HttpApi, HttpApiState } from "./http.ts";
-import { startHttpApi } from "./http.ts";
+import { apiV2Route } from "./http/api-v2.ts";
+import type { OperatorState } from "./http/operator-routes.ts";
+import { operatorRoutes } from "./http/operator-routes.ts";
+import { partitionRoutes } from "./http/partition-routes.ts";
+import type { HttpServer } from "./http/router.ts";
+import { createRouteTable, startHttpServer } from "./http/router.ts";
 import { createLeaseMetrics } from "./lease-metrics.ts";
 import { createLeaseWorker } from "./lease-worker.ts";
 import { servePartitions } from "./leases-mode.ts";
 import { createHostLogger, describeError, logVVMEvent } from "./logger.ts";
 import { createHostMetrics } from "./metrics.ts";
-import { createPartitionRoutes } from "./partition-routes.ts";
 import { partitionsSection } from "./partitions-section.ts";
 import { placementStatus } from "./status-placement.ts";
 import type { OpenedStorage } from "./storage.ts";
@@ -135,7 +137,7 @@ export async function runHost(config: HostConfig, options: RunHostOptions = {}):
 	};
 
 	let storage: OpenedStorage | undefined;
-	let http: HttpApi | undefined;
+	let http: HttpServer | undefined;
 	let parts: CpPartitions | undefined;
 	let placement: PartitionPlacement | undefined;
 	// Empty unless the test-only VVM_UNSAFE_MUTANTS and --unsafe-allow-mutants are both given.
@@ -205,15 +207,8 @@ export async function runHost(config: HostConfig, options: RunHostOptions = {}):
 		// Created once the HTTP port (and so this host's advertised address) is known; until then
 		// the routes that need it answer 503.
 		let served: PartitionPlacement | undefined;
-		const state: HttpApiState = {
+		const state: OperatorState = {
 			vvm: undefined,
-			routes: createPartitionRoutes({
-				mode: config.placement,
-				placement: () => served,
-				partitions: config.partitions,
-				self: () => address,
-				logger,
-			}),
 			phase: "starting",
 			address: () => address,
 			// Leases mode holds no slot: no slot records to read for /leadership and /status.
@@ -225,7 +220,11 @@ export async function runHost(config: HostConfig, options: RunHostOptions = {}):
 			registry: metrics.registry,
 			worker,
 			placement: () => placementStatus(config.placement, served, systemClock.now()),
-			api: createApiV2Handler({
+			sections: async () => (served === undefined ? [] : [partitionsSection(served, partitions)]),
+		};
+		// The one route table: the command processor's, the partition probe, the operator's.
+		const routes = createRouteTable([
+			apiV2Route({
 				partitions: config.partitions,
 				placement: () => served,
 				partition: (p) => partitions.partition(p),
@@ -238,11 +237,18 @@ export async function runHost(config: HostConfig, options: RunHostOptions = {}):
 				),
 				logger,
 			}),
-			sections: async () => (served === undefined ? [] : [partitionsSection(served, partitions)]),
-		};
+			...partitionRoutes({
+				mode: config.placement,
+				placement: () => served,
+				partitions: config.partitions,
+				self: () => address,
+				logger,
+			}),
+			...operatorRoutes(state),
+		]);
 
 		try {
-			http = await startHttpApi(state, config.httpHost, config.httpPort);
+			http = await startHttpServer(routes, config.httpHost, config.httpPort);
 		} catch (error) {
 			return fail(
 				`cannot listen on ${config.httpHost}:${config.httpPort}: ${describeError(error)} (${listenHint(error)})`,
@@ -335,7 +341,7 @@ export async function runHost(config: HostConfig, options: RunHostOptions = {}):
 			else stopCtl.signal.addEventListener("abort", () => resolve(), { once: true });
 		});
 		await Promise.race([problem, stopped]);
-		if ((state.phase as HttpApiState["phase"]) !== "failed") state.phase = "stopping";
+		if ((state.phase as OperatorState["phase"]) !== "failed") state.phase = "stopping";
 		const error = await vvm.shutdown();
 		if (error === undefined) {
 			logger.info({ event: "exit", code: EXIT.OK }, "graceful shutdown complete");

@@ -3,7 +3,7 @@
 
 import type { PartitionPlacement } from "@vvm/appparts";
 import type { Logger } from "pino";
-import type { HttpApiState } from "./http.ts";
+import type { OperatorState } from "./http/operator-routes.ts";
 import { describeError } from "./logger.ts";
 
 /** A placement the host runs, and when it stopped on its own (then the host exits 1). */
@@ -15,7 +15,7 @@ export interface HostPlacement {
 
 /** What {@link servePartitions} needs of the host. */
 export interface ServePartitionsContext {
-	readonly state: HttpApiState;
+	readonly state: OperatorState;
 	readonly logger: Logger;
 	/** SIGINT/SIGTERM (or `stop()` of an embedded host). */
 	readonly stop: AbortSignal;

@@ -1,5 +1,5 @@
 import type { CpPartitions, PartitionPlacement } from "@vvm/appparts";
-import type { StatusSection } from "./http-contract.ts";
+import type { StatusSection } from "./http/operator-routes.ts";
 
 /**
  * The status page's "Partitions" table: each partition this host serves, with its state, the

@@ -1,7 +1,7 @@
 import { CpError } from "@vvm/cp";
 import { describe, expect, it } from "vitest";
-import { cpErrorReply, unavailable } from "../src/api-errors.ts";
-import { isApiPath, parseApiRoute } from "../src/api-routes.ts";
+import { API_PREFIX, parseApiRoute } from "../src/http/api-routes.ts";
+import { cpErrorReply, unavailable } from "../src/http/errors.ts";
 
 const WS = "/api/v2/apps/vvm/demo/workspaces/1001";
 const ID = 322685000131072;
@@ -81,8 +81,7 @@ describe("parseApiRoute", () => {
 		});
 		expect(parseApiRoute("GET", `${WS}/docs/a.B`)).toMatchObject({ status: 405, allow: ["POST"] });
 		expect(parseApiRoute("POST", `${WS}/wlog`)).toMatchObject({ status: 405, allow: ["GET"] });
-		expect(isApiPath("/api/v2/x")).toBe(true);
-		expect(isApiPath("/metrics")).toBe(false);
+		expect(parseApiRoute("GET", `${API_PREFIX}x`)).toMatchObject({ status: 404 });
 	});
 });
 

@@ -1,8 +1,10 @@
 import type { VVM, VVMLeadership } from "@vvm/orch";
 import { pino } from "pino";
 import { afterEach, describe, expect, it } from "vitest";
-import type { HttpApi, HttpApiState } from "../src/http.ts";
-import { startHttpApi } from "../src/http.ts";
+import type { OperatorState } from "../src/http/operator-routes.ts";
+import { operatorRoutes } from "../src/http/operator-routes.ts";
+import type { HttpServer } from "../src/http/router.ts";
+import { createRouteTable, startHttpServer } from "../src/http/router.ts";
 import { createLeaseWorker } from "../src/lease-worker.ts";
 import { createHostMetrics } from "../src/metrics.ts";
 
@@ -34,14 +36,14 @@ const held: VVMLeadership = {
 	fencingToken: 7,
 };
 
-const servers: HttpApi[] = [];
+const servers: HttpServer[] = [];
 afterEach(async () => {
 	for (const s of servers.splice(0)) await s.close();
 });
 
 async function serve(
 	vvm: VVM,
-	holderOf: HttpApiState["holderOf"] = async () => undefined,
+	holderOf: OperatorState["holderOf"] = async () => undefined,
 	numVVM = 3,
 ): Promise<string> {
 	const metrics = createHostMetrics({
@@ -49,7 +51,7 @@ async function serve(
 		leaseValid: () => vvm.leaseValid(),
 		monotonic: () => MONO,
 	});
-	const state: HttpApiState = {
+	const state: OperatorState = {
 		vvm,
 		phase: "leader",
 		address: () => "10.0.0.5:8080",
@@ -65,7 +67,7 @@ async function serve(
 			leadership: () => vvm.leadership(),
 		}),
 	};
-	const api = await startHttpApi(state, "127.0.0.1", 0);
+	const api = await startHttpServer(createRouteTable(operatorRoutes(state)), "127.0.0.1", 0);
 	servers.push(api);
 	return `http://127.0.0.1:${api.port}`;
 }

@@ -1,11 +1,13 @@
 // GET /leases and POST /work?partition=<p> over a stand-in placement, and a real in-process host
 // with --placement leases on mem storage.
 
+import type { IncomingMessage } from "node:http";
 import { pino } from "pino";
 import { describe, expect, it } from "vitest";
 import { EXIT, startHost } from "../src/host.ts";
-import type { ExtraRoutes } from "../src/http-contract.ts";
-import { createPartitionRoutes } from "../src/partition-routes.ts";
+import { partitionRoutes } from "../src/http/partition-routes.ts";
+import type { Route } from "../src/http/router.ts";
+import { createRouteTable } from "../src/http/router.ts";
 import { fakePlacement } from "./support/api-v2-server.ts";
 import { hostConfig } from "./support/config.ts";
 import { startLeasesHost } from "./support/leases-host.ts";
@@ -19,27 +21,39 @@ function capture(): { lines: Array<Record<string, unknown>>; logger: pino.Logger
 	return { lines, logger };
 }
 
-const call = (routes: ExtraRoutes, method: string, path: string) =>
-	routes(method, new URL(path, "http://h"));
+/** The host's next route for `POST /work`: the VVM's demo worker. */
+const WORKER: Route = {
+	method: "POST",
+	path: "/work",
+	handle: () => ({ status: 200, body: "worker" }),
+};
+
+/** One request through a route table of `routes` and the worker (no request body is read). */
+const call = (routes: Route[], method: string, path: string) =>
+	createRouteTable([...routes, WORKER])({
+		method,
+		url: new URL(path, "http://h"),
+		req: {} as IncomingMessage,
+	});
 
 describe("partition routes", () => {
-	it("answers 200 and logs `served` while serving, 421 with the holder, 503 when nobody is known, 400 for a bad partition", () => {
+	it("answers 200 and logs `served` while serving, 421 with the holder, 503 when nobody is known, 400 for a bad partition", async () => {
 		const { lines, logger } = capture();
 		const placement = fakePlacement([1], new Map([[2, { address: "10.0.0.2:8080", until: 123 }]]));
-		const routes = createPartitionRoutes({
+		const routes = partitionRoutes({
 			mode: "leases",
 			placement: () => placement,
 			partitions: 4,
 			self: () => "10.0.0.1:8080",
 			logger,
 		});
-		const ok = call(routes, "POST", "/work?partition=1");
+		const ok = await call(routes, "POST", "/work?partition=1");
 		expect(ok).toMatchObject({ status: 200, body: { done: true, partition: 1 } });
 		expect(lines.filter((l) => l.event === "served")).toMatchObject([{ partition: 1 }]);
 		expect(typeof lines[0]?.mono).toBe("number");
 		// The same 421 and 503 as the command routes (API v2 error body).
 		const location = "http://10.0.0.2:8080/work?partition=2";
-		expect(call(routes, "POST", "/work?partition=2")).toEqual({
+		expect(await call(routes, "POST", "/work?partition=2")).toEqual({
 			status: 421,
 			headers: { location, "vvm-holder": "10.0.0.2:8080" },
 			body: {
@@ -52,8 +66,9 @@ describe("partition routes", () => {
 				until: 123,
 				committed: "no",
 			},
+			outcome: "misdirected",
 		});
-		expect(call(routes, "POST", "/work?partition=3")).toMatchObject({
+		expect(await call(routes, "POST", "/work?partition=3")).toMatchObject({
 			status: 503,
 			headers: { "retry-after": "1" },
 			body: {
@@ -65,40 +80,40 @@ describe("partition routes", () => {
 			},
 		});
 		for (const bad of ["4", "-1", "x", "1.5", ""]) {
-			expect(call(routes, "POST", `/work?partition=${bad}`)).toMatchObject({
+			expect(await call(routes, "POST", `/work?partition=${bad}`)).toMatchObject({
 				status: 400,
 				body: { status: 400, code: "HOST_BAD_REQUEST", field: "partition", committed: "no" },
 			});
 		}
 		expect(lines.filter((l) => l.event === "served")).toHaveLength(1);
 		// Not theirs: the VVM's demo worker answers POST /work without a partition.
-		expect(call(routes, "POST", "/work")).toBeUndefined();
-		expect(call(routes, "GET", "/leases")).toEqual({
+		expect(await call(routes, "POST", "/work")).toEqual({ status: 200, body: "worker" });
+		expect(await call(routes, "GET", "/leases")).toEqual({
 			status: 200,
 			body: { mode: "static", served: [1] },
 		});
-		expect(call(routes, "POST", "/leases")).toMatchObject({
+		expect(await call(routes, "POST", "/leases")).toMatchObject({
 			status: 405,
 			headers: { allow: "GET" },
 			body: { code: "HOST_BAD_REQUEST" },
 		});
 	});
 
-	it("without a placement: 404 naming --placement in static mode, 503 while a leases host joins", () => {
+	it("without a placement: 404 naming --placement in static mode, 503 while a leases host joins", async () => {
 		const { logger } = capture();
 		const routes = (mode: "static" | "leases") =>
-			createPartitionRoutes({
+			partitionRoutes({
 				mode,
 				placement: () => undefined,
 				partitions: 4,
 				self: () => "10.0.0.1:8080",
 				logger,
 			});
-		const stat = call(routes("static"), "GET", "/leases");
+		const stat = await call(routes("static"), "GET", "/leases");
 		expect(stat?.status).toBe(404);
 		expect(JSON.stringify(stat?.body)).toContain("--placement leases");
-		expect(call(routes("static"), "POST", "/work?partition=0")?.status).toBe(404);
-		expect(call(routes("leases"), "GET", "/leases")?.status).toBe(503);
+		expect((await call(routes("static"), "POST", "/work?partition=0")).status).toBe(404);
+		expect((await call(routes("leases"), "GET", "/leases")).status).toBe(503);
 	});
 });
 

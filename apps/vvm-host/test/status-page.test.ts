@@ -194,7 +194,7 @@ describe("GET /status: the placement field", () => {
 	});
 
 	it("GET / is one self-contained document with both modes' elements (no external resource)", async () => {
-		const { STATUS_PAGE_HTML } = await import("../src/status-page.ts");
+		const { STATUS_PAGE_HTML } = await import("../src/http/status-page.ts");
 		for (const id of ["placement-mode", "static-view", "leases-view", "lease-table"]) {
 			expect(STATUS_PAGE_HTML).toContain(`data-testid="${id}"`);
 		}

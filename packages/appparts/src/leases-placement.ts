@@ -3,12 +3,12 @@
 // partitions, and deploys a partition when its lease is granted here.
 import type { Clock } from "@vvm/clock";
 import { systemClock } from "@vvm/clock";
+import { checkPartitions } from "@vvm/cp";
 import type { LeaseEvent, LeaseMetrics, LeaseNode, LeaseTable } from "@vvm/leases";
 import { createLeaseNode } from "@vvm/leases";
 import type { TTLStorage } from "@vvm/ttlstorage";
 import type { PartitionPlacement, PlacementHandlers } from "./placement.ts";
 import { locateBy } from "./placement.ts";
-import { checkPartitions } from "./validate.ts";
 
 /** Options of {@link createLeasesPlacement}. */
 export interface LeasesPlacementOptions {

@@ -2,13 +2,13 @@
 // that slot's leader (@vvm/orch), only while its lease is valid.
 import type { Clock, TimerHandle } from "@vvm/clock";
 import { systemClock } from "@vvm/clock";
+import { checkPartitions } from "@vvm/cp";
 import type { Logger } from "@vvm/log";
 import { silentLogger } from "@vvm/log";
 import type { VVMLeadership, VVMService, VVMServiceContext } from "@vvm/orch";
-import { parseLeaderValue } from "@vvm/orch";
+import { checkVVMTimings, parseLeaderValue } from "@vvm/orch";
 import type { PartitionHolder, PartitionPlacement, PlacementHandlers } from "./placement.ts";
 import { locateBy } from "./placement.ts";
-import { checkPartitions } from "./validate.ts";
 
 /** Options of {@link createStaticPlacement}. */
 export interface StaticPlacementOptions {
@@ -78,9 +78,8 @@ interface Held {
 export function createStaticPlacement(options: StaticPlacementOptions): StaticPlacement {
 	const { partitions, numVVM, handlers } = options;
 	checkPartitions(partitions);
-	if (!Number.isInteger(numVVM) || numVVM < 1 || numVVM > 0xffff) {
-		throw new RangeError(`[@vvm/appparts] numVVM must be an integer in 1..65535, got ${numVVM}`);
-	}
+	checkVVMTimings({ numVVM }); // the VVM's own rule: a slot is a u32
+
 	if (typeof handlers?.onGranted !== "function" || typeof handlers.onEnded !== "function") {
 		throw new TypeError("[@vvm/appparts] handlers must have onGranted and onEnded");
 	}

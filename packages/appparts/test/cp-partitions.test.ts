@@ -84,7 +84,7 @@ describe("placement options are checked before anything runs", () => {
 	it.each([
 		["partitions 0", { partitions: 0 }, /partitions must be an integer in 1\.\.65536, got 0/],
 		["partitions 1.5", { partitions: 1.5 }, /partitions must be an integer/],
-		["numVVM 0", { numVVM: 0 }, /numVVM must be an integer in 1\.\.65535, got 0/],
+		["numVVM 0", { numVVM: 0 }, /numVVM must be an integer in 1\.\.4294967295, got 0/],
 		["holderRefreshMs 0", { holderRefreshMs: 0 }, /holderRefreshMs must be at least 1/],
 		["handlers missing", { handlers: {} }, /handlers must have onGranted and onEnded/],
 	])("static: %s", (_, bad, message) => {

@@ -5,14 +5,13 @@ import { createSequencer } from "@vvm/isequencer";
 import type { Logger } from "@vvm/log";
 import { libraryLogger } from "@vvm/log";
 import type { TTLStorage } from "@vvm/ttlstorage";
-import { MAX_TTL_SECONDS } from "@vvm/ttlstorage";
 import type { App } from "./app-def.ts";
 import type { AppPartition, DeployOptions, SequencerFactory } from "./app-partition.ts";
 import { AppPartitionImpl } from "./app-partition.ts";
 import { demoApp } from "./demo-app.ts";
 import type { SequencesTrustLevel } from "./event-writer.ts";
-import { DEFAULT_IDEMPOTENCY_TTL_SECONDS } from "./idempotency.ts";
-import { checkPartitions, partitionOf } from "./partition.ts";
+import { partitionOf } from "./partition.ts";
+import { checkCpSettings } from "./settings.ts";
 import type { PartitionStats } from "./stats.ts";
 import { CoalescingStorage } from "./write-coalescer.ts";
 
@@ -162,10 +161,7 @@ class CommandProcessorImpl implements CommandProcessor {
 			throw new RangeError(
 				`[@vvm/cp] appId must be an integer in 0..2^32-1, got ${String(options.appId)}`,
 			);
-		checkPartitions(options.partitions);
-		const level = options.trustLevel ?? 0;
-		if (level !== 0 && level !== 1 && level !== 2)
-			throw new RangeError(`[@vvm/cp] trustLevel must be 0, 1 or 2, got ${String(level)}`);
+		const settings = checkCpSettings(options);
 		for (const [name, v, min] of [
 			["retryAfterMs", options.retryAfterMs, 0],
 			["maxQueuedCommands", options.maxQueuedCommands, 1],
@@ -173,12 +169,7 @@ class CommandProcessorImpl implements CommandProcessor {
 		] as const)
 			if (v !== undefined && (!Number.isSafeInteger(v) || v < min))
 				throw new RangeError(`[@vvm/cp] ${name} must be an integer >= ${min}, got ${v}`);
-		const ttl = options.idempotencyTtlSeconds ?? DEFAULT_IDEMPOTENCY_TTL_SECONDS;
-		if (!Number.isSafeInteger(ttl) || ttl < 1 || ttl > MAX_TTL_SECONDS)
-			throw new RangeError(
-				`[@vvm/cp] idempotencyTtlSeconds must be an integer in 1..${MAX_TTL_SECONDS}, got ${String(ttl)}`,
-			);
-		this.#idempotencyTtl = ttl;
+		this.#idempotencyTtl = settings.idempotencyTtlSeconds;
 		this.#fencing =
 			options.unsafeUnfenced !== true &&
 			options.storage.supports?.fencing !== undefined &&
@@ -197,7 +188,7 @@ class CommandProcessorImpl implements CommandProcessor {
 		this.app = options.app ?? demoApp;
 		this.appId = options.appId;
 		this.partitions = options.partitions;
-		this.trustLevel = level;
+		this.trustLevel = settings.trustLevel;
 		this.#coalescer =
 			options.coalesceWrites === false
 				? undefined

@@ -63,7 +63,7 @@ export {
 	PKEY_PREFIX_WLOG,
 	type StorageKey,
 } from "./keys.ts";
-export { MAX_PARTITIONS, partitionOf } from "./partition.ts";
+export { checkPartitions, MAX_PARTITIONS, partitionOf } from "./partition.ts";
 export { createPLogReader, type PLogReaderOptions } from "./plog-reader.ts";
 export {
 	type CommandRequestBase,
@@ -73,4 +73,5 @@ export {
 	MAX_CUDS,
 	type UpdateRecordRequest,
 } from "./request.ts";
+export { type CpSettings, checkCpSettings } from "./settings.ts";
 export type { PartitionStats } from "./stats.ts";

@@ -1,7 +1,15 @@
 /** Most partitions an application may have: partition IDs are u16 (voedger `PartitionID`). */
 export const MAX_PARTITIONS = 0x1_0000;
 
-/** @internal Throws a RangeError unless `n` is a partition count `1..65536`. */
+/**
+ * Throws a RangeError unless `n` is a partition count `1..65536` (the rule every placement of
+ * the command processor's partitions applies too).
+ *
+ * @example
+ * ```ts
+ * checkPartitions(0); // RangeError: [@vvm/cp] partitions must be an integer in 1..65536, got 0
+ * ```
+ */
 export function checkPartitions(n: number): void {
 	if (!Number.isSafeInteger(n) || n < 1 || n > MAX_PARTITIONS)
 		throw new RangeError(

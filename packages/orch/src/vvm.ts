@@ -13,6 +13,7 @@ import { libraryLogger, silentLogger } from "@vvm/log";
 import { VVMError } from "./errors.ts";
 import type { VVMEvent, VVMLifecycleEvent } from "./events.ts";
 import type { VVMService, VVMServiceContext } from "./service.ts";
+import { checkVVMTimings, MAX_LEADERSHIP_SECONDS } from "./timings.ts";
 
 /** Default leadership duration of {@link VVM.launch}, seconds (voedger's default). */
 export const DEFAULT_LEADERSHIP_DURATION_SECONDS = 20;
@@ -20,9 +21,6 @@ export const DEFAULT_LEADERSHIP_DURATION_SECONDS = 20;
 export const DEFAULT_ACQUISITION_DURATION_MS = 120_000;
 /** Default pause between acquisition attempts, ms, on the VVM's clock. */
 export const DEFAULT_ACQUIRE_RETRY_MS = 1_000;
-
-const MAX_DURATION_SECONDS = 31_536_000;
-const MAX_SLOT = 0xffff_ffff;
 
 /** Factory of the elections a VVM uses; defaults to `createElections` of `@vvm/ielections`. */
 export type ElectionsFactory = (
@@ -199,30 +197,16 @@ class VVMImpl implements VVM {
 		acquisitionDurationMs: number = DEFAULT_ACQUISITION_DURATION_MS,
 	): Promise<AbortSignal> {
 		if (this.#state !== "idle") throw new Error("[@vvm/orch] VVM is launched already");
-		if (
-			!Number.isInteger(leadershipDurationSeconds) ||
-			leadershipDurationSeconds < 1 ||
-			leadershipDurationSeconds > MAX_DURATION_SECONDS
-		) {
-			throw new RangeError(
-				`[@vvm/orch] leadershipDurationSeconds must be an integer in 1..${MAX_DURATION_SECONDS}, got ${String(leadershipDurationSeconds)}`,
-			);
-		}
-		if (
-			typeof acquisitionDurationMs !== "number" ||
-			!Number.isFinite(acquisitionDurationMs) ||
-			acquisitionDurationMs < 0
-		) {
-			throw new RangeError(
-				`[@vvm/orch] acquisitionDurationMs must be a finite number >= 0, got ${String(acquisitionDurationMs)}`,
-			);
-		}
-		const skew = this.#maxClockSkewMs ?? 0;
-		if (skew > leadershipDurationSeconds * 500) {
-			throw new RangeError(
-				`[@vvm/orch] maxClockSkewMs ${skew} is too large for a ${leadershipDurationSeconds} s leadership: at most half of it, ${leadershipDurationSeconds * 500} ms`,
-			);
-		}
+		checkVVMTimings(
+			{
+				numVVM: this.#numVVM,
+				leadershipSeconds: leadershipDurationSeconds,
+				acquisitionDurationMs,
+				acquireRetryMs: this.#retryMs,
+				maxClockSkewMs: this.#maxClockSkewMs ?? 0,
+			},
+			(option) => (option === "leadershipSeconds" ? "leadershipDurationSeconds" : option),
+		);
 		this.#state = "launched";
 		return this.#launch(leadershipDurationSeconds, acquisitionDurationMs);
 	}
@@ -527,24 +511,16 @@ function validateConfig(config: VVMConfig): void {
 	if (typeof config.address !== "string" || config.address.length === 0) {
 		throw new TypeError("[@vvm/orch] config.address must be a non-empty string");
 	}
-	const n = config.numVVM;
-	if (n !== undefined && (!Number.isInteger(n) || n < 1 || n > MAX_SLOT)) {
-		throw new RangeError(
-			`[@vvm/orch] config.numVVM must be an integer in 1..${MAX_SLOT}, got ${String(n)}`,
-		);
-	}
-	const skew = config.maxClockSkewMs;
-	if (skew !== undefined && (!Number.isSafeInteger(skew) || skew < 0)) {
-		throw new RangeError(
-			`[@vvm/orch] config.maxClockSkewMs must be an integer >= 0, got ${String(skew)}`,
-		);
-	}
-	const r = config.acquireRetryMs;
-	if (r !== undefined && (typeof r !== "number" || !Number.isFinite(r) || r <= 0)) {
-		throw new RangeError(
-			`[@vvm/orch] config.acquireRetryMs must be a finite number > 0, got ${String(r)}`,
-		);
-	}
+	// The rest at launch, with the durations (the skew is judged against the leadership).
+	checkVVMTimings(
+		{
+			...(config.numVVM === undefined ? {} : { numVVM: config.numVVM }),
+			...(config.acquireRetryMs === undefined ? {} : { acquireRetryMs: config.acquireRetryMs }),
+			...(config.maxClockSkewMs === undefined ? {} : { maxClockSkewMs: config.maxClockSkewMs }),
+			leadershipSeconds: MAX_LEADERSHIP_SECONDS,
+		},
+		(option) => `config.${option}`,
+	);
 	const names = new Set<string>();
 	for (const service of config.services ?? []) {
 		if (

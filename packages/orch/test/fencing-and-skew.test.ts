@@ -40,7 +40,7 @@ describe("maxClockSkewMs through the VVM", () => {
 	it("is validated before any I/O: in the config, and against the duration at launch", () => {
 		const storage = vvmLeadershipStorage(createMemTTLStorage());
 		expect(() => provideVVM({ storage, address: "a", maxClockSkewMs: -5 })).toThrow(
-			/maxClockSkewMs must be an integer >= 0/,
+			/config.maxClockSkewMs must be an integer in 0..2147483647, got -5/,
 		);
 		const vvm = provideVVM({
 			storage,
@@ -48,7 +48,9 @@ describe("maxClockSkewMs through the VVM", () => {
 			maxClockSkewMs: 3_000,
 			killer: new FakeKiller(),
 		});
-		expect(() => vvm.launch(4, 0)).toThrow(/at most half of it, 2000 ms/);
+		expect(() => vvm.launch(4, 0)).toThrow(
+			/maxClockSkewMs 3000 is more than half of leadershipDurationSeconds 4 \(at most 2000 ms\)/,
+		);
 	});
 
 	it("shortens the lease the services act on", async () => {

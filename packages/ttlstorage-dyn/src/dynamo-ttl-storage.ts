@@ -51,6 +51,7 @@ import {
 	recordId,
 	sortKey,
 } from "./item.ts";
+import { validateDynamoTableName } from "./names.ts";
 
 const DRIVER_NAME = "dyn";
 
@@ -135,9 +136,7 @@ class DynamoTTLStorageImpl implements TTLStorage {
 		if (client === null || typeof client !== "object" || typeof client.send !== "function") {
 			throw new TypeError("[@vvm/ttlstorage-dyn] client must be a DynamoDBClient");
 		}
-		if (typeof options.tableName !== "string" || options.tableName.length === 0) {
-			throw new TypeError("[@vvm/ttlstorage-dyn] tableName must be a non-empty string");
-		}
+		validateDynamoTableName(options.tableName);
 		this.#client = client;
 		this.#table = options.tableName;
 		this.#clock = options.clock ?? systemClock;

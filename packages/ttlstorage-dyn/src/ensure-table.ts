@@ -9,6 +9,7 @@ import {
 import { TTLStorageError } from "@vvm/ttlstorage";
 import { toStorageError } from "./error-mapping.ts";
 import { ATTR } from "./item.ts";
+import { validateDynamoTableName } from "./names.ts";
 
 function isNamed(error: unknown, name: string): boolean {
 	return typeof error === "object" && error !== null && (error as { name?: unknown }).name === name;
@@ -59,9 +60,7 @@ export async function ensureDynamoTTLTable(
 	tableName: string,
 	options: EnsureDynamoTTLTableOptions = {},
 ): Promise<"created" | "exists"> {
-	if (typeof tableName !== "string" || tableName.length === 0) {
-		throw new TypeError("[@vvm/ttlstorage-dyn] tableName must be a non-empty string");
-	}
+	validateDynamoTableName(tableName);
 	const { signal, requestTimeoutMs = 5_000 } = options;
 	if (!Number.isSafeInteger(requestTimeoutMs) || requestTimeoutMs < 0) {
 		throw new RangeError(

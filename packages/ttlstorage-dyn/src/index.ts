@@ -3,3 +3,4 @@ export {
 	type DynamoTTLStorageOptions,
 } from "./dynamo-ttl-storage.ts";
 export { type EnsureDynamoTTLTableOptions, ensureDynamoTTLTable } from "./ensure-table.ts";
+export { validateDynamoTableName } from "./names.ts";

@@ -58,7 +58,7 @@ function make(
 ): { storage: TTLStorage; sent: Sent[]; clock: MockClock } {
 	const { client, sent } = stubClient(respond);
 	const clock = new MockClock(NOW);
-	const storage = createDynamoTTLStorage({ client, tableName: "t", clock, ...extra });
+	const storage = createDynamoTTLStorage({ client, tableName: "tbl", clock, ...extra });
 	return { storage, sent, clock };
 }
 
@@ -380,7 +380,7 @@ describe("reads", () => {
 describe("putBatch", () => {
 	const items = (n: number, key = (i: number) => `c${i}`) =>
 		Array.from({ length: n }, (_, i) => ({ pKey: p, cCols: utf8(key(i)), value: utf8(`v${i}`) }));
-	const writes = (s: Sent) => (s.input.RequestItems as Record<string, unknown[]>).t ?? [];
+	const writes = (s: Sent) => (s.input.RequestItems as Record<string, unknown[]>).tbl ?? [];
 
 	it("splits into chunks of 25", async () => {
 		const { storage, sent } = make(() => ({}));
@@ -406,14 +406,14 @@ describe("putBatch", () => {
 		const { storage, sent } = make((s, n) => {
 			const w = writes(s);
 			// Twice, DynamoDB leaves the last 5 items of the request unprocessed.
-			return n <= 2 ? { UnprocessedItems: { t: w.slice(-5) } } : {};
+			return n <= 2 ? { UnprocessedItems: { tbl: w.slice(-5) } } : {};
 		});
 		await storage.putBatch(items(20));
 		expect(sent.map((s) => writes(s).length)).toEqual([20, 5, 5]);
 	});
 
 	it("rejects with TTLSTORAGE_UNAVAILABLE when items stay unprocessed past the deadline", async () => {
-		const { storage, sent } = make((s) => ({ UnprocessedItems: { t: writes(s) } }), {
+		const { storage, sent } = make((s) => ({ UnprocessedItems: { tbl: writes(s) } }), {
 			batchDeadlineMs: 150,
 		});
 		expect(await codeOf(storage.putBatch(items(3)))).toBe("TTLSTORAGE_UNAVAILABLE");
@@ -442,15 +442,18 @@ describe("lifecycle and options", () => {
 
 	it("rejects bad options", () => {
 		const { client } = stubClient();
-		expect(() => createDynamoTTLStorage({ client, tableName: "" })).toThrow(TypeError);
-		expect(() => createDynamoTTLStorage({ client: {} as DynamoDBClient, tableName: "t" })).toThrow(
-			TypeError,
+		expect(() => createDynamoTTLStorage({ client, tableName: "" })).toThrow(RangeError);
+		expect(() => createDynamoTTLStorage({ client, tableName: "a b" })).toThrow(
+			/tableName must match .* got "a b"/,
 		);
-		expect(() => createDynamoTTLStorage({ client, tableName: "t", reapGraceSeconds: -1 })).toThrow(
-			RangeError,
-		);
-		expect(() => createDynamoTTLStorage({ client, tableName: "t", batchDeadlineMs: 1.5 })).toThrow(
-			RangeError,
-		);
+		expect(() =>
+			createDynamoTTLStorage({ client: {} as DynamoDBClient, tableName: "tbl" }),
+		).toThrow(TypeError);
+		expect(() =>
+			createDynamoTTLStorage({ client, tableName: "tbl", reapGraceSeconds: -1 }),
+		).toThrow(RangeError);
+		expect(() =>
+			createDynamoTTLStorage({ client, tableName: "tbl", batchDeadlineMs: 1.5 }),
+		).toThrow(RangeError);
 	});
 });

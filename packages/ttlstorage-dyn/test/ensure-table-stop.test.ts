@@ -29,7 +29,7 @@ afterAll(() => {
 
 describe("ensureDynamoTTLTable against an endpoint that never answers", () => {
 	it("fails with TTLSTORAGE_UNAVAILABLE after its request timeout instead of hanging", async () => {
-		const error = await ensureDynamoTTLTable(client, "t", { requestTimeoutMs: 200 }).catch(
+		const error = await ensureDynamoTTLTable(client, "tbl", { requestTimeoutMs: 200 }).catch(
 			(e: unknown) => e,
 		);
 		expect(TTLStorageError.is(error) && error.code).toBe("TTLSTORAGE_UNAVAILABLE");
@@ -37,13 +37,13 @@ describe("ensureDynamoTTLTable against an endpoint that never answers", () => {
 
 	it("stops at once with the signal's reason", async () => {
 		const ac = new AbortController();
-		const pending = ensureDynamoTTLTable(client, "t", { signal: ac.signal, requestTimeoutMs: 0 });
+		const pending = ensureDynamoTTLTable(client, "tbl", { signal: ac.signal, requestTimeoutMs: 0 });
 		setTimeout(() => ac.abort(new Error("stop requested")), 50);
 		await expect(pending).rejects.toThrow("stop requested");
 	});
 
 	it("rejects a bad request timeout before any request", async () => {
-		await expect(ensureDynamoTTLTable(client, "t", { requestTimeoutMs: -1 })).rejects.toThrow(
+		await expect(ensureDynamoTTLTable(client, "tbl", { requestTimeoutMs: -1 })).rejects.toThrow(
 			RangeError,
 		);
 	});

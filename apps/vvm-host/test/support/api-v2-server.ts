@@ -1,7 +1,5 @@
 // The API v2 routes over a real command processor (mem by default) behind a stand-in placement,
 // on a real HTTP server: the fixture of the API v2 and review tests.
-import { createServer } from "node:http";
-import type { AddressInfo } from "node:net";
 import type { PartitionHolder, PartitionPlacement } from "@vvm/appparts";
 import { locateBy } from "@vvm/appparts";
 import type { CommandProcessor } from "@vvm/cp";
@@ -10,8 +8,9 @@ import type { TTLStorage } from "@vvm/ttlstorage";
 import { createMemTTLStorage } from "@vvm/ttlstorage-mem";
 import { pino } from "pino";
 import { Registry } from "prom-client";
-import { createApiV2Handler } from "../../src/api-v2.ts";
 import { createCpMetrics } from "../../src/cp-metrics.ts";
+import { apiV2Route } from "../../src/http/api-v2.ts";
+import { createRouteTable, startHttpServer } from "../../src/http/router.ts";
 
 /** Partitions of the fixture's application. */
 const PARTITIONS = 4;
@@ -66,7 +65,7 @@ export async function serveApiV2(
 	for (const p of options.deploy ?? options.serving) await cp.deploy(p).ready();
 	const registry = new Registry();
 	const placement = fakePlacement(options.serving, options.holders);
-	const handler = createApiV2Handler({
+	const route = apiV2Route({
 		partitions: PARTITIONS,
 		placement: () => placement,
 		partition: (p) => cp.partition(p),
@@ -79,15 +78,11 @@ export async function serveApiV2(
 		),
 		logger: pino({ level: "silent" }),
 	});
-	const server = createServer((req, res) => {
-		void handler(req, res, new URL(req.url ?? "/", "http://localhost"));
-	});
-	await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+	const http = await startHttpServer(createRouteTable([route]), "127.0.0.1", 0);
 	closers.push(async () => {
-		server.closeAllConnections();
-		await new Promise((r) => server.close(r));
+		await http.close();
 		await cp.close();
 	});
-	const port = (server.address() as AddressInfo).port;
+	const { port } = http;
 	return { cp, registry, port, base: `http://127.0.0.1:${port}/api/v2/apps/vvm/demo/workspaces` };
 }

@@ -1,13 +1,14 @@
-import type { IncomingMessage, ServerResponse } from "node:http";
+import type { IncomingMessage } from "node:http";
 import type { PartitionPlacement } from "@vvm/appparts";
 import type { AppPartition, CommandResult } from "@vvm/cp";
 import { partitionOf } from "@vvm/cp";
 import type { Logger } from "pino";
-import type { ApiErrorReply } from "./api-errors.ts";
-import { cpErrorReply, hostRefusal, notServedHere, unavailable } from "./api-errors.ts";
+import type { CpMetrics } from "../cp-metrics.ts";
 import type { ApiRoute } from "./api-routes.ts";
-import { parseApiRoute } from "./api-routes.ts";
-import type { CpMetrics } from "./cp-metrics.ts";
+import { API_PREFIX, parseApiRoute } from "./api-routes.ts";
+import type { ApiErrorReply } from "./errors.ts";
+import { cpErrorReply, hostRefusal, notServedHere, unavailable } from "./errors.ts";
+import type { Reply, Route, RouteRequest } from "./router.ts";
 
 /** Largest request body read, bytes (an event is at most 62 KiB: `@vvm/cp` `MAX_EVENT_BYTES`). */
 const MAX_BODY_BYTES = 256 * 1024;
@@ -27,31 +28,11 @@ export interface ApiV2Deps {
 	readonly logger: Logger;
 }
 
-type Reply = {
-	readonly status: number;
-	readonly body: unknown;
-	readonly headers: Record<string, string>;
-};
-
-const send = (res: ServerResponse, reply: Reply): void => {
-	const text = `${JSON.stringify(reply.body)}\n`;
-	res.writeHead(reply.status, {
-		"content-type": "application/json; charset=utf-8",
-		"content-length": Buffer.byteLength(text),
-		"cache-control": "no-store",
-		...reply.headers,
-	});
-	res.end(text);
-};
-
-const errorOf = (e: ApiErrorReply): Reply => ({
-	status: e.status,
-	body: e.body,
-	headers: { ...e.headers },
-});
+/** A request body read as a JSON object, or the refusal to answer instead. */
+type BodyRead = { readonly fields: Record<string, unknown> } | { readonly refused: ApiErrorReply };
 
 /** Reads a JSON object body, at most {@link MAX_BODY_BYTES}; a bad one is a 400 naming `body`. */
-async function readJsonBody(req: IncomingMessage): Promise<Record<string, unknown> | Reply> {
+async function readJsonBody(req: IncomingMessage): Promise<BodyRead> {
 	const chunks: Buffer[] = [];
 	let size = 0;
 	for await (const chunk of req) {
@@ -60,11 +41,13 @@ async function readJsonBody(req: IncomingMessage): Promise<Record<string, unknow
 			const tooLarge = hostRefusal(413, `body: larger than ${MAX_BODY_BYTES} bytes`, {
 				field: "body",
 			});
-			return { ...tooLarge, headers: { connection: "close" } };
+			return { refused: { ...tooLarge, headers: { connection: "close" } } };
 		}
 		chunks.push(chunk as Buffer);
 	}
-	const bad = (message: string): Reply => hostRefusal(400, `body: ${message}`, { field: "body" });
+	const bad = (message: string): BodyRead => ({
+		refused: hostRefusal(400, `body: ${message}`, { field: "body" }),
+	});
 	let value: unknown;
 	try {
 		value = JSON.parse(Buffer.concat(chunks).toString("utf8"));
@@ -73,16 +56,8 @@ async function readJsonBody(req: IncomingMessage): Promise<Record<string, unknow
 	}
 	if (typeof value !== "object" || value === null || Array.isArray(value))
 		return bad("must be a JSON object");
-	return value as Record<string, unknown>;
+	return { fields: value as Record<string, unknown> };
 }
-
-const isReply = (v: unknown): v is Reply =>
-	typeof v === "object" &&
-	v !== null &&
-	"status" in v &&
-	"headers" in v &&
-	"body" in v &&
-	typeof (v as Reply).status === "number";
 
 /**
  * Where a partition's request goes: this host's deployed partition, or a 421 naming the holder,
@@ -198,91 +173,102 @@ async function run(
 	}
 }
 
+/** An answer of the API v2 routes before the `vvm-*` headers: its metrics outcome beside it. */
+interface Answer {
+	readonly reply: Reply;
+	readonly outcome: string;
+	readonly partition?: number;
+	readonly token?: bigint;
+}
+
+const refusedAnswer = (e: ApiErrorReply, partition?: number): Answer => ({
+	reply: e,
+	outcome: e.outcome,
+	...(partition === undefined ? {} : { partition }),
+});
+
+/** Routes, reads, locates and runs one request (the order of {@link apiV2Route}). */
+async function answer(deps: ApiV2Deps, route: ApiRoute, request: RouteRequest): Promise<Answer> {
+	const { req, url } = request;
+	const partition = partitionOf(route.wsid, deps.partitions);
+	const write = isWrite(route);
+	if (!write) req.resume();
+	const body = write ? await readJsonBody(req) : { fields: {} };
+	if ("refused" in body) return refusedAnswer(body.refused, partition);
+	const target = locate(deps, partition, `${url.pathname}${url.search}`);
+	if ("outcome" in target) return refusedAnswer(target, partition);
+	const token = deps.fencingToken(partition);
+	const tokenOf = token === undefined ? {} : { token };
+	try {
+		const key = write ? idempotencyKeyOf(req) : undefined;
+		return {
+			reply: await run(route, target, body.fields, key),
+			outcome: "ok",
+			partition,
+			...tokenOf,
+		};
+	} catch (error) {
+		const e = cpErrorReply(error);
+		return { reply: e, outcome: e.outcome, partition, ...tokenOf };
+	}
+}
+
 /**
- * Creates the handler of `/api/v2/…` (the command processor's routes; see the README's table).
- * Order: the route and its URL fields (400/404/405), then the body (400 naming `body`), then the
- * partition's place (421 to the holder, 503 with `Retry-After`), then the command processor (its
- * own 400/404/405 naming the field, before anything is written). Answers of writes carry the
- * partition, its fencing token and the event's PLog offset as `vvm-*` headers, and so does the
- * `command` log line (debug; warn for 409 and 5xx).
+ * The route of `/api/v2/…` (the command processor's; see the README's table). Order: the route
+ * and its URL fields (400/404/405), then the body (400 naming `body`), then the partition's place
+ * (421 to the holder, 503 with `Retry-After`), then the command processor (its own 400/404/405
+ * naming the field, before anything is written). Answers carry the partition, its fencing token
+ * and (writes) the event's PLog offset as `vvm-*` headers, and so does the `command` log line
+ * (debug; warn for 409 and 5xx).
  *
  * @example
  * ```ts
- * const api = createApiV2Handler(deps);
- * // in the server: if (isApiPath(url.pathname)) return api(req, res, url);
+ * const table = createRouteTable([apiV2Route(deps), ...operatorRoutes(state)]);
  * ```
  */
-export function createApiV2Handler(
-	deps: ApiV2Deps,
-): (req: IncomingMessage, res: ServerResponse, url: URL) => Promise<void> {
-	return async (req, res, url) => {
-		const started = performance.now();
-		const method = req.method ?? "GET";
-		const route = parseApiRoute(method, url.pathname, url.searchParams);
-		const kind = route.kind === "error" ? "invalid" : route.kind;
-		let reply: Reply;
-		let outcome = "ok";
-		let partition: number | undefined;
-		let token: bigint | undefined;
-		if (route.kind === "error") {
-			req.resume();
-			const refused = hostRefusal(route.status, route.message, {
-				...(route.field === undefined ? {} : { field: route.field }),
-				...(route.allow === undefined ? {} : { allow: route.allow }),
-			});
-			outcome = refused.outcome;
-			reply = errorOf(refused);
-		} else {
-			partition = partitionOf(route.wsid, deps.partitions);
-			if (!isWrite(route)) req.resume();
-			const body = isWrite(route) ? await readJsonBody(req) : {};
-			if (isReply(body)) {
-				outcome = "bad_request";
-				reply = body;
-			} else {
-				const target = locate(deps, partition, `${url.pathname}${url.search}`);
-				if ("outcome" in target) {
-					outcome = target.outcome;
-					reply = errorOf(target);
-				} else {
-					token = deps.fencingToken(partition);
-					try {
-						reply = await run(
-							route,
-							target,
-							body,
-							isWrite(route) ? idempotencyKeyOf(req) : undefined,
-						);
-					} catch (error) {
-						const e = cpErrorReply(error);
-						outcome = e.outcome;
-						reply = errorOf(e);
-					}
-				}
+export function apiV2Route(deps: ApiV2Deps): Route {
+	return {
+		method: "*",
+		path: API_PREFIX,
+		prefix: true,
+		handle: async (request) => {
+			const started = performance.now();
+			const route = parseApiRoute(request.method, request.url.pathname, request.url.searchParams);
+			if (route.kind === "error") {
+				request.req.resume();
+				const refused = hostRefusal(route.status, route.message, {
+					...(route.field === undefined ? {} : { field: route.field }),
+					...(route.allow === undefined ? {} : { allow: route.allow }),
+				});
+				deps.metrics.observe("invalid", refused.outcome, refused.status, elapsed(started));
+				return refused;
 			}
-			reply.headers["vvm-partition"] = String(partition);
-			if (token !== undefined) reply.headers["vvm-fencing-token"] = token.toString();
-		}
-		send(res, reply);
-		const seconds = (performance.now() - started) / 1000;
-		deps.metrics.observe(kind, outcome, reply.status, seconds);
-		if (route.kind !== "error" && isWrite(route)) {
-			const line = {
-				event: "command",
-				kind,
-				wsid: route.wsid,
-				partition,
-				fencingToken: reply.headers["vvm-fencing-token"],
-				plogOffset:
-					reply.headers["vvm-plog-offset"] === undefined
-						? undefined
-						: Number(reply.headers["vvm-plog-offset"]),
-				status: reply.status,
-				outcome,
-				ms: Math.round(seconds * 10_000) / 10,
-			};
-			if (reply.status === 409 || reply.status >= 500) deps.logger.warn(line, `command ${outcome}`);
-			else deps.logger.debug(line, `command ${outcome}`);
-		}
+			const { reply, outcome, partition, token } = await answer(deps, route, request);
+			const headers: Record<string, string> = { ...reply.headers };
+			if (partition !== undefined) headers["vvm-partition"] = String(partition);
+			if (token !== undefined) headers["vvm-fencing-token"] = token.toString();
+			const seconds = elapsed(started);
+			deps.metrics.observe(route.kind, outcome, reply.status, seconds);
+			if (isWrite(route)) {
+				const offset = headers["vvm-plog-offset"];
+				const line = {
+					event: "command",
+					kind: route.kind,
+					wsid: route.wsid,
+					partition,
+					fencingToken: token?.toString(),
+					plogOffset: offset === undefined ? undefined : Number(offset),
+					status: reply.status,
+					outcome,
+					ms: Math.round(seconds * 10_000) / 10,
+				};
+				if (reply.status === 409 || reply.status >= 500)
+					deps.logger.warn(line, `command ${outcome}`);
+				else deps.logger.debug(line, `command ${outcome}`);
+			}
+			return { ...reply, headers };
+		},
 	};
 }
+
+const elapsed = (started: number): number => (performance.now() - started) / 1000;

@@ -55,10 +55,8 @@ function qname(raw: string, field: string): string | ApiRouteError {
 	return isQName(raw) ? raw : bad(field, `must be a qualified name pkg.Name, got "${raw}"`);
 }
 
-/** `true` for the paths {@link parseApiRoute} handles (everything under `/api/v2/`). */
-export function isApiPath(pathname: string): boolean {
-	return pathname.startsWith("/api/v2/");
-}
+/** The paths {@link parseApiRoute} handles: everything under it (one prefix route). */
+export const API_PREFIX = "/api/v2/";
 
 /**
  * Parses an API v2 request of the command processor:

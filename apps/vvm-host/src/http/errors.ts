@@ -1,7 +1,9 @@
+// The one error body of every route (API v2's: status, code, message, field, committed), and the
+// one 421 and 503 shape. A route answers an error only through these.
 import type { PartitionLocation } from "@vvm/appparts";
 import { CpError } from "@vvm/cp";
 
-/** The HTTP answer to a failed request: status, JSON body, extra headers. */
+/** The HTTP answer to a failed request: status, JSON body, extra headers (a route's `Reply`). */
 export interface ApiErrorReply {
 	readonly status: number;
 	readonly headers: Readonly<Record<string, string>>;

@@ -1,0 +1,140 @@
+// The host's one HTTP layer: one route table, one reply type, one writer. Route modules
+// (operator-routes, partition-routes, api-v2) return their routes; the host lists them in one
+// table; nothing else writes to a response. Errors of every route have the API v2 body
+// (errors.ts). A route goes where its module is: see ARCHITECTURE.md "Where things go".
+import type { IncomingMessage, Server, ServerResponse } from "node:http";
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
+import { cpErrorReply, hostRefusal } from "./errors.ts";
+
+/**
+ * The answer of a route. `body` is sent as JSON, unless `contentType` is given: then it is
+ * sent as it is (a string: the status page, the metrics text).
+ */
+export interface Reply {
+	readonly status: number;
+	readonly body: unknown;
+	readonly headers?: Readonly<Record<string, string>>;
+	readonly contentType?: string;
+}
+
+/** What a route's handler gets: the parsed URL, the method, and the request (for its body). */
+export interface RouteRequest {
+	readonly method: string;
+	readonly url: URL;
+	readonly req: IncomingMessage;
+}
+
+/** One entry of the route table. */
+export interface Route {
+	/** The method, or `"*"` for a prefix route that answers 405 itself. */
+	readonly method: string;
+	/** The exact path, or with `prefix` every path that starts with it. */
+	readonly path: string;
+	readonly prefix?: boolean;
+	/** Only requests it accepts (e.g. `POST /work` with a `partition`); the next route gets the rest. */
+	readonly when?: (url: URL) => boolean;
+	readonly handle: (request: RouteRequest) => Reply | Promise<Reply>;
+}
+
+/** A route table's answer to one request. */
+export type RouteTable = (request: RouteRequest) => Promise<Reply>;
+
+/**
+ * One route table over `routes`, tried in order: the first whose method, path and `when` match
+ * answers. A path no route has is 404; a known path with another method is 405 with `Allow`.
+ * A handler that throws answers as {@link cpErrorReply} says (500 `committed: "unknown"` unless
+ * the error is a `CpError` that says otherwise).
+ *
+ * @example
+ * ```ts
+ * const table = createRouteTable([{ method: "GET", path: "/ping", handle: () => ({ status: 200, body: "pong" }) }]);
+ * ```
+ */
+export function createRouteTable(routes: readonly Route[]): RouteTable {
+	const exact = new Map<string, Route[]>();
+	const prefixes = routes.filter((r) => r.prefix === true);
+	for (const route of routes) {
+		if (route.prefix === true) continue;
+		const list = exact.get(route.path) ?? [];
+		list.push(route);
+		exact.set(route.path, list);
+	}
+	return async (request) => {
+		const { method, url } = request;
+		const path = url.pathname;
+		const candidates = exact.get(path) ?? prefixes.filter((r) => path.startsWith(r.path));
+		try {
+			for (const route of candidates) {
+				if (route.method !== "*" && route.method !== method) continue;
+				if (route.when !== undefined && !route.when(url)) continue;
+				return await route.handle(request);
+			}
+		} catch (error) {
+			return cpErrorReply(error);
+		}
+		if (candidates.length === 0) return hostRefusal(404, `no route ${path}`);
+		const allow = [...new Set(candidates.map((r) => r.method))];
+		return hostRefusal(405, `method ${method} not allowed on ${path}`, { allow });
+	};
+}
+
+/** The one reply writer: JSON (or the reply's own content type), never cached. */
+export function sendReply(res: ServerResponse, reply: Reply): void {
+	const text =
+		reply.contentType === undefined ? `${JSON.stringify(reply.body)}\n` : String(reply.body);
+	res.writeHead(reply.status, {
+		...reply.headers,
+		"content-type": reply.contentType ?? "application/json; charset=utf-8",
+		"content-length": Buffer.byteLength(text),
+		"cache-control": "no-store",
+	});
+	res.end(text);
+}
+
+/** A started HTTP server. */
+export interface HttpServer {
+	readonly port: number;
+	readonly server: Server;
+	close(): Promise<void>;
+}
+
+/**
+ * Starts node:http (no framework) over one route table and resolves once it listens.
+ *
+ * @example
+ * ```ts
+ * const http = await startHttpServer(createRouteTable(routes), "127.0.0.1", 8080);
+ * ```
+ */
+export function startHttpServer(
+	table: RouteTable,
+	host: string,
+	port: number,
+): Promise<HttpServer> {
+	const server = createServer((req, res) => {
+		const method = req.method ?? "GET";
+		const url = new URL(req.url ?? "/", "http://localhost");
+		table({ method, url, req }).then(
+			(reply) => sendReply(res, reply),
+			() => res.destroy(), // the table answers every error; this is a failed write
+		);
+	});
+	server.keepAliveTimeout = 1_000;
+	return new Promise((resolvePromise, reject) => {
+		const onError = (error: Error): void => reject(error);
+		server.once("error", onError);
+		server.listen(port, host, () => {
+			server.off("error", onError);
+			resolvePromise({
+				port: (server.address() as AddressInfo).port,
+				server,
+				close: () =>
+					new Promise<void>((done) => {
+						server.close(() => done());
+						server.closeAllConnections();
+					}),
+			});
+		});
+	});
+}
