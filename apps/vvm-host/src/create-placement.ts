@@ -1,7 +1,7 @@
 import type { PartitionPlacement, StaticPlacementOptions } from "@vvm/appparts";
 import { createLeasesPlacement, createStaticPlacement } from "@vvm/appparts";
 import type { Clock } from "@vvm/clock";
-import type { LeaseEvent } from "@vvm/leases";
+import type { LeaseEvent, LeaseTimings } from "@vvm/leases";
 import type { VVMService } from "@vvm/orch";
 import type { TTLStorage } from "@vvm/ttlstorage";
 import type { Logger } from "pino";
@@ -30,10 +30,7 @@ export interface PlacementDeps
 	readonly clock: Clock;
 	readonly logger: Logger;
 	/** leases: lease length, skew bound and record prefix (`--lease-*`). */
-	readonly leases: {
-		readonly intervalMs: number;
-		readonly maxClockSkewMs: number;
-		readonly namespace: string;
+	readonly leases: LeaseTimings & {
 		/** Every lease event, after it is logged (the host's lease metrics). */
 		readonly onEvent?: (event: LeaseEvent) => void;
 	};
@@ -68,7 +65,7 @@ export function createPlacement(mode: PlacementMode, deps: PlacementDeps): Creat
 				storage: deps.storage,
 				address: deps.address(),
 				partitions: deps.partitions,
-				leaseIntervalMs: deps.leases.intervalMs,
+				leaseIntervalMs: deps.leases.leaseIntervalMs,
 				maxClockSkewMs: deps.leases.maxClockSkewMs,
 				namespace: deps.leases.namespace,
 				handlers: deps.handlers,

@@ -25,8 +25,8 @@ import { createHostLogger, describeError, logVVMEvent } from "./logger.ts";
 import { createHostMetrics } from "./metrics.ts";
 import { partitionsSection } from "./partitions-section.ts";
 import { placementStatus } from "./status-placement.ts";
-import type { OpenedStorage } from "./storage.ts";
-import { openStorage } from "./storage.ts";
+import type { OpenedStorage } from "./storage/index.ts";
+import { openStorage } from "./storage/index.ts";
 import { unsafeMutantHooks } from "./unsafe-mutants.ts";
 import { createWaitingReporter } from "./waiting-reporter.ts";
 
@@ -40,11 +40,7 @@ export const EXIT = Object.freeze({ OK: 0, FAILURE: 1, BAD_CONFIG: 2 });
 const CP_CLOSE_TIMEOUT_MS = 5_000;
 
 /** Closes the command processor, giving up (logged) after `ms`: the durable PLog covers the rest. */
-async function closeWithin(
-	parts: CpPartitions,
-	ms: number,
-	logger: ReturnType<typeof createHostLogger>,
-): Promise<void> {
+async function closeWithin(parts: CpPartitions, ms: number, logger: HostLogger): Promise<void> {
 	let timer: NodeJS.Timeout | undefined;
 	const timeout = new Promise<"timeout">((resolve) => {
 		timer = setTimeout(resolve, ms, "timeout");
@@ -62,6 +58,8 @@ async function closeWithin(
 		clearTimeout(timer);
 	}
 }
+
+type HostLogger = ReturnType<typeof createHostLogger>;
 
 /** Which flag to fix after a failed listen: the port when it is taken, else the host. */
 function listenHint(error: unknown): string {
@@ -98,10 +96,56 @@ export interface RunHostOptions {
 	readonly storage?: TTLStorage;
 }
 
+/** What a run opened, closed in reverse order at its end. */
+interface Opened {
+	storage?: OpenedStorage;
+	http?: HttpServer;
+	parts?: CpPartitions;
+	placement?: PartitionPlacement;
+}
+
+/** Step 1: SIGINT/SIGTERM (or the embedder's `stop`) become one abort signal. */
+function stopRequests(
+	options: RunHostOptions,
+	logger: HostLogger,
+): { readonly signal: AbortSignal; readonly dispose: () => void } {
+	const stopCtl = new AbortController();
+	const onSignal = (signal: NodeJS.Signals): void => {
+		logger.info({ event: "signal", signal }, `received ${signal}: shutting down gracefully`);
+		stopCtl.abort(signal);
+	};
+	if (options.stop === undefined) {
+		process.once("SIGINT", onSignal);
+		process.once("SIGTERM", onSignal);
+	} else {
+		options.stop.addEventListener("abort", () => stopCtl.abort("stop"), { once: true });
+	}
+	return {
+		signal: stopCtl.signal,
+		dispose: () => {
+			process.off("SIGINT", onSignal);
+			process.off("SIGTERM", onSignal);
+		},
+	};
+}
+
+/** Step 2: the storage of `--storage`, or the caller's (kept open by it). */
+async function openHostStorage(
+	config: HostConfig,
+	options: RunHostOptions,
+	signal: AbortSignal,
+): Promise<OpenedStorage> {
+	if (options.storage !== undefined)
+		return { driver: options.storage, location: "a storage of the caller", close: async () => {} };
+	return openStorage(config.storage, signal);
+}
+
 /**
  * Runs the host until a signal, a launch failure or a leadership loss, and resolves to the exit
  * code: 0 graceful, 1 launch failure or leadership lost. The caller exits the process right away
- * (the killer stays armed after a graceful shutdown, as seed 001 requires).
+ * (the killer stays armed after a graceful shutdown, as seed 001 requires). The steps, in order:
+ * stop requests, storage, the command processor and its partitions, HTTP (one route table), the
+ * placement, then either the lease cluster (`--placement leases`) or the VVM's slot leadership.
  *
  * @example
  * ```ts
@@ -117,35 +161,14 @@ export async function runHost(config: HostConfig, options: RunHostOptions = {}):
 		stderr(`vvm-host: ${message}`);
 		return EXIT.FAILURE;
 	};
-
-	// Stop requests (signals) are honoured at every stage from here on.
-	const stopCtl = new AbortController();
-	const onSignal = (signal: NodeJS.Signals): void => {
-		logger.info({ event: "signal", signal }, `received ${signal}: shutting down gracefully`);
-		stopCtl.abort(signal);
-	};
-	const external = options.stop;
-	if (external === undefined) {
-		process.once("SIGINT", onSignal);
-		process.once("SIGTERM", onSignal);
-	} else {
-		external.addEventListener("abort", () => stopCtl.abort("stop"), { once: true });
-	}
-	const cleanupSignals = (): void => {
-		process.off("SIGINT", onSignal);
-		process.off("SIGTERM", onSignal);
-	};
-
-	let storage: OpenedStorage | undefined;
-	let http: HttpServer | undefined;
-	let parts: CpPartitions | undefined;
-	let placement: PartitionPlacement | undefined;
+	const stop = stopRequests(options, logger);
+	const opened: Opened = {};
 	// Empty unless the test-only VVM_UNSAFE_MUTANTS and --unsafe-allow-mutants are both given.
 	const mutants = unsafeMutantHooks(config.unsafeMutants);
 	try {
 		logger.info(
-			{ event: "starting", storage: config.storage },
-			`vvm-host starting on ${config.storage} storage`,
+			{ event: "starting", storage: config.storage.kind },
+			`vvm-host starting on ${config.storage.kind} storage`,
 		);
 		if (config.unsafeMutants.length > 0) {
 			logger.warn(
@@ -153,216 +176,247 @@ export async function runHost(config: HostConfig, options: RunHostOptions = {}):
 				`UNSAFE TEST-ONLY MUTANTS ACTIVE (${config.unsafeMutants.join(", ")}): this host can act as a second leader; never in production`,
 			);
 		}
+
+		// 2. Storage.
 		try {
-			storage =
-				options.storage === undefined
-					? await openStorage(config, { signal: stopCtl.signal })
-					: { driver: options.storage, location: "a storage of the caller", close: async () => {} };
+			opened.storage = await openHostStorage(config, options, stop.signal);
 		} catch (error) {
-			if (stopCtl.signal.aborted) {
+			if (stop.signal.aborted) {
 				logger.info({ event: "exit", code: EXIT.OK }, "stopped during start-up");
 				return EXIT.OK;
 			}
 			return fail(describeError(error) ?? "cannot open the storage");
 		}
 		logger.info(
-			{ event: "storage-open", storage: config.storage, location: storage.location },
+			{ event: "storage-open", storage: config.storage.kind, location: opened.storage.location },
 			"storage open",
 		);
-		const driver = storage.driver;
+		const driver = opened.storage.driver;
 		const leadershipStorage = vvmLeadershipStorage(driver);
 
-		let address = config.address ?? "";
-		let current: VVM | undefined;
+		// What the later steps fill in and the routes read as the host runs.
+		const state: HostState = {
+			vvm: undefined,
+			placement: undefined,
+			address: config.http.address ?? "",
+		};
 		const worker = createLeaseWorker({
-			intervalMs: config.workIntervalMs,
+			intervalMs: config.http.workIntervalMs,
 			logger,
-			leadership: () => current?.leadership(),
+			leadership: () => state.vvm?.leadership(),
 			checkLease: mutants.checkLease,
 		});
 		const metrics = createHostMetrics({
-			leadership: () => current?.leadership(),
-			leaseValid: () => current?.leaseValid() ?? false,
+			leadership: () => state.vvm?.leadership(),
+			leaseValid: () => state.vvm?.leaseValid() ?? false,
 			monotonic: () => systemClock.monotonic(),
 		});
-		const reportWaiting = createWaitingReporter({
-			logger,
-			leadership: leadershipStorage,
-			driver: storage.driver,
-			monotonic: () => systemClock.monotonic(),
-			now: () => systemClock.now(),
-		});
-		// One command processor over the host's storage; the placement deploys its partitions.
+
+		// 3. The command processor; the placement deploys its partitions.
 		const cp = createCommandProcessor({
 			storage: driver,
 			appId: HOST_APP_ID,
-			partitions: config.partitions,
-			trustLevel: config.sequencesTrustLevel,
-			idempotencyTtlSeconds: config.idempotencyKeyTtlSeconds,
+			partitions: config.cp.partitions,
+			trustLevel: config.cp.trustLevel,
+			idempotencyTtlSeconds: config.cp.idempotencyTtlSeconds,
 			...(mutants.unfenced ? { unsafeUnfenced: true } : {}),
 			logger: logger.child({ component: "cp" }),
 		});
 		const partitions = deployCpPartitions(cp, { logger });
-		parts = partitions;
-		// Created once the HTTP port (and so this host's advertised address) is known; until then
-		// the routes that need it answer 503.
-		let served: PartitionPlacement | undefined;
-		const state: OperatorState = {
+		opened.parts = partitions;
+
+		// 4. HTTP: one route table; routes that need the placement answer 503 until it exists.
+		const operator: OperatorState = {
 			vvm: undefined,
 			phase: "starting",
-			address: () => address,
+			address: () => state.address,
 			// Leases mode holds no slot: no slot records to read for /leadership and /status.
-			numVVM: config.placement === "leases" ? 0 : config.numVVM,
+			numVVM: config.placement.mode === "leases" ? 0 : config.leadership.numVVM,
 			now: () => systemClock.now(),
 			monotonic: () => systemClock.monotonic(),
 			holderOf: (slot) => leadershipStorage.get(slot),
 			expiresInOf: (slot) => driver.queryTTL(u32(VVM_LEADER_PREFIX), u32(slot)),
 			registry: metrics.registry,
 			worker,
-			placement: () => placementStatus(config.placement, served, systemClock.now()),
-			sections: async () => (served === undefined ? [] : [partitionsSection(served, partitions)]),
+			placement: () => placementStatus(config.placement.mode, state.placement, systemClock.now()),
+			sections: async () =>
+				state.placement === undefined ? [] : [partitionsSection(state.placement, partitions)],
 		};
-		// The one route table: the command processor's, the partition probe, the operator's.
 		const routes = createRouteTable([
 			apiV2Route({
-				partitions: config.partitions,
-				placement: () => served,
+				partitions: config.cp.partitions,
+				placement: () => state.placement,
 				partition: (p) => partitions.partition(p),
 				fencingToken: (p) => partitions.fencingToken(p),
-				self: () => address,
+				self: () => state.address,
 				metrics: createCpMetrics(
 					metrics.registry,
 					() => cp,
-					() => served,
+					() => state.placement,
 				),
 				logger,
 			}),
 			...partitionRoutes({
-				mode: config.placement,
-				placement: () => served,
-				partitions: config.partitions,
-				self: () => address,
+				mode: config.placement.mode,
+				placement: () => state.placement,
+				partitions: config.cp.partitions,
+				self: () => state.address,
 				logger,
 			}),
-			...operatorRoutes(state),
+			...operatorRoutes(operator),
 		]);
-
+		const { host, port } = config.http;
 		try {
-			http = await startHttpServer(routes, config.httpHost, config.httpPort);
+			opened.http = await startHttpServer(routes, host, port);
 		} catch (error) {
 			return fail(
-				`cannot listen on ${config.httpHost}:${config.httpPort}: ${describeError(error)} (${listenHint(error)})`,
+				`cannot listen on ${host}:${port}: ${describeError(error)} (${listenHint(error)})`,
 			);
 		}
-		if (address === "") address = `${config.httpHost}:${http.port}`;
+		if (state.address === "") state.address = `${host}:${opened.http.port}`;
 		// The leader record's value: the address plus a nonce unique to this run (`createLeaderValue` of @vvm/orch).
-		const leaderValue = createLeaderValue(address);
+		const leaderValue = createLeaderValue(state.address);
+		const url = `http://${host}:${opened.http.port}`;
 		logger.info(
 			{
 				event: "listening",
-				host: config.httpHost,
-				port: http.port,
-				url: `http://${config.httpHost}:${http.port}`,
-				address,
+				host,
+				port: opened.http.port,
+				url,
+				address: state.address,
 				holder: leaderValue,
 			},
-			`HTTP on http://${config.httpHost}:${http.port}`,
+			`HTTP on ${url}`,
 		);
 
+		// 5. The placement of --placement.
 		const leaseMetrics =
-			config.placement === "leases"
+			config.placement.mode === "leases"
 				? createLeaseMetrics(metrics.registry, () =>
-						served !== undefined && isLeasesPlacement(served) ? served.leaseMetrics() : undefined,
+						state.placement !== undefined && isLeasesPlacement(state.placement)
+							? state.placement.leaseMetrics()
+							: undefined,
 					)
 				: undefined;
-		const created = createPlacement(config.placement, {
-			partitions: config.partitions,
-			numVVM: config.numVVM,
+		const created = createPlacement(config.placement.mode, {
+			partitions: config.cp.partitions,
+			numVVM: config.leadership.numVVM,
 			handlers: partitions.handlers,
-			leadership: () => current?.leadership(),
+			leadership: () => state.vvm?.leadership(),
 			leaderOf: (slot) => leadershipStorage.get(slot),
 			storage: driver,
-			address: () => address,
+			address: () => state.address,
 			clock: systemClock,
 			logger,
 			leases: {
-				intervalMs: config.leaseIntervalMs,
-				maxClockSkewMs: config.leaseMaxClockSkewMs,
-				namespace: config.leaseNamespace,
+				...config.placement.lease,
 				...(leaseMetrics === undefined ? {} : { onEvent: leaseMetrics.onEvent }),
 			},
 		});
-		const placed = created.placement;
-		served = placed;
-		placement = placed;
+		state.placement = created.placement;
+		opened.placement = created.placement;
 
+		// 6a. --placement leases: partitions are leased one by one; no VVM slot is needed.
 		if (created.lost !== undefined) {
-			// Partitions are leased one by one: no VVM slot leadership is needed (nor launched).
 			return await servePartitions(
-				{ placement: placed, lost: created.lost },
-				{ state, logger, stop: stopCtl.signal, fail },
+				{ placement: created.placement, lost: created.lost },
+				{ state: operator, logger, stop: stop.signal, fail },
 			);
 		}
 
+		// 6b. --placement static: the VVM leads a slot; the placement serves the slot's partitions.
+		const reportWaiting = createWaitingReporter({
+			logger,
+			leadership: leadershipStorage,
+			driver,
+			monotonic: () => systemClock.monotonic(),
+			now: () => systemClock.now(),
+		});
 		const vvm = provideVVM({
 			storage: leadershipStorage,
 			address: leaderValue,
-			numVVM: config.numVVM,
+			numVVM: config.leadership.numVVM,
 			clock: systemClock,
 			killer: options.killer ?? mutants.killer ?? processKiller({ logger }),
 			...(mutants.createElections === undefined
 				? {}
 				: { createElections: mutants.createElections }),
-			acquireRetryMs: config.acquireRetryMs,
-			maxClockSkewMs: config.maxClockSkewMs,
+			acquireRetryMs: config.leadership.acquireRetryMs,
+			maxClockSkewMs: config.leadership.maxClockSkewMs,
 			services: [worker, ...created.services],
 			onEvent: (event: VVMEvent) => {
 				metrics.onEvent(event);
 				logVVMEvent(logger, event);
 				reportWaiting(event);
-				if (event.type === "services-started") state.phase = "leader";
-				if (event.type === "problem" && state.phase !== "stopping") state.phase = "failed";
+				if (event.type === "services-started") operator.phase = "leader";
+				if (event.type === "problem" && operator.phase !== "stopping") operator.phase = "failed";
 			},
 		});
 		state.vvm = vvm;
-		current = vvm;
-		if (stopCtl.signal.aborted) return EXIT.OK; // stopped before launch: nothing held yet
-		await placed.start(stopCtl.signal);
-		state.phase = "waiting";
-		const launched = vvm.launch(config.leadershipSeconds, config.acquireTimeoutMs);
-		const problem = new Promise<void>((resolve) => {
-			void launched.then((signal) => {
-				if (signal.aborted) resolve();
-				else signal.addEventListener("abort", () => resolve(), { once: true });
-			});
-		});
-		const stopped = new Promise<void>((resolve) => {
-			if (stopCtl.signal.aborted) resolve();
-			else stopCtl.signal.addEventListener("abort", () => resolve(), { once: true });
-		});
-		await Promise.race([problem, stopped]);
-		if ((state.phase as OperatorState["phase"]) !== "failed") state.phase = "stopping";
-		const error = await vvm.shutdown();
-		if (error === undefined) {
-			logger.info({ event: "exit", code: EXIT.OK }, "graceful shutdown complete");
-			return EXIT.OK;
-		}
-		if (VVMError.is(error) && error.code === "VVM_LEADERSHIP_ACQUISITION") {
-			return fail(`launch failed: ${describeError(error)}`);
-		}
-		if (VVMError.is(error) && error.code === "VVM_LEADERSHIP_LOST") {
-			return fail(`leadership lost, exiting: ${describeError(error)}`);
-		}
-		return fail(`stopped because of a problem: ${describeError(error)}`);
+		operator.vvm = vvm;
+		if (stop.signal.aborted) return EXIT.OK; // stopped before launch: nothing held yet
+		await created.placement.start(stop.signal);
+		operator.phase = "waiting";
+		return await leadSlot(vvm, config.leadership, { operator, logger, stop: stop.signal, fail });
 	} finally {
-		cleanupSignals();
-		await http?.close().catch(() => {});
+		stop.dispose();
+		await opened.http?.close().catch(() => {});
 		// After the VVM's shutdown stopped its services: nothing is served any more; wait for the
 		// queued writes, but not forever: a storage that stopped answering must not keep the process.
-		await placement?.close().catch(() => {});
-		if (parts !== undefined) await closeWithin(parts, CP_CLOSE_TIMEOUT_MS, logger);
-		await storage?.close().catch(() => {});
+		await opened.placement?.close().catch(() => {});
+		if (opened.parts !== undefined) await closeWithin(opened.parts, CP_CLOSE_TIMEOUT_MS, logger);
+		await opened.storage?.close().catch(() => {});
 	}
+}
+
+/** What the routes and the placement read as the host goes through its steps. */
+interface HostState {
+	vvm: VVM | undefined;
+	placement: PartitionPlacement | undefined;
+	/** This host's advertised address: `--address`, or `<http-host>:<bound port>` once listening. */
+	address: string;
+}
+
+/**
+ * Step 6b: launches the VVM, serves while it leads, and shuts it down on a stop request or a
+ * problem (leadership lost, launch failed): the exit code.
+ */
+async function leadSlot(
+	vvm: VVM,
+	timings: HostConfig["leadership"],
+	context: {
+		readonly operator: OperatorState;
+		readonly logger: HostLogger;
+		readonly stop: AbortSignal;
+		readonly fail: (message: string) => number;
+	},
+): Promise<number> {
+	const { operator, logger, stop, fail } = context;
+	const launched = vvm.launch(timings.leadershipSeconds, timings.acquisitionDurationMs);
+	const problem = new Promise<void>((resolve) => {
+		void launched.then((signal) => {
+			if (signal.aborted) resolve();
+			else signal.addEventListener("abort", () => resolve(), { once: true });
+		});
+	});
+	const stopped = new Promise<void>((resolve) => {
+		if (stop.aborted) resolve();
+		else stop.addEventListener("abort", () => resolve(), { once: true });
+	});
+	await Promise.race([problem, stopped]);
+	if ((operator.phase as OperatorState["phase"]) !== "failed") operator.phase = "stopping";
+	const error = await vvm.shutdown();
+	if (error === undefined) {
+		logger.info({ event: "exit", code: EXIT.OK }, "graceful shutdown complete");
+		return EXIT.OK;
+	}
+	if (VVMError.is(error) && error.code === "VVM_LEADERSHIP_ACQUISITION") {
+		return fail(`launch failed: ${describeError(error)}`);
+	}
+	if (VVMError.is(error) && error.code === "VVM_LEADERSHIP_LOST") {
+		return fail(`leadership lost, exiting: ${describeError(error)}`);
+	}
+	return fail(`stopped because of a problem: ${describeError(error)}`);
 }
 
 /**

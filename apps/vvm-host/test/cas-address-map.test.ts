@@ -3,22 +3,24 @@
 import { execFileSync } from "node:child_process";
 import { describe, expect, it } from "vitest";
 import { parseHostConfig } from "../src/config.ts";
-import { addressTranslation } from "../src/storage.ts";
+import { addressTranslation } from "../src/storage/cas.ts";
 import { hostConfig as config } from "./support/config.ts";
 import { APP_DIR } from "./support/host-process.ts";
 
+/** The settings of --storage cas from these flags and variables. */
+const cas = (argv: string[], env: Record<string, string> = {}) =>
+	config(["--storage", "cas", ...argv], env).storage.settings;
+
 describe("--cas-address-map", () => {
 	it("parses reported=connect pairs, from the flag or CASSANDRA_ADDRESS_MAP; empty by default", () => {
-		expect(config([]).casAddressMap).toEqual({});
+		expect(cas([]).addressMap).toEqual({});
 		expect(
-			config([
-				"--cas-address-map",
-				"127.0.0.2:9042=127.0.0.1:19042, 127.0.0.3:9042=127.0.0.1:19043",
-			]).casAddressMap,
+			cas(["--cas-address-map", "127.0.0.2:9042=127.0.0.1:19042, 127.0.0.3:9042=127.0.0.1:19043"])
+				.addressMap,
 		).toEqual({ "127.0.0.2:9042": "127.0.0.1:19042", "127.0.0.3:9042": "127.0.0.1:19043" });
-		expect(
-			config([], { CASSANDRA_ADDRESS_MAP: "10.0.0.2:9042=127.0.0.1:1" }).casAddressMap,
-		).toEqual({ "10.0.0.2:9042": "127.0.0.1:1" });
+		expect(cas([], { CASSANDRA_ADDRESS_MAP: "10.0.0.2:9042=127.0.0.1:1" }).addressMap).toEqual({
+			"10.0.0.2:9042": "127.0.0.1:1",
+		});
 	});
 
 	it.each(["127.0.0.2:9042", "127.0.0.2=127.0.0.1:1", "127.0.0.2:9042=127.0.0.1", "a:1=b:2=c:3"])(
@@ -53,7 +55,7 @@ describe("--cas-address-map", () => {
 		// driver's CommonJS dependency "long" (Long.fromInt), which the host never meets.
 		const script = `
 			import cassandra from "cassandra-driver";
-			import { addressTranslation } from "./src/storage.ts";
+			import { addressTranslation } from "./src/storage/cas.ts";
 			const t = addressTranslation(cassandra.policies.addressResolution, { "127.0.0.3:9042": "127.0.0.1:19043" });
 			const client = new cassandra.Client({ contactPoints: ["127.0.0.1:19042"], localDataCenter: "dc1", ...t });
 			const cc = client.controlConnection;

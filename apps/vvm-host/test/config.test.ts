@@ -4,36 +4,50 @@ import { hostConfig as config } from "./support/config.ts";
 
 describe("parseHostConfig", () => {
 	it("has the documented defaults", () => {
-		expect(config([])).toMatchObject({
-			storage: "level",
-			dataDir: "./.vvm-data",
-			leadershipSeconds: 20,
-			acquireTimeoutMs: 120_000,
-			acquireRetryMs: 1_000,
-			numVVM: 1,
-			address: undefined,
-			httpHost: "127.0.0.1",
-			httpPort: 8080,
-			casContactPoints: ["127.0.0.1:9042"],
-			dynEndpoint: undefined,
-			partitions: 10,
-			sequencesTrustLevel: 0,
-			placement: "static",
+		expect(config([])).toEqual({
+			storage: { kind: "level", settings: { dataDir: "./.vvm-data" } },
+			http: { host: "127.0.0.1", port: 8080, address: undefined, workIntervalMs: 1_000 },
+			leadership: {
+				leadershipSeconds: 20,
+				acquisitionDurationMs: 120_000,
+				acquireRetryMs: 1_000,
+				maxClockSkewMs: 0,
+				numVVM: 1,
+			},
+			cp: { partitions: 10, trustLevel: 0, idempotencyTtlSeconds: 86_400 },
+			placement: {
+				mode: "static",
+				lease: { leaseIntervalMs: 10_000, maxClockSkewMs: 500, namespace: "vvm" },
+			},
+			logLevel: "info",
+			unsafeMutants: [],
+		});
+		expect(config(["--storage", "cas"]).storage).toEqual({
+			kind: "cas",
+			settings: {
+				contactPoints: ["127.0.0.1:9042"],
+				localDc: "datacenter1",
+				keyspace: "vvm",
+				addressMap: {},
+			},
+		});
+		expect(config(["--storage", "dyn"]).storage).toEqual({
+			kind: "dyn",
+			settings: { table: "vvm_ttl", region: "us-east-1" },
 		});
 	});
 
 	it("reads the command processor's flags and their variables", () => {
-		expect(config(["--partitions", "64", "--sequences-trust-level", "2"])).toMatchObject({
+		expect(config(["--partitions", "64", "--sequences-trust-level", "2"]).cp).toMatchObject({
 			partitions: 64,
-			sequencesTrustLevel: 2,
+			trustLevel: 2,
 		});
 		const env = { VVM_PARTITIONS: "3", VVM_SEQUENCES_TRUST_LEVEL: "1", VVM_PLACEMENT: "static" };
 		expect(config([], env)).toMatchObject({
-			partitions: 3,
-			sequencesTrustLevel: 1,
-			placement: "static",
+			cp: { partitions: 3, trustLevel: 1 },
+			placement: { mode: "static" },
 		});
-		expect(config(["--sequences-trust-level=0"], env).sequencesTrustLevel).toBe(0);
+		expect(config(["--sequences-trust-level=0"], env).cp.trustLevel).toBe(0);
 	});
 
 	it("reads environment variables and lets flags win", () => {
@@ -44,16 +58,18 @@ describe("parseHostConfig", () => {
 			DYNAMODB_ENDPOINT: "http://127.0.0.1:8000",
 		};
 		expect(config([], env)).toMatchObject({
-			storage: "mem",
-			httpPort: 9000,
-			numVVM: 3,
-			dynEndpoint: "http://127.0.0.1:8000",
+			storage: { kind: "mem" },
+			http: { port: 9000 },
+			leadership: { numVVM: 3 },
 		});
 		expect(config(["--http-port", "0", "--storage=dyn"], env)).toMatchObject({
-			storage: "dyn",
-			httpPort: 0,
+			storage: { kind: "dyn", settings: { endpoint: "http://127.0.0.1:8000" } },
+			http: { port: 0 },
 		});
-		expect(config(["--cas-contact-points", "a:1, b:2"]).casContactPoints).toEqual(["a:1", "b:2"]);
+		expect(
+			config(["--storage", "cas", "--cas-contact-points", "a:1, b:2"]).storage.settings
+				.contactPoints,
+		).toEqual(["a:1", "b:2"]);
 	});
 
 	it.each([
@@ -70,7 +86,16 @@ describe("parseHostConfig", () => {
 		[["--partitions", "0"], "--partitions must be an integer in 1..65536"],
 		[["--partitions", "65537"], "--partitions must be an integer in 1..65536"],
 		[["--sequences-trust-level", "3"], "--sequences-trust-level must be an integer in 0..2"],
-		[["--sequences-trust-level", "high"], "--sequences-trust-level must be an integer in 0..2"],
+		[["--sequences-trust-level", "high"], '--sequences-trust-level must be an integer, got "high"'],
+		[["--dyn-table", "a b"], "--dyn-table must match ^[A-Za-z0-9_.-]{3,255}$"],
+		[
+			["--max-clock-skew-ms", "10001"],
+			"--max-clock-skew-ms 10001 is more than half of --leadership-seconds 20",
+		],
+		[
+			["--idempotency-key-ttl-seconds", "0"],
+			"--idempotency-key-ttl-seconds must be an integer in 1..31536000",
+		],
 		[["--placement", "random"], "--placement must be one of static"],
 		[["--nope"], "Unknown option '--nope'"],
 		[["extra"], "Unexpected argument 'extra'"],
@@ -81,10 +106,10 @@ describe("parseHostConfig", () => {
 
 	it("names the environment variable when the bad value came from it", () => {
 		expect(() => parseHostConfig([], { VVM_LEADERSHIP_SECONDS: "ten" })).toThrow(
-			'VVM_LEADERSHIP_SECONDS must be an integer in 1..31536000, got "ten"',
+			'VVM_LEADERSHIP_SECONDS must be an integer, got "ten"',
 		);
 		expect(() => parseHostConfig([], { VVM_SEQUENCES_TRUST_LEVEL: "5" })).toThrow(
-			'VVM_SEQUENCES_TRUST_LEVEL must be an integer in 0..2, got "5"',
+			"VVM_SEQUENCES_TRUST_LEVEL must be an integer in 0..2, got 5",
 		);
 	});
 

@@ -19,7 +19,7 @@ describe("createPlacement", () => {
 			address: () => "127.0.0.1:1",
 			clock: new MockClock(),
 			logger,
-			leases: { intervalMs: 10_000, maxClockSkewMs: 500, namespace: "vvm" },
+			leases: { leaseIntervalMs: 10_000, maxClockSkewMs: 500, namespace: "vvm" },
 		});
 		expect(created.placement.mode).toBe("static");
 		expect(created.services.map((s) => s.name)).toEqual(["partitions"]);

@@ -8,11 +8,11 @@ import { runCli } from "./support/host-process.ts";
 describe("placement flags", () => {
 	it("default to static placement and the @vvm/leases defaults", () => {
 		expect(config([])).toMatchObject({
-			placement: "static",
-			partitions: 10,
-			leaseIntervalMs: 10_000,
-			leaseMaxClockSkewMs: 500,
-			leaseNamespace: "vvm",
+			placement: {
+				mode: "static",
+				lease: { leaseIntervalMs: 10_000, maxClockSkewMs: 500, namespace: "vvm" },
+			},
+			cp: { partitions: 10 },
 		});
 	});
 
@@ -25,15 +25,15 @@ describe("placement flags", () => {
 			VVM_LEASE_NAMESPACE: "c1",
 		};
 		expect(config([], env)).toMatchObject({
-			placement: "leases",
-			partitions: 12,
-			leaseIntervalMs: 2000,
-			leaseMaxClockSkewMs: 100,
-			leaseNamespace: "c1",
+			placement: {
+				mode: "leases",
+				lease: { leaseIntervalMs: 2000, maxClockSkewMs: 100, namespace: "c1" },
+			},
+			cp: { partitions: 12 },
 		});
 		expect(config(["--placement", "static", "--partitions", "3"], env)).toMatchObject({
-			placement: "static",
-			partitions: 3,
+			placement: { mode: "static" },
+			cp: { partitions: 3 },
 		});
 	});
 

@@ -1,0 +1,168 @@
+// --storage cas: Apache Cassandra (one node or a cluster).
+import { validateCassandraIdentifier } from "@vvm/ttlstorage-cas/names";
+import type { policies } from "cassandra-driver";
+import { ConfigError, nonEmpty } from "../options.ts";
+import type { StorageEntry } from "./entry.ts";
+import { load, message, StorageOpenError, untilStopped } from "./entry.ts";
+
+interface CasSettings {
+	readonly contactPoints: readonly string[];
+	readonly localDc: string;
+	readonly keyspace: string;
+	/** Where to connect for each `host:port` the cluster reports (NAT, proxies); `{}` = as reported. */
+	readonly addressMap: Readonly<Record<string, string>>;
+}
+
+const hostPorts = (raw: string, source: string): string[] => {
+	const points = raw
+		.split(",")
+		.map((p) => p.trim())
+		.filter((p) => p !== "");
+	if (points.length === 0) throw new ConfigError(`${source} must list at least one host[:port]`);
+	for (const p of points) {
+		if (!/^[A-Za-z0-9.\-_[\]:]+$/.test(p)) {
+			throw new ConfigError(`${source} has an invalid contact point "${p}"`);
+		}
+	}
+	return points;
+};
+
+const HOST_PORT = /^[A-Za-z0-9.\-_]+:\d{1,5}$/;
+const addressMap = (raw: string, source: string): Record<string, string> => {
+	const map: Record<string, string> = {};
+	for (const pair of raw.split(",").map((p) => p.trim())) {
+		if (pair === "") continue;
+		const [from, to, extra] = pair.split("=").map((p) => p.trim());
+		if (
+			from === undefined ||
+			to === undefined ||
+			extra !== undefined ||
+			!HOST_PORT.test(from) ||
+			!HOST_PORT.test(to)
+		) {
+			throw new ConfigError(
+				`${source} must list reported=connect pairs of host:port, such as 10.0.0.2:9042=127.0.0.1:19042, got "${pair}"`,
+			);
+		}
+		map[from] = to;
+	}
+	return map;
+};
+
+/**
+ * `--cas-address-map` as the driver's address translator: the nodes the cluster reports (in its
+ * peers table, `host:port`) are reached at the mapped address instead (NAT, or one proxy per node
+ * as in the chaos test); unmapped ones as reported.
+ */
+export function addressTranslation(
+	resolution: typeof policies.addressResolution,
+	map: Readonly<Record<string, string>>,
+): { policies?: { addressResolution: policies.addressResolution.AddressTranslator } } {
+	if (Object.keys(map).length === 0) return {};
+	// The driver checks `instanceof AddressTranslator`, a class its typings declare as an interface.
+	const Translator = (
+		resolution as unknown as {
+			AddressTranslator: new () => policies.addressResolution.AddressTranslator;
+		}
+	).AddressTranslator;
+	const translator = new Translator();
+	translator.translate = (
+		address: string,
+		port: number,
+		callback: (endpoint: string) => void,
+	): void => {
+		const reported = `${address}:${port}`;
+		callback(map[reported] ?? reported);
+	};
+	return { policies: { addressResolution: translator } };
+}
+
+/** The Cassandra storage: `--cas-contact-points`, `--cas-local-dc`, `--cas-keyspace`, `--cas-address-map`. */
+export const casStorage: StorageEntry = {
+	kind: "cas",
+	summary: "Apache Cassandra",
+	options: [
+		{
+			key: "contactPoints",
+			flag: "cas-contact-points",
+			env: ["CASSANDRA_CONTACT_POINTS"],
+			def: "127.0.0.1:9042",
+			parse: hostPorts,
+			help: "cas: comma-separated host[:port] list",
+		},
+		{
+			key: "localDc",
+			flag: "cas-local-dc",
+			env: ["CASSANDRA_LOCAL_DC"],
+			def: "datacenter1",
+			parse: nonEmpty,
+			help: "cas: local data center",
+		},
+		{
+			key: "keyspace",
+			flag: "cas-keyspace",
+			env: ["VVM_CAS_KEYSPACE"],
+			def: "vvm",
+			parse: nonEmpty,
+			help: "cas: keyspace (created with SimpleStrategy RF 1 if missing)",
+		},
+		{
+			key: "addressMap",
+			flag: "cas-address-map",
+			env: ["CASSANDRA_ADDRESS_MAP"],
+			def: "",
+			parse: addressMap,
+			help: "cas: reported=connect host:port pairs, comma-separated: where to connect for a node the cluster reports (NAT, a proxy per node); default: as reported",
+		},
+	],
+	check(settings, name) {
+		// The driver's own rule, shared through its subpath (no cassandra-driver import here).
+		try {
+			validateCassandraIdentifier("keyspace", settings.keyspace);
+		} catch (error) {
+			const rule = error instanceof Error ? error.message.replace(/^\[[^\]]*\] keyspace /, "") : "";
+			throw new ConfigError(`${name("keyspace")} ${rule}`);
+		}
+	},
+	async open(settings, signal) {
+		const s = settings as unknown as CasSettings;
+		const [cassandra, { createCassandraTTLStorage, ensureCassandraSchema }] = await Promise.all([
+			load("cassandra-driver", "cas storage", () => import("cassandra-driver")),
+			load("@vvm/ttlstorage-cas", "cas storage", () => import("@vvm/ttlstorage-cas")),
+		]);
+		const casDriver = cassandra.Client
+			? cassandra
+			: (cassandra as unknown as { default: typeof cassandra }).default;
+		const client = new casDriver.Client({
+			contactPoints: [...s.contactPoints],
+			localDataCenter: s.localDc,
+			...addressTranslation(casDriver.policies.addressResolution, s.addressMap),
+		});
+		const where = `${s.contactPoints.join(",")} keyspace ${s.keyspace}`;
+		try {
+			await untilStopped(
+				signal,
+				(async () => {
+					await client.connect();
+					await ensureCassandraSchema(client, { keyspace: s.keyspace });
+				})(),
+				() => client.shutdown(),
+			);
+		} catch (error) {
+			await client.shutdown().catch(() => {});
+			if (signal?.aborted) throw signal.reason;
+			throw new StorageOpenError(`cas storage: cannot use ${where}: ${message(error)}`, {
+				cause: error,
+			});
+		}
+		const driver = createCassandraTTLStorage({ client, keyspace: s.keyspace });
+		return {
+			driver,
+			location: where,
+			close: async () => {
+				await driver.close();
+				await client.shutdown();
+			},
+		};
+	},
+};

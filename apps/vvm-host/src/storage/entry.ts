@@ -1,0 +1,90 @@
+// What one storage of the host is: its flags, its driver's rules for them, and how it opens.
+// A new driver is one entry (a file beside this one) listed in index.ts.
+import type { TTLStorage } from "@vvm/ttlstorage";
+import type { OptionSpec } from "../options.ts";
+
+/** An opened storage driver plus whatever the host created for it (client, database). */
+export interface OpenedStorage {
+	readonly driver: TTLStorage;
+	/** Human-readable location, for the logs. */
+	readonly location: string;
+	/** Closes the driver and the client or database the host created. */
+	close(): Promise<void>;
+}
+
+/** The settings of one storage, by its flags' keys. */
+export type StorageSettings = Readonly<Record<string, unknown>>;
+
+/** One storage the host can run on (`--storage <kind>`). */
+export interface StorageEntry {
+	readonly kind: string;
+	/** What `--help` says of it after its name. */
+	readonly summary: string;
+	/** Its flags (`--<kind>-…`); their keys are the fields of its settings. */
+	readonly options: readonly OptionSpec[];
+	/**
+	 * The driver's own rules over the settings (names, limits), before any I/O; `name` is how the
+	 * user gave a setting (its flag or variable). Throws the driver's error.
+	 */
+	readonly check?: (settings: StorageSettings, name: (key: string) => string) => void;
+	/** Opens the driver; every network step gives up at once when `signal` aborts. */
+	readonly open: (settings: StorageSettings, signal?: AbortSignal) => Promise<OpenedStorage>;
+}
+
+/** Opening the storage failed: the CLI prints the message and exits with code 1. */
+export class StorageOpenError extends Error {
+	override readonly name: string = "StorageOpenError";
+	readonly code = "HOST_STORAGE_OPEN" as const;
+}
+
+/** Imports a driver or client lazily: a missing one is a clear error, not a crash at start. */
+export async function load<T>(
+	specifier: string,
+	what: string,
+	loader: () => Promise<T>,
+): Promise<T> {
+	try {
+		return await loader();
+	} catch (error) {
+		throw new StorageOpenError(
+			`${what}: cannot load ${specifier} (${error instanceof Error ? error.message : String(error)})`,
+			{ cause: error },
+		);
+	}
+}
+
+/** An error's message with its cause's, for one log line. */
+export const message = (error: unknown): string => {
+	if (!(error instanceof Error)) return String(error);
+	const cause = error.cause instanceof Error ? ` (${error.cause.message})` : "";
+	return `${error.message}${cause}`;
+};
+
+/** Time one start-up request (a DynamoDB table check) may take before it fails. */
+export const STARTUP_REQUEST_TIMEOUT_MS = 5_000;
+
+/** `work`, unless `signal` aborts first: then `undo` runs and the abort reason is thrown. */
+export async function untilStopped<T>(
+	signal: AbortSignal | undefined,
+	work: Promise<T>,
+	undo: () => Promise<void>,
+): Promise<T> {
+	if (signal === undefined) return work;
+	signal.throwIfAborted();
+	let onAbort: () => void = () => {};
+	const stopped = new Promise<never>((_, reject) => {
+		onAbort = () => reject(signal.reason);
+		signal.addEventListener("abort", onAbort, { once: true });
+	});
+	try {
+		return await Promise.race([work, stopped]);
+	} catch (error) {
+		if (signal.aborted) {
+			work.catch(() => {}); // settles after the undo; its outcome no longer matters
+			await undo().catch(() => {});
+		}
+		throw error;
+	} finally {
+		signal.removeEventListener("abort", onAbort);
+	}
+}
