@@ -25,7 +25,7 @@ const PLACEMENT_MODES: readonly ["static", "leases"] = ["static", "leases"];
 export type PlacementMode = (typeof PLACEMENT_MODES)[number];
 
 /** The HTTP section: where the host listens and what it calls itself. */
-export interface HttpConfig {
+interface HttpConfig {
 	readonly host: string;
 	readonly port: number;
 	/**
@@ -38,7 +38,7 @@ export interface HttpConfig {
 }
 
 /** The placement section: who serves which partition, and the lease cluster's timings. */
-export interface PlacementConfig {
+interface PlacementConfig {
 	/**
 	 * `static` (partition p by the leader of slot `p mod numVVM + 1`) or `leases` (partition
 	 * leases of `@vvm/leases`, any live host).

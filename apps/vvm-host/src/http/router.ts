@@ -80,7 +80,7 @@ export function createRouteTable(routes: readonly Route[]): RouteTable {
 }
 
 /** The one reply writer: JSON (or the reply's own content type), never cached. */
-export function sendReply(res: ServerResponse, reply: Reply): void {
+function sendReply(res: ServerResponse, reply: Reply): void {
 	const text =
 		reply.contentType === undefined ? `${JSON.stringify(reply.body)}\n` : String(reply.body);
 	res.writeHead(reply.status, {
