@@ -8,36 +8,68 @@
 #   4. the commands checker must catch the unfenced command processor (writes held past the lease);
 #   5. CHAOS_CAS_CLUSTER=1: steps 1 and 3 on the 3-node Cassandra cluster (127.0.0.2-4, RF 3) too.
 # Each run prints its seed; `pnpm chaos --seed <seed> ...` repeats its decisions.
+# Two series run side by side (CI time: the runs are mostly waiting for leases and faults): steps
+# 1-4 over DynamoDB Local, step 5 over the cluster. Each series is sequential; its lines are
+# prefixed ([dyn] / [cas]) and kept whole in .test-results/chaos-<series>.log. Each run's time is
+# printed. CHAOS_PARALLEL=0 runs the series one after the other.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
 bash scripts/test-packages.sh
 
-echo "chaos-ci: 1. 100 leadership changes over DynamoDB Local"
-pnpm --silent chaos --changes 100 --duration 420 --hosts 6 --num-vvm 3 --progress-seconds 30
+mkdir -p .test-results
+# run SERIES TITLE ARGS...: one chaos run with its title and time.
+run() {
+	local series="$1" title="$2" t0
+	shift 2
+	t0=$(date +%s)
+	echo "chaos-ci: $title"
+	pnpm --silent chaos "$@" --progress-seconds 30
+	echo "chaos-ci: $title: passed in $(($(date +%s) - t0)) s"
+}
 
-echo "chaos-ci: 2. the checker catches the combined mutant"
-pnpm --silent chaos --mutants killer+lease-check+lease-timer --duration 45 \
-	--faults stop-long=3,proxy-hold=2,proxy-drop=1,kill=1 --progress-seconds 30
-
-for level in 0 1 2; do
-	echo "chaos-ci: 3. commands at level $level over DynamoDB Local: no acknowledged command lost, reverted or applied twice"
-	pnpm --silent chaos --workload commands --trust-level "$level" --clients 16 --duration 45 \
-		--seed "ci-dyn-L$level" --progress-seconds 30
-done
-
-echo "chaos-ci: 4. the commands checker catches the unfenced command processor"
-pnpm --silent chaos --workload commands --mutants unfenced --trust-level 2 --clients 16 --workspaces 8 \
-	--faults proxy-hold-writes=4,kill=1 --duration 45 --seed ci-unfenced --progress-seconds 30
-
-if [ "${CHAOS_CAS_CLUSTER:-0}" = 1 ]; then
-	cluster=(--storage cas --cas-contact-points 127.0.0.2:9042,127.0.0.3:9042,127.0.0.4:9042
-		--cas-replication-factor 3)
-	echo "chaos-ci: 5. 100 leadership changes over the 3-node Cassandra cluster (RF 3)"
-	pnpm --silent chaos "${cluster[@]}" --changes 100 --duration 420 --hosts 6 --num-vvm 3 --progress-seconds 30
+dyn_series() {
+	run dyn "1. 100 leadership changes over DynamoDB Local" --changes 100 --duration 420 --hosts 6 --num-vvm 3
+	run dyn "2. the checker catches the combined mutant" --mutants killer+lease-check+lease-timer \
+		--duration 45 --faults stop-long=3,proxy-hold=2,proxy-drop=1,kill=1
 	for level in 0 1 2; do
-		echo "chaos-ci: 5. commands at level $level over the 3-node Cassandra cluster (RF 3)"
-		pnpm --silent chaos "${cluster[@]}" --workload commands --trust-level "$level" --duration 45 \
-			--seed "ci-cas-L$level" --progress-seconds 30
+		run dyn "3. commands at level $level over DynamoDB Local: no acknowledged command lost, reverted or applied twice" \
+			--workload commands --trust-level "$level" --clients 16 --duration 45 --seed "ci-dyn-L$level"
 	done
+	run dyn "4. the commands checker catches the unfenced command processor" --workload commands \
+		--mutants unfenced --trust-level 2 --clients 16 --workspaces 8 \
+		--faults proxy-hold-writes=4,kill=1 --duration 45 --seed ci-unfenced
+}
+
+cas_series() {
+	local cluster=(--storage cas --cas-contact-points 127.0.0.2:9042,127.0.0.3:9042,127.0.0.4:9042
+		--cas-replication-factor 3)
+	run cas "5. 100 leadership changes over the 3-node Cassandra cluster (RF 3)" "${cluster[@]}" \
+		--changes 100 --duration 420 --hosts 6 --num-vvm 3
+	for level in 0 1 2; do
+		run cas "5. commands at level $level over the 3-node Cassandra cluster (RF 3)" "${cluster[@]}" \
+			--workload commands --trust-level "$level" --duration 45 --seed "ci-cas-L$level"
+	done
+}
+
+# series NAME: runs NAME_series with its lines prefixed and logged; exit status of the series.
+series() {
+	set -o pipefail
+	"$1_series" 2>&1 | tee ".test-results/chaos-$1.log" | sed -u "s/^/[$1] /"
+}
+
+t_all=$(date +%s)
+if [ "${CHAOS_CAS_CLUSTER:-0}" != 1 ]; then
+	series dyn
+elif [ "${CHAOS_PARALLEL:-1}" = 0 ]; then
+	series dyn
+	series cas
+else
+	series dyn & dyn_pid=$!
+	series cas & cas_pid=$!
+	status=0
+	wait "$dyn_pid" || { echo "chaos-ci: the DynamoDB Local series FAILED (.test-results/chaos-dyn.log)" >&2; status=1; }
+	wait "$cas_pid" || { echo "chaos-ci: the Cassandra cluster series FAILED (.test-results/chaos-cas.log)" >&2; status=1; }
+	[ "$status" = 0 ] || exit 1
 fi
+echo "chaos-ci: every run passed in $(($(date +%s) - t_all)) s"
