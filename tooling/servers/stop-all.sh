@@ -1,8 +1,13 @@
 #!/usr/bin/env bash
-# Stop Cassandra and DynamoDB Local (each by its PID file); no-op for servers that are not running.
+# Stop Cassandra, DynamoDB Local and PostgreSQL in parallel (each by its PID file); no-op for
+# servers that are not running.
 set -euo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+bash "$HERE/dynamodb/stop.sh" & ddb_pid=$!
+bash "$HERE/cassandra/stop.sh" & cas_pid=$!
+bash "$HERE/postgres/stop.sh" & pg_pid=$!
 rc=0
-bash "$HERE/dynamodb/stop.sh" || rc=1
-bash "$HERE/cassandra/stop.sh" || rc=1
+wait "$ddb_pid" || rc=1
+wait "$cas_pid" || rc=1
+wait "$pg_pid" || rc=1
 exit "$rc"
