@@ -50,10 +50,9 @@ export function pgSchemaStatements(options: PgSchemaOptions = {}): readonly stri
 }
 
 /** The columns each table must have, as `name:type` (information_schema's `data_type`). */
-const EXPECTED: ReadonlyArray<readonly [string, string]> = [
-	["", "c_cols:bytea,expire_at:bigint,f_epoch:bigint,f_seq:bigint,p_key:bytea,value:bytea"],
-	["_fences", "epoch:bigint,scope:bytea"],
-];
+const RECORD_COLUMNS =
+	"c_cols:bytea,expire_at:bigint,f_epoch:bigint,f_seq:bigint,p_key:bytea,value:bytea";
+const FENCE_COLUMNS = "epoch:bigint,scope:bytea";
 
 /**
  * One key for every `ensurePgSchema` of this package (`pg_advisory_xact_lock(int8)`): the first
@@ -108,11 +107,7 @@ export async function ensurePgSchema(
 			const existed = before.rows[0]?.present === true;
 			// CREATE SCHEMA needs the CREATE privilege on the database even when the schema exists.
 			const hasSchema = await q("SELECT 1 FROM pg_namespace WHERE nspname = $1", [schema]);
-			for (const [i, sql] of statements.entries()) {
-				if (i === 0 && hasSchema.rows.length > 0) continue;
-				await q(sql);
-			}
-			for (const [suffix, want] of EXPECTED) {
+			const check = async (suffix: string, want: string): Promise<void> => {
 				const columns = await q(
 					`SELECT string_agg(column_name || ':' || data_type, ',' ORDER BY column_name) AS got
 					FROM information_schema.columns WHERE table_schema = $1 AND table_name = $2`,
@@ -125,7 +120,19 @@ export async function ensurePgSchema(
 						`table ${schema}.${table}${suffix} exists with columns (${String(got)}); expected (${want})`,
 						{ driver: DRIVER_NAME, operation },
 					);
-			}
+			};
+			const [createSchema, createTable, createIndex, createFences] = statements as [
+				string,
+				string,
+				string,
+				string,
+			];
+			if (hasSchema.rows.length === 0) await q(createSchema);
+			await q(createTable);
+			await check("", RECORD_COLUMNS);
+			await q(createIndex);
+			await q(createFences);
+			await check("_fences", FENCE_COLUMNS);
 			await q("COMMIT");
 			return existed ? "exists" : "created";
 		} catch (error) {
