@@ -241,6 +241,8 @@ class PgTTLStorageImpl implements PgTTLStorage {
 			} catch (error) {
 				throw mapPgError(error, { operation, phase: "connect" });
 			}
+			// The query rejects with the error of a connection that breaks; the event is the same one.
+			client.on("error", ignore);
 			try {
 				const result = await client.query(config);
 				client.release();
@@ -249,6 +251,8 @@ class PgTTLStorageImpl implements PgTTLStorage {
 				client.release(isConnectionError(error) ? toError(error) : undefined);
 				if (attempt < CONFLICT_TRIES && isRetryableConflict(error)) continue;
 				throw mapPgError(error, { operation, phase });
+			} finally {
+				client.removeListener("error", ignore);
 			}
 		}
 	}
@@ -569,6 +573,7 @@ class PgTTLStorageImpl implements PgTTLStorage {
 }
 
 const toError = (e: unknown): Error => (e instanceof Error ? e : new Error(String(e)));
+const ignore = (): void => {};
 
 /**
  * Creates the PostgreSQL TTL storage over a caller-owned node-postgres `Pool`. Every operation is

@@ -12,13 +12,19 @@ export interface PgQueryConfig {
 }
 
 /**
- * A connection checked out of a {@link PgPool}: node-postgres' `PoolClient`, typed by the two
- * methods the driver calls on it.
+ * A connection checked out of a {@link PgPool}: node-postgres' `PoolClient`, typed by the methods
+ * the driver calls on it.
  */
 export interface PgPoolClient {
 	query(config: PgQueryConfig): Promise<PgQueryResult>;
 	/** Back to the pool; with an error (or `true`) the pool closes the connection instead. */
 	release(destroy?: Error | boolean): void;
+	/**
+	 * node-postgres emits `error` on a connection that breaks, even while a query on it fails with
+	 * the same error; the driver listens while it holds the connection (the pool does while idle).
+	 */
+	on(event: "error", listener: (error: Error) => void): unknown;
+	removeListener(event: "error", listener: (error: Error) => void): unknown;
 }
 
 /**

@@ -96,6 +96,8 @@ export async function ensurePgSchema(
 		throw mapPgError(error, { operation, phase: "connect" });
 	}
 	let broken: unknown;
+	const ignore = (): void => {}; // the statement that fails reports it
+	client.on("error", ignore);
 	try {
 		const q = (text: string, values: unknown[] = []) => client.query({ text, values });
 		await q("BEGIN");
@@ -144,5 +146,6 @@ export async function ensurePgSchema(
 		throw mapPgError(error, { operation, phase: "write" });
 	} finally {
 		client.release(broken instanceof Error ? broken : broken !== undefined);
+		client.removeListener("error", ignore);
 	}
 }

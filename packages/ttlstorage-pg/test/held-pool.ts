@@ -31,6 +31,8 @@ export function holdingPool(inner: PgPool): HeldPool {
 					return client.query(config);
 				},
 				release: (destroy) => client.release(destroy),
+				on: (event, listener) => client.on(event, listener),
+				removeListener: (event, listener) => client.removeListener(event, listener),
 			};
 		},
 	};

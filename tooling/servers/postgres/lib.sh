@@ -2,7 +2,11 @@
 # Shared by tooling/servers/postgres/{start,stop,restart}.sh. Source it after lib/common.sh.
 # Expects the caller to have `set -euo pipefail`.
 
-PG_WORK="$WORK_ROOT/postgres"
+# PG_INSTANCE names the work directory, so a test can run a second server of its own (e.g. one it
+# restarts) next to the shared one: PG_INSTANCE=postgres-faults PG_PORT=... start.sh.
+PG_INSTANCE="${PG_INSTANCE:-postgres}"
+[[ "$PG_INSTANCE" =~ ^postgres[a-z0-9-]*$ ]] || die "PG_INSTANCE must match ^postgres[a-z0-9-]*\$, got '$PG_INSTANCE'"
+PG_WORK="$WORK_ROOT/$PG_INSTANCE"
 PG_DATA="$PG_WORK/data"
 PG_PIDFILE="$PG_WORK/pid"
 PG_LOGFILE="$PG_WORK/log"

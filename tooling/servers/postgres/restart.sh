@@ -2,7 +2,7 @@
 # Restart the PostgreSQL started by start.sh the hard way, for fault tests: `pg_ctl restart -m
 # immediate` (every backend is killed without a checkpoint, as in a crash; the new postmaster runs
 # crash recovery from the WAL), then waits until it accepts connections and records the new PID.
-# Env: PG_PORT, PG_START_TIMEOUT, PG_BIN as start.sh.
+# Env: PG_PORT, PG_START_TIMEOUT, PG_BIN, PG_INSTANCE as start.sh.
 set -euo pipefail
 LOG_PREFIX=postgres
 # shellcheck source=../lib/common.sh

@@ -3,7 +3,8 @@
 # running as root) on 127.0.0.1:$PG_PORT, with a fresh data directory, in the background.
 # The tests connect as role `vvm` to database `vvm` with trust authentication (loopback only).
 # Env: PG_PORT (default 54329), PG_START_TIMEOUT (s, default 60), PG_BIN (a directory holding
-# postgres, initdb and pg_ctl; default the newest /usr/lib/postgresql/<major>/bin).
+# postgres, initdb and pg_ctl; default the newest /usr/lib/postgresql/<major>/bin), PG_INSTANCE
+# (default postgres: the work directory .servers/$PG_INSTANCE; tests run a second server with it).
 # As root, the server runs as the `postgres` system user (it refuses to run as root).
 set -euo pipefail
 LOG_PREFIX=postgres

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Stop the PostgreSQL started by start.sh, by its PID: SIGINT (PostgreSQL's "fast" shutdown: open
 # sessions are disconnected, their transactions rolled back), up to 30 s, then KILL. No-op if not
-# running. The data directory stays until the next start.sh.
+# running. The data directory stays until the next start.sh. Env: PG_INSTANCE as start.sh.
 set -euo pipefail
 LOG_PREFIX=postgres
 # shellcheck source=../lib/common.sh
