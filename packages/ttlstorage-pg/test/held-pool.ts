@@ -2,7 +2,7 @@
 // request held on its way, as a congested link or a stalled process would hold it.
 import type { PgPool, PgPoolClient, PgQueryConfig } from "../src/index.ts";
 
-export interface Hold {
+interface Hold {
 	/** Resolves once the armed statement is held. */
 	readonly reached: Promise<void>;
 	/** Lets it go on to the server. */
