@@ -93,6 +93,7 @@ function race(storages: readonly TTLStorage[], durationSeconds: number, holdMs?:
 		}
 	});
 	return {
+		key,
 		report,
 		async stop(): Promise<RaceReport> {
 			stopped = true;
@@ -279,8 +280,8 @@ describe.skipIf(skip)(`ttlstorage-pg under faults${skip ? ` [skipped: ${skip}]` 
 			const r = race(storages, 2);
 			for (;;) {
 				const held = await admin.query(
-					`SELECT p_key, c_cols FROM "${schema}".vvm_ttl WHERE p_key = $1`,
-					[Buffer.from(`faults/${run}`)],
+					`SELECT p_key, c_cols FROM "${schema}".vvm_ttl WHERE p_key = $1 AND c_cols = $2`,
+					[Buffer.from(`faults/${run}`), Buffer.from(r.key)],
 				);
 				if (held.rows.length > 0) {
 					const row = held.rows[0] as { p_key: Buffer; c_cols: Buffer };
