@@ -3,7 +3,7 @@
 // a server restarted (`pg_ctl restart -m immediate`) during renewals. In every one: never two
 // leaders at once, and every error that surfaces carries a code.
 import { execFile } from "node:child_process";
-import { rm } from "node:fs/promises";
+import { readFile, rm } from "node:fs/promises";
 import { createServer } from "node:net";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -362,10 +362,11 @@ describe.skipIf(skip)(
 		}, 120_000);
 		afterAll(async () => {
 			await exec("bash", [join(servers, "stop.sh")], { env });
-			await rm(join(servers, "../../../.servers", String(env.PG_INSTANCE)), {
-				recursive: true,
-				force: true,
-			});
+			const work = join(servers, "../../../.servers", String(env.PG_INSTANCE));
+			// Where the server's files went when its user could not reach the checkout (lib.sh).
+			const runtime = await readFile(join(work, "runtime"), "utf8").catch(() => undefined);
+			if (runtime !== undefined) await rm(runtime.trim(), { recursive: true, force: true });
+			await rm(work, { recursive: true, force: true });
 		}, 60_000);
 
 		it("pg_ctl restart -m immediate twice while a leader renews: never two leaders, errors coded, acknowledged writes survive", async () => {

@@ -7,15 +7,28 @@
 PG_INSTANCE="${PG_INSTANCE:-postgres}"
 [[ "$PG_INSTANCE" =~ ^postgres[a-z0-9-]*$ ]] || die "PG_INSTANCE must match ^postgres[a-z0-9-]*\$, got '$PG_INSTANCE'"
 PG_WORK="$WORK_ROOT/$PG_INSTANCE"
-PG_DATA="$PG_WORK/data"
 PG_PIDFILE="$PG_WORK/pid"
-PG_LOGFILE="$PG_WORK/log"
+# The server's own files (data directory, socket, log) live in PG_RUN: normally PG_WORK, but when
+# the server's user cannot reach PG_WORK (a checkout under /root, mode 700) start.sh puts them in a
+# directory of its own under $TMPDIR and names it in $PG_WORK/runtime.
+PG_RUN="$(cat "$PG_WORK/runtime" 2>/dev/null || printf '%s' "$PG_WORK")"
+PG_DATA="$PG_RUN/data"
+PG_LOGFILE="$PG_RUN/log"
 PG_PORT="${PG_PORT:-54329}"
 # The role and database the tests use (trust authentication, loopback only).
 PG_TEST_USER=vvm
 PG_TEST_DB=vvm
 # What a live postmaster's command line contains (the PID check of stop/restart).
 PG_PATTERN="$PG_DATA"
+
+# pg_set_run DIR: makes DIR the server's directory (PG_RUN) and records it for stop/restart.
+pg_set_run() {
+  PG_RUN="$1"
+  PG_DATA="$PG_RUN/data"
+  PG_LOGFILE="$PG_RUN/log"
+  PG_PATTERN="$PG_DATA"
+  if [[ "$PG_RUN" == "$PG_WORK" ]]; then rm -f "$PG_WORK/runtime"; else printf '%s\n' "$PG_RUN" >"$PG_WORK/runtime"; fi
+}
 
 [[ "$PG_PORT" =~ ^[0-9]+$ ]] || die "PG_PORT must be a number, got '$PG_PORT'"
 
@@ -72,7 +85,7 @@ pg_server_options() {
   printf '%s\n' \
     -c "listen_addresses=127.0.0.1" \
     -c "port=$PG_PORT" \
-    -c "unix_socket_directories=$PG_WORK" \
+    -c "unix_socket_directories=$PG_RUN" \
     -c "logging_collector=off" \
     -c "log_line_prefix=%m [%p] %q%u@%d " \
     -c "log_connections=off" \

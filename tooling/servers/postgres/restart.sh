@@ -16,6 +16,7 @@ BIN="$(find_pg_bin)" || die "no PostgreSQL server binaries found"
 old="$(cat "$PG_PIDFILE")"
 t0="$(now)"
 # pg_ctl reuses the command line the postmaster recorded in postmaster.opts.
+cd "$PG_RUN"
 as_pg "$BIN/pg_ctl" restart -D "$PG_DATA" -m immediate -w -t "$TIMEOUT_S" -l "$PG_LOGFILE" >/dev/null ||
   { print_log_tails "$PG_LOGFILE"; die "pg_ctl restart failed"; }
 pid="$(head -n1 "$PG_DATA/postmaster.pid")"

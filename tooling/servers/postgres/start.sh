@@ -49,9 +49,22 @@ version="$("$BIN/postgres" --version)"
 
 # --- fresh data directory ---------------------------------------------------------------
 t_init="$(now)"
-rm -rf "$PG_DATA"
-# The server's user owns the work directory (its socket lives there) and the data directory.
-[[ "$(id -u)" == 0 ]] && chown "$PG_RUN_USER:" "$PG_WORK"
+# A directory of /tmp from an earlier start (see PG_RUN in lib.sh) goes with its data.
+[[ "$PG_RUN" != "$PG_WORK" && "$PG_RUN" == "${TMPDIR:-/tmp}"/vvm-* ]] && rm -rf "$PG_RUN"
+rm -rf "$PG_WORK/data" "$PG_WORK/log"
+# The server's user owns the directory of its socket, data and log.
+if [[ "$(id -u)" == 0 ]]; then
+  chown "$PG_RUN_USER:" "$PG_WORK"
+  if as_pg test -w "$PG_WORK"; then
+    pg_set_run "$PG_WORK"
+  else
+    pg_set_run "$(mktemp -d "${TMPDIR:-/tmp}/vvm-$PG_INSTANCE.XXXXXX")"
+    chown "$PG_RUN_USER:" "$PG_RUN"
+    log "user $PG_RUN_USER cannot reach $PG_WORK: server files in $PG_RUN (named in $PG_WORK/runtime)"
+  fi
+else
+  pg_set_run "$PG_WORK"
+fi
 as_pg "$BIN/initdb" -D "$PG_DATA" -U "$PG_TEST_USER" --auth=trust --encoding=UTF8 --locale=C \
   --no-instructions >"$PG_WORK/initdb.log" 2>&1 || { tail -n 40 "$PG_WORK/initdb.log" >&2; die "initdb failed (log: $PG_WORK/initdb.log)"; }
 log "initdb: $PG_DATA in $(elapsed "$t_init")s ($version, superuser $PG_TEST_USER, trust auth)"
@@ -61,9 +74,10 @@ mapfile -t opts < <(pg_server_options)
 # restart.sh's pg_ctl appends to the log as the server's user.
 : >"$PG_LOGFILE"
 [[ "$(id -u)" == 0 ]] && chown "$PG_RUN_USER:" "$PG_LOGFILE"
+[[ "$PG_RUN" == "$PG_WORK" ]] || ln -sfn "$PG_LOGFILE" "$PG_WORK/log"
 t_start="$(now)"
 (
-  cd "$PG_WORK"
+  cd "$PG_RUN"
   exec setsid "${PG_AS[@]}" "$BIN/postgres" -D "$PG_DATA" "${opts[@]}"
 ) </dev/null >>"$PG_LOGFILE" 2>&1 9>&- &
 pid=$!
