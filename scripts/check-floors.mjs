@@ -13,6 +13,7 @@ const FLOORS = {
 	"@vvm/ttlstorage-level": 2,
 	"@vvm/ttlstorage-cas": 2,
 	"@vvm/ttlstorage-dyn": 2,
+	"@vvm/ttlstorage-pg": 2,
 	"@vvm/isequencer": 2,
 	"@vvm/ielections": 2,
 	"@vvm/seqstorage": 3,

@@ -1,32 +1,33 @@
 #!/usr/bin/env bash
-# The one test command: installs what is missing, starts real Cassandra and DynamoDB Local on
-# 127.0.0.1 (stopping them afterwards if this script started them), and runs every test of every
-# package once with vitest. Real-server suites are required to run here (no skipping).
+# The one test command: installs what is missing, starts real Cassandra, DynamoDB Local and
+# PostgreSQL on 127.0.0.1 (those not listening yet, stopped again afterwards), and runs every test
+# of every package once with vitest. Real-server suites are required to run here (no skipping).
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
 mkdir -p .test-results
 
 port_open() { timeout 1 bash -c "exec 3<>/dev/tcp/127.0.0.1/$1" >/dev/null 2>&1; }
-started_servers=0
-if ! port_open "${CASSANDRA_PORT:-9042}" || ! port_open "${DYNAMODB_PORT:-8000}"; then
-	started_servers=1
-fi
+# The servers whose port is not open yet: this script starts those, and stops them afterwards.
+# Servers already listening (CI's, a developer's, shared ones) are used as they are.
+missing=()
+port_open "${CASSANDRA_PORT:-9042}" || missing+=(cassandra)
+port_open "${DYNAMODB_PORT:-8000}" || missing+=(dynamodb)
+port_open "${PG_PORT:-54329}" || missing+=(postgres)
 stop_servers() {
 	# The 3-node cluster (its own script), unless the caller keeps it for later runs (.ci/run).
 	if [ "${VVM_KEEP_CLUSTER:-0}" != 1 ]; then bash tooling/servers/cassandra-cluster/ci.sh stop || true; fi
-	if [ "$started_servers" = 1 ]; then bash tooling/servers/stop-all.sh || true; fi
+	if [ "${#missing[@]}" -gt 0 ]; then bash tooling/servers/stop-all.sh "${missing[@]}" || true; fi
 }
 trap stop_servers EXIT
 
 # Servers first, in the background: Cassandra's first start downloads its jars and takes longest.
-# Servers already listening (CI's, a developer's, shared ones) are used as they are.
 servers_pid=""
-if [ "$started_servers" = 1 ]; then
-	bash tooling/servers/start-all.sh > .test-results/servers.log 2>&1 &
+if [ "${#missing[@]}" -gt 0 ]; then
+	bash tooling/servers/start-all.sh "${missing[@]}" > .test-results/servers.log 2>&1 &
 	servers_pid=$!
 else
-	echo "test: using the servers already listening on 127.0.0.1:${CASSANDRA_PORT:-9042} and :${DYNAMODB_PORT:-8000}" > .test-results/servers.log
+	echo "test: using the servers already listening on 127.0.0.1:${CASSANDRA_PORT:-9042}, :${DYNAMODB_PORT:-8000} and :${PG_PORT:-54329}" > .test-results/servers.log
 fi
 bash tooling/servers/cassandra-cluster/ci.sh start # 3-node cluster, background; its suites run last
 
@@ -38,13 +39,13 @@ if [ -n "$servers_pid" ]; then wait "$servers_pid" || servers_ok=0; fi
 cat .test-results/servers.log
 if [ "$servers_ok" = 1 ]; then
 	# The servers are up: their suites must run (a skip would fail).
-	export CASSANDRA_TESTS_ENABLED=1 DYNAMODB_TESTS_ENABLED=1
+	export CASSANDRA_TESTS_ENABLED=1 DYNAMODB_TESTS_ENABLED=1 PG_TESTS_ENABLED=1
 elif [ "${CI:-}" = "true" ] || [ "${CI:-}" = "1" ]; then
 	echo "test: the real servers did not start (log above); CI requires them" >&2
 	exit 1
 else
-	# A machine with only Node and npm (no Java 17 / Maven): everything else still runs, and the
-	# Cassandra and DynamoDB suites report as skipped with the reason.
+	# A machine with only Node and npm (no Java 17 / Maven, no PostgreSQL): everything else still
+	# runs, and the Cassandra, DynamoDB and PostgreSQL suites report as skipped with the reason.
 	echo "test: WARNING: the real servers did not start (log above); their suites will be skipped." >&2
 	echo "test: install openjdk-17-jre-headless and maven to run them." >&2
 fi

@@ -18,12 +18,13 @@
 #      host-command-fetch, a vvm-host (private, so from this repository's build) runs on a level
 #      database in the temp dir, started before and stopped after, by its PID;
 #   6. the lowest and the newest version each published client range allows (cassandra-driver,
-#      @aws-sdk/client-dynamodb, lru-cache, vitest; classic-level for the level driver), each
+#      @aws-sdk/client-dynamodb, pg, lru-cache, vitest; classic-level for the level driver), each
 #      type-checked and run through the published conformance and elections suites.
 #
 # Needs a bootstrapped checkout (pnpm and node on PATH) and the real servers: Cassandra
-# (CASSANDRA_CONTACT_POINTS, default 127.0.0.1:9042) and DynamoDB Local (DYNAMODB_ENDPOINT, default
-# http://127.0.0.1:8000). KEEP_REHEARSAL=1 keeps the temp directory for inspection.
+# (CASSANDRA_CONTACT_POINTS, default 127.0.0.1:9042), DynamoDB Local (DYNAMODB_ENDPOINT, default
+# http://127.0.0.1:8000) and PostgreSQL (PGHOST/PGPORT/PGUSER/PGDATABASE, default 127.0.0.1:54329,
+# vvm/vvm). KEEP_REHEARSAL=1 keeps the temp directory for inspection.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 HERE="$ROOT/scripts/release"
@@ -204,7 +205,7 @@ for tarball in "$WORK"/examples/*.tgz; do
 	tar -xzf "$tarball" -C "$dir" --strip-components=1
 	(
 		cd "$dir"
-		{ grep -E '"(@vvm/[^"]+|cassandra-driver|@aws-sdk/client-dynamodb|classic-level|vitest)"' package.json || true; } | sed 's/^/  /'
+		{ grep -E '"(@vvm/[^"]+|cassandra-driver|@aws-sdk/client-dynamodb|pg|classic-level|vitest)"' package.json || true; } | sed 's/^/  /'
 		npm install "${npm_quiet[@]}"
 		npx tsc --noEmit -p tsconfig.json
 		npx tsc -p tsconfig.json # dist/: plain ESM JavaScript

@@ -2,19 +2,27 @@
 // it prints. Plain Node, no dependencies: it runs in the rehearsal's consumer directories.
 //
 //   node run-example.mjs leader-election ts|js   # dynamodb, cassandra, level
+//   node run-example.mjs leader-election-pg ts|js
 //   node run-example.mjs sequencer-level ts|js
 //   node run-example.mjs host-command-fetch ts|js   # against the host at VVM_HOST_URL
 //   node run-example.mjs cp-over-leases ts|js
 //
 // ts runs src/<name>.ts (Node's type stripping), js runs dist/<name>.js (emitted by tsc).
-// Env: DYNAMODB_ENDPOINT, CASSANDRA_CONTACT_POINTS (default the loopback servers).
+// Env: DYNAMODB_ENDPOINT, CASSANDRA_CONTACT_POINTS, PGHOST/PGPORT/PGUSER/PGDATABASE (default the
+// loopback servers).
 import { spawn } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 
 const [example, mode] = process.argv.slice(2);
-const EXAMPLES = ["leader-election", "sequencer-level", "host-command-fetch", "cp-over-leases"];
+const EXAMPLES = [
+	"leader-election",
+	"leader-election-pg",
+	"sequencer-level",
+	"host-command-fetch",
+	"cp-over-leases",
+];
 if (!EXAMPLES.includes(example) || !["ts", "js"].includes(mode)) {
 	console.error(`usage: run-example.mjs ${EXAMPLES.join("|")} ts|js`);
 	process.exit(2);
@@ -217,6 +225,15 @@ try {
 		});
 		await failover("cassandra", shared);
 		await restart(join(scratch, "level"));
+	} else if (example === "leader-election-pg") {
+		// The repository's PostgreSQL (tooling/servers/postgres) unless PG* say otherwise.
+		await failover("pg", {
+			JOB: `rehearsal_${unique}`,
+			PGHOST: process.env.PGHOST ?? "127.0.0.1",
+			PGPORT: process.env.PGPORT ?? "54329",
+			PGUSER: process.env.PGUSER ?? "vvm",
+			PGDATABASE: process.env.PGDATABASE ?? "vvm",
+		});
 	} else if (example === "sequencer-level") {
 		await sequencer(join(scratch, "sequencer"));
 	} else if (example === "cp-over-leases") {

@@ -1,20 +1,34 @@
 #!/usr/bin/env bash
-# Start Cassandra and DynamoDB Local in parallel; fail if either fails (and say which).
-# Env: see cassandra/start.sh and dynamodb/start.sh (CASSANDRA_PORT, DYNAMODB_PORT, ...).
+# Start Cassandra, DynamoDB Local and PostgreSQL in parallel; fail if any fails (and say which).
+#   start-all.sh                       # all three
+#   start-all.sh postgres dynamodb     # only these (e.g. the ones whose port is not open yet)
+# Env: see cassandra/start.sh, dynamodb/start.sh and postgres/start.sh (CASSANDRA_PORT,
+# DYNAMODB_PORT, PG_PORT, ...).
 set -euo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 t0="$(date +%s.%N)"
+names=("$@")
+(( ${#names[@]} > 0 )) || names=(cassandra dynamodb postgres)
 
-bash "$HERE/cassandra/start.sh" & cas_pid=$!
-bash "$HERE/dynamodb/start.sh" & ddb_pid=$!
+pids=()
+for name in "${names[@]}"; do
+  case "$name" in
+    cassandra | dynamodb | postgres) ;;
+    *) echo "[start-all] unknown server '$name' (cassandra, dynamodb, postgres)" >&2; exit 2 ;;
+  esac
+done
+for name in "${names[@]}"; do
+  bash "$HERE/$name/start.sh" & pids+=($!)
+done
 
 failed=()
-wait "$cas_pid" || failed+=(cassandra)
-wait "$ddb_pid" || failed+=(dynamodb)
+for i in "${!names[@]}"; do
+  wait "${pids[$i]}" || failed+=("${names[$i]}")
+done
 
 secs="$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')"
 if (( ${#failed[@]} > 0 )); then
   echo "[start-all] FAILED: ${failed[*]} (after ${secs}s); logs under .servers/<name>/" >&2
   exit 1
 fi
-echo "[start-all] cassandra and dynamodb are up (${secs}s)"
+echo "[start-all] ${names[*]} up (${secs}s)"

@@ -1,4 +1,4 @@
-// Gate for suites that need a real server (Cassandra, DynamoDB Local).
+// Gate for suites that need a real server (Cassandra, DynamoDB Local, PostgreSQL).
 // Locally a missing server skips the suite with a reason; in CI (CI=true) or when the
 // <NAME>_TESTS_ENABLED variable is set, a missing server is an error, so CI never passes by skipping.
 import { connect } from "node:net";

@@ -98,17 +98,18 @@ print_log_tails() {
   done
 }
 
-# stop_pid PIDFILE PATTERN NAME: TERM, wait up to 30 s, then KILL; removes PIDFILE. No-op if not running.
+# stop_pid PIDFILE PATTERN NAME [SIGNAL]: SIGNAL (default TERM), wait up to 30 s, then KILL; removes
+# PIDFILE. No-op if not running.
 stop_pid() {
-  local pidfile="$1" pattern="$2" name="$3" pid i
+  local pidfile="$1" pattern="$2" name="$3" signal="${4:-TERM}" pid i
   if ! pid_matches "$pidfile" "$pattern"; then
     log "$name is not running"
     rm -f "$pidfile"
     return 0
   fi
   pid="$(cat "$pidfile")"
-  log "stopping $name (pid $pid)"
-  kill -TERM "$pid" 2>/dev/null || true
+  log "stopping $name (pid $pid, SIG$signal)"
+  kill -"$signal" "$pid" 2>/dev/null || true
   for (( i = 0; i < 60; i++ )); do
     alive "$pid" || break
     sleep 0.5

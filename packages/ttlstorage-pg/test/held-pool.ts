@@ -1,0 +1,54 @@
+// A pool whose next statement matching a pattern waits (before it is sent) until released: a
+// request held on its way, as a congested link or a stalled process would hold it.
+import type { PgPool, PgPoolClient, PgQueryConfig } from "../src/index.ts";
+
+interface Hold {
+	/** Resolves once the armed statement is held. */
+	readonly reached: Promise<void>;
+	/** Lets it go on to the server. */
+	release(): void;
+}
+
+export interface HeldPool {
+	readonly pool: PgPool;
+	/** Holds the next statement whose SQL matches `pattern`. */
+	arm(pattern: RegExp): Hold;
+}
+
+export function holdingPool(inner: PgPool): HeldPool {
+	let armed: { pattern: RegExp; reached: () => void; gate: Promise<void> } | undefined;
+	const pool: PgPool = {
+		async connect(): Promise<PgPoolClient> {
+			const client = await inner.connect();
+			return {
+				async query(config: PgQueryConfig) {
+					const hold = armed;
+					if (hold?.pattern.test(config.text)) {
+						armed = undefined;
+						hold.reached();
+						await hold.gate;
+					}
+					return client.query(config);
+				},
+				release: (destroy) => client.release(destroy),
+				on: (event, listener) => client.on(event, listener),
+				removeListener: (event, listener) => client.removeListener(event, listener),
+			};
+		},
+	};
+	return {
+		pool,
+		arm(pattern) {
+			let release!: () => void;
+			const gate = new Promise<void>((r) => {
+				release = r;
+			});
+			let reached!: () => void;
+			const atGate = new Promise<void>((r) => {
+				reached = r;
+			});
+			armed = { pattern, reached, gate };
+			return { reached: atGate, release };
+		},
+	};
+}

@@ -1,0 +1,144 @@
+// Argument and option checks: every bad input is a TypeError or RangeError before any I/O (the
+// pool below fails the test if anything connects).
+import { MockClock } from "@vvm/clock";
+import { utf8 } from "@vvm/ttlstorage";
+import { describe, expect, it } from "vitest";
+import type { PgPool } from "../src/index.ts";
+import {
+	createPgTTLStorage,
+	ensurePgSchema,
+	pgSchemaStatements,
+	validatePgIdentifier,
+	validatePgTTLStorageOptions,
+} from "../src/index.ts";
+
+const noIO: PgPool = {
+	connect: () => {
+		throw new Error("no I/O expected");
+	},
+};
+
+async function thrown(fn: () => unknown): Promise<unknown> {
+	try {
+		await fn();
+	} catch (e) {
+		return e;
+	}
+	return undefined;
+}
+
+describe("validatePgIdentifier", () => {
+	it("accepts lower-case identifiers up to 48 characters", () => {
+		for (const name of ["a", "vvm", "vvm_ttl", "t2", `a${"b".repeat(47)}`])
+			expect(() => validatePgIdentifier("table", name)).not.toThrow();
+	});
+
+	it("refuses what would need quoting, fold case or be reserved", () => {
+		for (const name of [
+			"",
+			"Vvm",
+			"1abc",
+			"_x",
+			"a-b",
+			"a b",
+			'a"b',
+			"a;drop",
+			`a${"b".repeat(48)}`,
+			7,
+			null,
+		])
+			expect(() => validatePgIdentifier("table", name), String(name)).toThrow(RangeError);
+		expect(() => validatePgIdentifier("schema", "pg_catalog")).toThrow(/reserved/);
+		expect(() => validatePgIdentifier("table", "pg_table")).not.toThrow();
+	});
+});
+
+describe("validatePgTTLStorageOptions", () => {
+	it("accepts the defaults and a configuration without a pool", () => {
+		expect(() => validatePgTTLStorageOptions({})).not.toThrow();
+		expect(() =>
+			validatePgTTLStorageOptions({
+				schema: "vvm",
+				table: "leases",
+				sweepIntervalMs: 0,
+				sweepBatchSize: 1,
+				pageSize: 10,
+				prepare: false,
+				clock: new MockClock(),
+			}),
+		).not.toThrow();
+	});
+
+	it.each([
+		[{ schema: "Bad" }, RangeError],
+		[{ table: "x-y" }, RangeError],
+		[{ sweepIntervalMs: -1 }, RangeError],
+		[{ sweepIntervalMs: 1.5 }, RangeError],
+		[{ sweepBatchSize: 0 }, RangeError],
+		[{ pageSize: Number.NaN }, RangeError],
+		[{ prepare: "yes" }, TypeError],
+		[{ pool: {} }, TypeError],
+		[{ clock: { now: () => 0 } }, TypeError],
+	] as const)("refuses %o", (options, type) => {
+		expect(() => validatePgTTLStorageOptions(options as never)).toThrow(type);
+	});
+
+	it("refuses a non-object", () => {
+		expect(() => validatePgTTLStorageOptions(null as never)).toThrow(TypeError);
+	});
+});
+
+describe("createPgTTLStorage", () => {
+	it("needs a pool and valid options, before any I/O", () => {
+		expect(() => createPgTTLStorage({} as never)).toThrow(TypeError);
+		expect(() => createPgTTLStorage({ pool: noIO, table: "Bad" })).toThrow(RangeError);
+		const storage = createPgTTLStorage({ pool: noIO, sweepIntervalMs: 0 });
+		expect(storage.supports).toEqual({ atomicBatches: true, fencing: "epoch" });
+	});
+
+	it("refuses bad arguments of every operation without connecting", async () => {
+		const storage = createPgTTLStorage({ pool: noIO, sweepIntervalMs: 0 });
+		const ok = utf8("k");
+		const bad: Array<[() => unknown, typeof TypeError | typeof RangeError]> = [
+			[() => storage.insertIfNotExists(new Uint8Array(), ok, ok, 1), RangeError],
+			[() => storage.compareAndSwap(ok, ok, ok, ok, -1), RangeError],
+			[() => storage.compareAndDelete(ok, ok, "x" as never), TypeError],
+			[() => storage.put(ok, ok, ok, 0, { fence: { scope: ok, epoch: 1 as never } }), TypeError],
+			[
+				() => storage.putBatch([{ pKey: ok, cCols: ok, value: new Uint8Array(70_000) }]),
+				RangeError,
+			],
+			[() => storage.raiseFence?.(new Uint8Array(), 1n), RangeError],
+			[() => storage.raiseFence?.(ok, -1n), RangeError],
+			[() => storage.get(ok, "x" as never), TypeError],
+			[() => storage.queryTTL(new Uint8Array(), ok), RangeError],
+			[() => storage.read(ok, { from: "a" as never }), TypeError],
+		];
+		for (const [fn, type] of bad) expect(await thrown(fn)).toBeInstanceOf(type);
+	});
+
+	it("an empty batch and a closed storage do no I/O", async () => {
+		const storage = createPgTTLStorage({ pool: noIO, sweepIntervalMs: 0 });
+		await storage.putBatch([]);
+		await storage.close();
+		const error = await thrown(() => storage.get(utf8("p"), utf8("k")));
+		expect((error as { code?: unknown }).code).toBe("TTLSTORAGE_CLOSED");
+	});
+});
+
+describe("ensurePgSchema and pgSchemaStatements", () => {
+	it("validate names and the pool before any I/O", async () => {
+		expect(await thrown(() => ensurePgSchema(noIO, { schema: "Bad" }))).toBeInstanceOf(RangeError);
+		expect(await thrown(() => ensurePgSchema({} as never))).toBeInstanceOf(TypeError);
+		expect(await thrown(() => ensurePgSchema(noIO, null as never))).toBeInstanceOf(TypeError);
+		expect(() => pgSchemaStatements({ table: "pg-x" })).toThrow(RangeError);
+	});
+
+	it("quote the validated names and default to public.vvm_ttl", () => {
+		const [schema, table, index, fences] = pgSchemaStatements();
+		expect(schema).toBe('CREATE SCHEMA IF NOT EXISTS "public"');
+		expect(table).toMatch(/^CREATE TABLE IF NOT EXISTS "public"\."vvm_ttl" \(p_key bytea NOT NULL/);
+		expect(index).toMatch(/"vvm_ttl_expire_at" ON "public"\."vvm_ttl" \(expire_at\) WHERE/);
+		expect(fences).toMatch(/"public"\."vvm_ttl_fences" \(scope bytea PRIMARY KEY/);
+	});
+});
