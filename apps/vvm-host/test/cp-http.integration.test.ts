@@ -1,6 +1,6 @@
 // A create and a read through the host's HTTP API (API v2) on every storage driver: mem and level
-// always, real Cassandra and DynamoDB Local when reachable (required in CI or with
-// CASSANDRA_TESTS_ENABLED / DYNAMODB_TESTS_ENABLED). On DynamoDB, two hosts split the partitions
+// always, real Cassandra, DynamoDB Local and PostgreSQL when reachable (required in CI or with
+// CASSANDRA_TESTS_ENABLED / DYNAMODB_TESTS_ENABLED / PG_TESTS_ENABLED). On DynamoDB, two hosts split the partitions
 // (static placement) and a request sent to the wrong one gets 421 naming the other.
 import { execFileSync } from "node:child_process";
 import { mkdtemp, rm } from "node:fs/promises";
@@ -29,6 +29,16 @@ const skipCas = await requireServer({
 	enabledVar: "CASSANDRA_TESTS_ENABLED",
 	startHint: "bash tooling/servers/cassandra/start.sh",
 });
+const PG_PORT = Number(process.env.PGPORT ?? process.env.PG_PORT ?? 54329);
+const PG_HOST = process.env.PGHOST ?? "127.0.0.1";
+const skipPg = await requireServer({
+	name: "PostgreSQL",
+	host: PG_HOST,
+	port: PG_PORT,
+	enabledVar: "PG_TESTS_ENABLED",
+	startHint: "bash tooling/servers/postgres/start.sh",
+});
+const PG_URL = `postgres://${process.env.PGUSER ?? "vvm"}@${PG_HOST}:${PG_PORT}/${process.env.PGDATABASE ?? "vvm"}`;
 const TABLE = `vvm_cph_${RUN}`;
 const KEYSPACE = `vvm_cph_${RUN}`;
 const CUSTOMER = "app1pkg.Customer";
@@ -46,6 +56,13 @@ afterAll(async () => {
 		});
 		await client.send(new DeleteTableCommand({ TableName: TABLE })).catch(() => {});
 		client.destroy();
+	}
+	if (!skipPg) {
+		const script = `import pg from "pg";
+			const pool = new pg.Pool({ connectionString: ${JSON.stringify(PG_URL)} });
+			await pool.query("DROP SCHEMA IF EXISTS ${KEYSPACE} CASCADE").catch(() => {});
+			await pool.end();`;
+		execFileSync(process.execPath, ["--input-type=module", "-e", script], { cwd: APP_DIR });
 	}
 	if (!skipCas) {
 		// In a child process: vitest cannot load the driver's CommonJS "long" (see cas-address-map.test.ts).
@@ -153,6 +170,17 @@ describe("create and read through the HTTP API", () => {
 				"--cas-keyspace",
 				KEYSPACE,
 			]);
+		});
+	});
+
+	describe.skipIf(skipPg)("on PostgreSQL", () => {
+		it("create and read, across a restart", { timeout: 60_000 }, async () => {
+			const argv = ["--storage", "pg", "--pg-url", PG_URL, "--pg-schema", KEYSPACE];
+			await createAndRead(argv);
+			const again = await start(argv);
+			const res = await send(`${again.base}/1001/docs/${CUSTOMER}`, { name: "Bob" });
+			expect(await res.json()).toEqual({ CurrentWLogOffset: 2, NewIDs: { "1": 322685000131073 } });
+			expect(await stop(again)).toBe(0);
 		});
 	});
 

@@ -5,9 +5,16 @@ import { dynStorage } from "./dyn.ts";
 import type { OpenedStorage, StorageEntry, StorageSettings } from "./entry.ts";
 import { levelStorage } from "./level.ts";
 import { memStorage } from "./mem.ts";
+import { pgStorage } from "./pg.ts";
 
 /** Every storage of `--storage`, the default first. */
-export const STORAGES: readonly StorageEntry[] = [levelStorage, memStorage, casStorage, dynStorage];
+export const STORAGES: readonly StorageEntry[] = [
+	levelStorage,
+	memStorage,
+	casStorage,
+	dynStorage,
+	pgStorage,
+];
 
 /** The storage section of the host's configuration: the kind and its own settings. */
 export interface StorageConfig {
