@@ -50,7 +50,9 @@ export interface ChaosOptions {
 	readonly changes: number | undefined;
 	readonly hosts: number;
 	readonly numVVM: number;
-	readonly storage: "dyn" | "cas";
+	readonly storage: "dyn" | "cas" | "pg";
+	/** pg: the server (the run makes a schema of its own there, dropped at the end). */
+	readonly pgUrl: string;
 	readonly casContactPoints: readonly string[];
 	readonly casLocalDc: string;
 	readonly casReplicationFactor: number;
@@ -78,6 +80,9 @@ export interface ChaosOptions {
 	readonly check: string | undefined;
 }
 
+/** The repository's PostgreSQL (tooling/servers/postgres). */
+const DEFAULT_PG_URL = `postgres://vvm@127.0.0.1:${process.env.PG_PORT ?? "54329"}/vvm`;
+
 /** A bad argument: the CLI prints the message and exits with code 2. */
 export class ChaosUsageError extends Error {
 	override readonly name: string = "ChaosUsageError";
@@ -101,6 +106,7 @@ const FLAGS = {
 	"cas-local-dc": { type: "string" },
 	"cas-replication-factor": { type: "string" },
 	"cas-keyspace": { type: "string" },
+	"pg-url": { type: "string" },
 	"keep-keyspace": { type: "boolean" },
 	faults: { type: "string" },
 	"leadership-seconds": { type: "string" },
@@ -228,7 +234,7 @@ export function parseChaosOptions(argv: readonly string[]): ChaosOptions | undef
 		"commands",
 	] as const);
 	const commands = workload === "commands";
-	const storage = oneOf("storage", s("storage") ?? "dyn", ["dyn", "cas"] as const);
+	const storage = oneOf("storage", s("storage") ?? "dyn", ["dyn", "cas", "pg"] as const);
 	const leadershipSeconds = int("leadership-seconds", s("leadership-seconds"), 1, 60) ?? 2;
 	const leaseIntervalMs = int("lease-interval-ms", s("lease-interval-ms"), 500, 600_000) ?? 2_000;
 	// Lease holders stop that much before the expiry they read: the wall-clock skew allowed.
@@ -274,6 +280,11 @@ export function parseChaosOptions(argv: readonly string[]): ChaosOptions | undef
 			: storage === "dyn"
 				? Math.floor(maxClockSkewMs / 2)
 				: 30_000);
+	const pgUrl = s("pg-url") ?? DEFAULT_PG_URL;
+	if (!/^postgres(ql)?:\/\/[^/]+\/\w+$/.test(pgUrl))
+		throw new ChaosUsageError(
+			`--pg-url must be postgres://user@host:port/database, got "${pgUrl}"`,
+		);
 	const casContactPoints = contactPoints(s("cas-contact-points") ?? "127.0.0.1:9042");
 	const casReplicationFactor =
 		int("cas-replication-factor", s("cas-replication-factor"), 1, 9) ?? 1;
@@ -310,6 +321,7 @@ export function parseChaosOptions(argv: readonly string[]): ChaosOptions | undef
 		hosts,
 		numVVM,
 		storage,
+		pgUrl,
 		casContactPoints,
 		casLocalDc: s("cas-local-dc") ?? "datacenter1",
 		casReplicationFactor,
@@ -365,8 +377,10 @@ export function chaosHelp(): string {
 		"  --hosts <n>                host processes (default 4)",
 		"  --num-vvm <n>              leader slots (default 2)",
 		"  --leadership-seconds <d>   leadership duration d (default 2)",
-		"  --storage dyn|cas          dyn: a DynamoDB Local of this run's own on a free port (default);",
-		"                             cas: Cassandra at --cas-contact-points",
+		"  --storage dyn|cas|pg       dyn: a DynamoDB Local of this run's own on a free port (default);",
+		"                             cas: Cassandra at --cas-contact-points; pg: PostgreSQL at --pg-url",
+		`  --pg-url <url>             (default ${DEFAULT_PG_URL}: tooling/servers/postgres); a schema of`,
+		"                             the run's own, dropped at the end",
 		"  --cas-contact-points <l>   host[:port],... (default 127.0.0.1:9042); list every node of a",
 		"                             cluster: each gets a proxy per host and --cas-address-map",
 		"  --cas-replication-factor <n>  SimpleStrategy RF of the run's keyspace (default 1; 3 on the cluster)",

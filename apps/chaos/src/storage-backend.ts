@@ -1,12 +1,16 @@
 // The storage of a chaos run and each host's path to it. DynamoDB: a DynamoDB Local of the run's
 // own (paused by SIGSTOP). Cassandra: the given contact points (never paused: the path is held by
-// every host's proxy instead), a keyspace of the run's own, dropped at the end.
+// every host's proxy instead), a keyspace of the run's own, dropped at the end. PostgreSQL: the
+// given server (held by every host's proxy, as Cassandra), a schema of the run's own, dropped at
+// the end.
 import { join } from "node:path";
 import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import type { TTLStorage } from "@vvm/ttlstorage";
 import { createCassandraTTLStorage, ensureCassandraSchema } from "@vvm/ttlstorage-cas";
 import { createDynamoTTLStorage, ensureDynamoTTLTable } from "@vvm/ttlstorage-dyn";
+import { createPgTTLStorage, ensurePgSchema } from "@vvm/ttlstorage-pg";
 import cassandra from "cassandra-driver";
+import pg from "pg";
 import type { DynamoLocal } from "./dynamo-local.ts";
 import { startDynamoLocal } from "./dynamo-local.ts";
 import type { FaultProxy } from "./fault-proxy.ts";
@@ -192,6 +196,56 @@ async function openCassandra(options: ChaosOptions): Promise<StorageBackend> {
 	};
 }
 
+async function openPostgres(options: ChaosOptions): Promise<StorageBackend> {
+	const url = new URL(options.pgUrl);
+	const schema = `vvm_chaos_${process.pid}_${Date.now() % 1e9}`;
+	const admin = new pg.Pool({ connectionString: options.pgUrl, max: 4 });
+	admin.on("error", () => {}); // a broken idle connection is replaced
+	try {
+		await ensurePgSchema(admin, { schema });
+	} catch (error) {
+		await admin.end();
+		throw error;
+	}
+	const target = { host: url.hostname, port: Number(url.port || 5432) };
+	const proxies = await proxiesPerHost(options.hosts, [target]);
+	let holding = false;
+	return {
+		description: `PostgreSQL ${target.host}:${target.port}${url.pathname}, schema ${schema}`,
+		pauseMethod: "every host's proxy holds all bytes (the shared server itself is never paused)",
+		writesVisible: false,
+		hostArgs(i) {
+			const proxied = new URL(options.pgUrl);
+			proxied.hostname = "127.0.0.1";
+			proxied.port = String(proxies[i]?.[0]?.port);
+			return ["--storage", "pg", "--pg-url", proxied.toString(), "--pg-schema", schema];
+		},
+		proxiesOf: (i) => proxies[i] ?? [],
+		async checkerStorage() {
+			const storage = createPgTTLStorage({ pool: admin, schema });
+			return { storage, close: () => storage.close() };
+		},
+		pause() {
+			holding = true;
+			for (const p of proxies.flat()) p.setHold(true);
+		},
+		resume() {
+			if (!holding) return;
+			holding = false;
+			for (const p of proxies.flat()) p.setHold(false);
+		},
+		async close() {
+			await closeAll(proxies);
+			try {
+				if (!options.keepKeyspace) await admin.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
+			} finally {
+				await admin.end();
+			}
+		},
+		killNow: () => {},
+	};
+}
+
 /**
  * Opens the run's storage and one proxy per host and storage node.
  *
@@ -206,5 +260,12 @@ export function openStorageBackend(
 	repoRoot: string,
 	outDir: string,
 ): Promise<StorageBackend> {
-	return options.storage === "dyn" ? openDynamo(options, repoRoot, outDir) : openCassandra(options);
+	switch (options.storage) {
+		case "dyn":
+			return openDynamo(options, repoRoot, outDir);
+		case "cas":
+			return openCassandra(options);
+		case "pg":
+			return openPostgres(options);
+	}
 }
