@@ -1,8 +1,8 @@
 import { ttlStorageTestSuite } from "@vvm/ttlstorage/testing";
 import { createDynamoTTLStorage } from "../src/index.ts";
-import { dynamoSkip, useTable } from "./dynamo-local.ts";
+import { dynamoGate, useTable } from "./dynamo-local.ts";
 
-const skip = await dynamoSkip();
+const skip = await dynamoGate();
 const { client, tableName } = useTable("conformance", skip);
 
 ttlStorageTestSuite("ttlstorage-dyn (DynamoDB Local)", {

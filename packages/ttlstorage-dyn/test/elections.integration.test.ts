@@ -1,8 +1,8 @@
 import { electionsTestSuite } from "@vvm/ielections/testing";
 import { createDynamoTTLStorage } from "../src/index.ts";
-import { dynamoSkip, useTable } from "./dynamo-local.ts";
+import { dynamoGate, useTable } from "./dynamo-local.ts";
 
-const skip = await dynamoSkip();
+const skip = await dynamoGate();
 const { client, tableName } = useTable("elections", skip);
 
 electionsTestSuite("ttlstorage-dyn (DynamoDB Local)", {
