@@ -1,4 +1,4 @@
-import { deposedLeaderSuite } from "./deposed-leader.ts";
+import { deposedLeaderSuite } from "../src/testing/index.ts";
 import { dynamoGate, useDynamo } from "./servers.ts";
 
 const skip = await dynamoGate();
