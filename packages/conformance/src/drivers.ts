@@ -77,12 +77,13 @@ export const drivers: readonly MatrixDriver[] = [
 				tune: { leases: { randomizedIntervals: 40 } },
 			},
 			{
-				// One LevelDB write batch is all or nothing: level 2 may write an event and its
-				// effects together. Every cp case again, crash points included, in that mode.
-				label: "classic-level on disk, atomicBatches",
+				// Atomic batches are cp's default here (supports.atomicBatches): every cp case again,
+				// crash points included, with them off (level 2's event and effects in two batches)
+				// over epoch fences, which no other configuration runs.
+				label: "classic-level on disk, atomicBatches off",
 				supports: { atomicBatches: true, fencing: "epoch" },
 				...levelOnDisk,
-				tune: { cp: { processorOptions: { atomicBatches: true } } },
+				tune: { cp: { processorOptions: { atomicBatches: false } } },
 				leaveOut: {
 					ttlstorage: onlyForCp,
 					elections: onlyForCp,
