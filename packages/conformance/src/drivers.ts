@@ -54,7 +54,7 @@ export const drivers: readonly MatrixDriver[] = [
 				createStorage: ({ clock }) => createMemTTLStorage({ clock, fencing: "ordered" }),
 				leaveOut: {
 					elections: "no fences involved: the default configuration runs it",
-					cp: "the servers' ordered fences run it, and the deposed leader below",
+					cp: "cas and dyn run it over ordered fences; here the deposed-leader suite does",
 					leases: "no fences involved: the default configuration runs it",
 				},
 			},
