@@ -20,3 +20,23 @@ export declare function hostPort(
 	endpoint: string,
 	defaultPort: number,
 ): { host: string; port: number };
+/**
+ * The single-node Cassandra of the real-server tests, as `cassandra-driver` client options:
+ * `CASSANDRA_CONTACT_POINTS` (comma-separated, default `127.0.0.1:9042`) and `CASSANDRA_LOCAL_DC`
+ * (default `datacenter1`).
+ */
+export declare function cassandraEnv(): { contactPoints: string[]; localDataCenter: string };
+/** {@link requireServer} for the first contact point of {@link cassandraEnv}. */
+export declare function cassandraGate(): Promise<false | string>;
+/**
+ * DynamoDB Local of the real-server tests, as `@aws-sdk/client-dynamodb` client options:
+ * `DYNAMODB_ENDPOINT` (default `http://127.0.0.1:8000`), region `us-east-1`, credentials
+ * `local`/`local`.
+ */
+export declare function dynamoEnv(): {
+	endpoint: string;
+	region: string;
+	credentials: { accessKeyId: string; secretAccessKey: string };
+};
+/** {@link requireServer} for the endpoint of {@link dynamoEnv}. */
+export declare function dynamoGate(): Promise<false | string>;

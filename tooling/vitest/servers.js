@@ -40,3 +40,52 @@ export function hostPort(endpoint, defaultPort) {
 	const url = new URL(endpoint.includes("://") ? endpoint : `tcp://${endpoint}`);
 	return { host: url.hostname, port: url.port ? Number(url.port) : defaultPort };
 }
+
+/**
+ * The single-node Cassandra of the real-server tests: CASSANDRA_CONTACT_POINTS (comma-separated,
+ * default 127.0.0.1:9042) and CASSANDRA_LOCAL_DC (default datacenter1), as `cassandra-driver`
+ * client options.
+ */
+export function cassandraEnv() {
+	const contactPoints = (process.env.CASSANDRA_CONTACT_POINTS ?? "127.0.0.1:9042")
+		.split(",")
+		.map((s) => s.trim())
+		.filter((s) => s !== "");
+	return { contactPoints, localDataCenter: process.env.CASSANDRA_LOCAL_DC ?? "datacenter1" };
+}
+
+/** `requireServer` for the first contact point of {@link cassandraEnv}. */
+export function cassandraGate() {
+	const { host, port } = hostPort(cassandraEnv().contactPoints[0] ?? "127.0.0.1:9042", 9042);
+	return requireServer({
+		name: "Cassandra",
+		host,
+		port,
+		enabledVar: "CASSANDRA_TESTS_ENABLED",
+		startHint: "bash tooling/servers/cassandra/start.sh",
+	});
+}
+
+/**
+ * DynamoDB Local of the real-server tests: DYNAMODB_ENDPOINT (default http://127.0.0.1:8000), as
+ * `@aws-sdk/client-dynamodb` client options (it accepts any credentials).
+ */
+export function dynamoEnv() {
+	return {
+		endpoint: process.env.DYNAMODB_ENDPOINT ?? "http://127.0.0.1:8000",
+		region: "us-east-1",
+		credentials: { accessKeyId: "local", secretAccessKey: "local" },
+	};
+}
+
+/** `requireServer` for {@link dynamoEnv}'s endpoint. */
+export function dynamoGate() {
+	const { host, port } = hostPort(dynamoEnv().endpoint, 8000);
+	return requireServer({
+		name: "DynamoDB Local",
+		host,
+		port,
+		enabledVar: "DYNAMODB_TESTS_ENABLED",
+		startHint: "bash tooling/servers/dynamodb/start.sh",
+	});
+}

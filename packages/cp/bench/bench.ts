@@ -10,7 +10,8 @@
 //   BENCH_WARMUP=10000           warm-up creates (default: one per workspace)
 //   BENCH_LEVELS=0,2  BENCH_CONCURRENCY=1,16  BENCH_COALESCE=0 (turn group commit off)
 //   BENCH_IN_FLIGHT=2            group-commit batches at the storage at once
-//   BENCH_ATOMIC=level           drivers run with atomicBatches (default: level only; "" for none)
+//   BENCH_ATOMIC=0               atomicBatches off everywhere (default: as each storage's
+//                                supports.atomicBatches says: mem and level)
 //   BENCH_LEVEL_WRITE_BUFFER_MB=4  LevelDB's memtable size (classic-level's default is 4 MiB)
 //   BENCH_UNFENCED=1             the test-only unfenced build (`unsafeUnfenced`), to price the fence
 import { randomInt } from "node:crypto";
@@ -42,8 +43,10 @@ const concurrencies = list(process.env.BENCH_CONCURRENCY, "1,16").map(Number);
 const coalesce = process.env.BENCH_COALESCE !== "0";
 const inFlight =
 	process.env.BENCH_IN_FLIGHT === undefined ? undefined : Number(process.env.BENCH_IN_FLIGHT);
-// The level driver's putBatch is one LevelDB write batch (all or nothing); the others' are not.
-const atomicOn = list(process.env.BENCH_ATOMIC, "level");
+// Atomic batches where the storage declares them (supports.atomicBatches), as in production.
+const atomicOff = process.env.BENCH_ATOMIC === "0";
+/** The drivers whose processors ran with atomicBatches. */
+const atomicOn = new Set<string>();
 
 interface Row {
 	driver: string;
@@ -201,9 +204,10 @@ async function benchDriver(driver: string): Promise<Row[]> {
 				trustLevel: level,
 				coalesceWrites: coalesce,
 				...(inFlight === undefined ? {} : { writeBatchesInFlight: inFlight }),
-				atomicBatches: atomicOn.includes(driver),
+				...(atomicOff ? { atomicBatches: false } : {}),
 				...(process.env.BENCH_UNFENCED === "1" ? { unsafeUnfenced: true } : {}),
 			});
+			if (!atomicOff && storage.supports?.atomicBatches === true) atomicOn.add(driver);
 			try {
 				const parts = Array.from({ length: partitions }, (_, p) => cp.deploy(p));
 				await Promise.all(parts.map((p) => p.ready()));
@@ -245,7 +249,7 @@ const rows: Row[] = [];
 for (const d of drivers) rows.push(...(await benchDriver(d)));
 const fmt = (n: number): string => n.toLocaleString("en-US");
 console.log(
-	`\n@vvm/cp, one-record create, ${fmt(workspaces)} workspaces, ${partitions} partitions, group commit ${coalesce ? "on" : "off"}, atomicBatches on ${atomicOn.join(",") || "none"}; ${availableParallelism()} cores (${cpus()[0]?.model ?? "?"}), Node ${process.version}, load average ${loadavg()
+	`\n@vvm/cp, one-record create, ${fmt(workspaces)} workspaces, ${partitions} partitions, group commit ${coalesce ? "on" : "off"}, atomicBatches on ${[...atomicOn].join(",") || "none"}; ${availableParallelism()} cores (${cpus()[0]?.model ?? "?"}), Node ${process.version}, load average ${loadavg()
 		.map((l) => l.toFixed(1))
 		.join(" ")}\n`,
 );

@@ -1,38 +1,22 @@
 // Shared set-up of the real-Cassandra test files: the gate, one client and one keyspace per file.
-import { hostPort, requireServer } from "@vvm/vitest-config/servers";
+import { cassandraEnv, hostPort } from "@vvm/vitest-config/servers";
 import type { ClientOptions } from "cassandra-driver";
 import { Client } from "cassandra-driver";
 import { afterAll, beforeAll } from "vitest";
 import type { CassandraReplication } from "../src/index.ts";
 import { ensureCassandraSchema } from "../src/index.ts";
 
-/** First contact point of CASSANDRA_CONTACT_POINTS (comma-separated), default 127.0.0.1:9042. */
-const contactPoints: string[] = (process.env.CASSANDRA_CONTACT_POINTS ?? "127.0.0.1:9042")
-	.split(",")
-	.map((s) => s.trim())
-	.filter((s) => s !== "");
-const localDataCenter: string = process.env.CASSANDRA_LOCAL_DC ?? "datacenter1";
-/** Host and port of the first contact point. */
+export { cassandraGate } from "@vvm/vitest-config/servers";
+
+/** Host and port of the first contact point of CASSANDRA_CONTACT_POINTS. */
 export const firstContactPoint: { host: string; port: number } = hostPort(
-	contactPoints[0] ?? "127.0.0.1:9042",
+	cassandraEnv().contactPoints[0] ?? "127.0.0.1:9042",
 	9042,
 );
-const first = firstContactPoint;
-
-/** `false` when Cassandra is reachable, else the reason to skip; throws in CI instead of skipping. */
-export async function cassandraGate(): Promise<false | string> {
-	return requireServer({
-		name: "Cassandra",
-		host: first.host,
-		port: first.port,
-		enabledVar: "CASSANDRA_TESTS_ENABLED",
-		startHint: "bash tooling/servers/cassandra/start.sh",
-	});
-}
 
 /** A client for the configured cluster; the caller shuts it down. */
 export function newClient(extra: Partial<ClientOptions> = {}): Client {
-	return new Client({ contactPoints, localDataCenter, ...extra });
+	return new Client({ ...cassandraEnv(), ...extra });
 }
 
 export interface CassandraFixture {

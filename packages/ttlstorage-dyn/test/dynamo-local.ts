@@ -1,29 +1,13 @@
 // Shared wiring of the integration tests: DynamoDB Local gate, client, and a table per test file.
 import { DeleteTableCommand, DynamoDBClient } from "@aws-sdk/client-dynamodb";
-import { hostPort, requireServer } from "@vvm/vitest-config/servers";
+import { dynamoEnv } from "@vvm/vitest-config/servers";
 import { afterAll, beforeAll } from "vitest";
 import { ensureDynamoTTLTable } from "../src/index.ts";
 
-const endpoint: string = process.env.DYNAMODB_ENDPOINT ?? "http://127.0.0.1:8000";
-
-/** `false` when DynamoDB Local is reachable, else the skip reason (throws in CI). */
-export async function dynamoSkip(): Promise<false | string> {
-	const { host, port } = hostPort(endpoint, 8000);
-	return requireServer({
-		name: "DynamoDB Local",
-		host,
-		port,
-		enabledVar: "DYNAMODB_TESTS_ENABLED",
-		startHint: "bash tooling/servers/dynamodb/start.sh",
-	});
-}
+export { dynamoGate } from "@vvm/vitest-config/servers";
 
 export function newClient(): DynamoDBClient {
-	return new DynamoDBClient({
-		endpoint,
-		region: "us-east-1",
-		credentials: { accessKeyId: "local", secretAccessKey: "local" },
-	});
+	return new DynamoDBClient(dynamoEnv());
 }
 
 /** A table name unique to this run. */

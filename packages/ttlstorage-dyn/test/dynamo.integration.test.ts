@@ -9,9 +9,9 @@ import { MockClock } from "@vvm/clock";
 import { TTLStorageError, utf8 } from "@vvm/ttlstorage";
 import { describe, expect, it } from "vitest";
 import { createDynamoTTLStorage, ensureDynamoTTLTable } from "../src/index.ts";
-import { dynamoSkip, newClient, uniqueTableName, useTable } from "./dynamo-local.ts";
+import { dynamoGate, newClient, uniqueTableName, useTable } from "./dynamo-local.ts";
 
-const skip = await dynamoSkip();
+const skip = await dynamoGate();
 const { client, tableName } = useTable("driver", skip);
 const run = `${process.pid}-${Date.now()}`;
 

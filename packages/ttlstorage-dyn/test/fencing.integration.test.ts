@@ -5,9 +5,9 @@ import type { BatchItem } from "@vvm/ttlstorage";
 import { utf8 } from "@vvm/ttlstorage";
 import { describe, expect, it } from "vitest";
 import { createDynamoTTLStorage } from "../src/index.ts";
-import { dynamoSkip, useTable } from "./dynamo-local.ts";
+import { dynamoGate, useTable } from "./dynamo-local.ts";
 
-const skip = await dynamoSkip();
+const skip = await dynamoGate();
 const { client, tableName } = useTable("fencing", skip);
 const run = `${process.pid}-${Date.now()}`;
 const text = (b: Uint8Array | undefined) =>

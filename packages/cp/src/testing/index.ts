@@ -13,4 +13,5 @@ export {
 	type CrashCall,
 	createCrashableStorage,
 } from "./crashable-storage.ts";
+export { type DeposedSuiteOptions, deposedLeaderSuite } from "./deposed-leader.ts";
 export { type CpSuiteOptions, cpTestCases, cpTestSuite } from "./suite.ts";

@@ -8,16 +8,17 @@ import { randomInt } from "node:crypto";
 import type { BatchItem, Bytes, TTLStorage, WriteOptions } from "@vvm/ttlstorage";
 import { TTLStorageError } from "@vvm/ttlstorage";
 import { describe, expect, it } from "vitest";
-import type { CommandProcessor, CommandProcessorOptions } from "../src/command-processor.ts";
-import { createCommandProcessor } from "../src/command-processor.ts";
-import { CpError } from "../src/errors.ts";
-import { decodeRecordValue } from "../src/event.ts";
-import type { SequencesTrustLevel } from "../src/event-writer.ts";
-import { cpKeys, hex } from "../src/keys.ts";
-import type { AcknowledgedCommand, CheckReport } from "../src/testing/checker.ts";
-import { checkCpStorage } from "../src/testing/checker.ts";
-import { createCrashableStorage } from "../src/testing/crashable-storage.ts";
-import { prefixOf, storedNextOffset, waitFor } from "../src/testing/harness.ts";
+import type { CommandProcessor, CommandProcessorOptions } from "../command-processor.ts";
+import { createCommandProcessor } from "../command-processor.ts";
+import { CpError } from "../errors.ts";
+import { decodeRecordValue } from "../event.ts";
+import type { SequencesTrustLevel } from "../event-writer.ts";
+import { cpKeys, hex } from "../keys.ts";
+import type { AcknowledgedCommand, CheckReport } from "./checker.ts";
+import { checkCpStorage } from "./checker.ts";
+import { createCrashableStorage } from "./crashable-storage.ts";
+import { prefixOf, storedNextOffset, waitFor } from "./harness.ts";
+import type { CpSuiteOptions } from "./suite.ts";
 
 /** Workspaces of the one partition (partitions: 1). */
 const W1 = 1001;
@@ -490,16 +491,40 @@ function expectUnfencedCaught(out: DeposedOutcome, level: SequencesTrustLevel): 
 	} else expect(out.contentLost).toEqual([]);
 }
 
-/** Options of {@link deposedLeaderSuite}. */
+/**
+ * Options of {@link deposedLeaderSuite}.
+ *
+ * @example
+ * ```ts
+ * const options: DeposedSuiteOptions = { createStorage: () => createMemTTLStorage({ fencing: "ordered" }) };
+ * ```
+ */
 export interface DeposedSuiteOptions {
+	/** A storage for one case; cases use random application IDs, so one shared server is fine. */
 	readonly createStorage: () => TTLStorage | Promise<TTLStorage>;
+	/** After each case; default `close()`. */
 	readonly disposeStorage?: (storage: TTLStorage) => void | Promise<void>;
+	/** Skip the whole suite with this reason. */
 	readonly skip?: false | string;
+	/** Per-case timeout; default 60 s. */
 	readonly timeoutMs?: number;
-	readonly processorOptions?: Partial<CommandProcessorOptions>;
+	/** Options for every command processor of the suite, as {@link CpSuiteOptions.processorOptions}. */
+	readonly processorOptions?: CpSuiteOptions["processorOptions"];
 }
 
-/** Every trust level × both endings of A, on one driver. */
+/**
+ * The deposed-leader suite, run by every storage driver: leader A's sequencer flush and an
+ * in-flight command's writes are held until A's lease ended and leader B deployed the partition
+ * (raising its fence), actualized and committed; then they land. At every trust level and for
+ * both endings of A (alive after a pause, killed), nothing A wrote late may replace what B stored
+ * or acknowledged, and a late update of A must not undo B's acknowledged one. Each level also runs
+ * the unfenced build (a test-only mutant), which the same checks must catch.
+ *
+ * @example
+ * ```ts
+ * deposedLeaderSuite("deposed leader over mem", { createStorage: () => createMemTTLStorage() });
+ * ```
+ */
 export function deposedLeaderSuite(name: string, options: DeposedSuiteOptions): void {
 	const body = (): void => {
 		for (const unfenced of [false, true])

@@ -2,7 +2,6 @@ import type { Server } from "node:net";
 import { createServer, Socket } from "node:net";
 import type { TTLStorage } from "@vvm/ttlstorage";
 import { TTLStorageError, utf8 } from "@vvm/ttlstorage";
-import { ttlStorageTestSuite } from "@vvm/ttlstorage/testing";
 import { policies, types } from "cassandra-driver";
 import { describe, expect, it } from "vitest";
 import { createCassandraTTLStorage, ensureCassandraSchema } from "../src/index.ts";
@@ -15,15 +14,9 @@ import {
 } from "./cassandra-env.ts";
 import { schemaRaceTests } from "./schema-race.ts";
 
+// What only Cassandra shows; the shared suites run over this driver in packages/conformance.
 const skip = await cassandraGate();
-const fixture = useCassandraKeyspace("vvm_conf", skip);
-
-ttlStorageTestSuite("ttlstorage-cas", {
-	time: "real",
-	skip,
-	supports: { atomicBatches: false, fencing: "ordered" },
-	createStorage: () => createCassandraTTLStorage(fixture()),
-});
+const fixture = useCassandraKeyspace("vvm_cas", skip);
 
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 let n = 0;

@@ -1,0 +1,134 @@
+// Every storage driver of the matrix, one factory each: every suite runs over every configuration
+// listed here (src/matrix.ts), from the driver's test file. A new driver is one entry below and
+// one file test/<name>.test.ts (see the README).
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import type { TTLStorage } from "@vvm/ttlstorage";
+import { createCassandraTTLStorage } from "@vvm/ttlstorage-cas";
+import { createDynamoTTLStorage } from "@vvm/ttlstorage-dyn";
+import { createLevelTTLStorage } from "@vvm/ttlstorage-level";
+import { createMemTTLStorage } from "@vvm/ttlstorage-mem";
+import { ClassicLevel } from "classic-level";
+import { MemoryLevel } from "memory-level";
+import type { DriverConfig, MatrixDriver, StorageContext } from "./matrix.ts";
+import { defineDriver } from "./matrix.ts";
+import { cassandraGate, cassandraKeyspace, dynamoGate, dynamoTable } from "./servers.ts";
+
+/** The level driver over classic-level (LevelDB on disk), a temp directory per storage. */
+function onDisk(): Pick<DriverConfig<undefined>, "createStorage" | "disposeStorage"> {
+	const dirs = new WeakMap<TTLStorage, string>();
+	return {
+		createStorage: async ({ clock }: StorageContext) => {
+			const dir = await mkdtemp(join(tmpdir(), "vvm-matrix-level-"));
+			const storage = createLevelTTLStorage({ db: new ClassicLevel(dir), clock, ownsDb: true });
+			dirs.set(storage, dir);
+			return storage;
+		},
+		disposeStorage: async (storage) => {
+			await storage.close();
+			const dir = dirs.get(storage);
+			if (dir !== undefined) await rm(dir, { recursive: true, force: true });
+		},
+	};
+}
+
+const levelOnDisk = onDisk();
+const onlyForCp = "a cp configuration (processor options): the other suites do not read them";
+
+/** The drivers of the matrix, each run by its own test file. */
+export const drivers: readonly MatrixDriver[] = [
+	defineDriver({
+		name: "mem",
+		supports: { atomicBatches: true, fencing: "epoch" },
+		createStorage: ({ clock }) => createMemTTLStorage({ clock }),
+		leaveOut: {
+			deposedLeader:
+				"epoch fences are level's too, which runs it on disk; mem runs it with ordered fences",
+		},
+		variants: [
+			{
+				// Per-record fences as DynamoDB and Cassandra have them, without a server.
+				label: "fencing: ordered",
+				supports: { atomicBatches: false, fencing: "ordered" },
+				createStorage: ({ clock }) => createMemTTLStorage({ clock, fencing: "ordered" }),
+				leaveOut: {
+					elections: "no fences involved: the default configuration runs it",
+					cp: "cas and dyn run it over ordered fences; here the deposed-leader suite does",
+					leases: "no fences involved: the default configuration runs it",
+				},
+			},
+		],
+	}),
+	defineDriver({
+		name: "level",
+		label: "memory-level",
+		supports: { atomicBatches: true, fencing: "epoch" },
+		// The cleaner runs on the suites' MockClock too (every 60 s of mock time), as in production.
+		createStorage: ({ clock }) =>
+			createLevelTTLStorage({ db: new MemoryLevel(), clock, ownsDb: true }),
+		tune: { leases: { randomizedIntervals: 60 } },
+		leaveOut: { deposedLeader: "the driver's code is the same on disk, which runs it" },
+		variants: [
+			{
+				label: "classic-level on disk",
+				supports: { atomicBatches: true, fencing: "epoch" },
+				...levelOnDisk,
+				tune: { leases: { randomizedIntervals: 40 } },
+			},
+			{
+				// Atomic batches are cp's default here (supports.atomicBatches): every cp case again,
+				// crash points included, with them off (level 2's event and effects in two batches)
+				// over epoch fences, which no other configuration runs.
+				label: "classic-level on disk, atomicBatches off",
+				supports: { atomicBatches: true, fencing: "epoch" },
+				...levelOnDisk,
+				tune: { cp: { processorOptions: { atomicBatches: false } } },
+				leaveOut: {
+					ttlstorage: onlyForCp,
+					elections: onlyForCp,
+					deposedLeader: onlyForCp,
+					leases: onlyForCp,
+				},
+			},
+		],
+	}),
+	defineDriver({
+		name: "cas",
+		gate: cassandraGate,
+		setup: cassandraKeyspace,
+		// Cassandra expires records by its own clock.
+		time: "real",
+		supports: { atomicBatches: false, fencing: "ordered" },
+		createStorage: (_ctx, { client, keyspace }) => createCassandraTTLStorage({ client, keyspace }),
+		tune: { cp: { timeoutMs: 180_000 }, deposedLeader: { timeoutMs: 120_000 } },
+	}),
+	defineDriver({
+		name: "dyn",
+		gate: dynamoGate,
+		setup: dynamoTable,
+		// The driver compares expiry with its clock (the server's TTL only reaps, later).
+		supports: { atomicBatches: false, fencing: "ordered" },
+		createStorage: ({ clock }, { client, tableName }) =>
+			createDynamoTTLStorage({ client, tableName, clock }),
+		tune: {
+			cp: { timeoutMs: 180_000 },
+			deposedLeader: { timeoutMs: 120_000 },
+			leases: { randomizedIntervals: 40 },
+		},
+	}),
+];
+
+/**
+ * Registers every suite over the driver `name` in the calling test file (its only line).
+ *
+ * @example
+ * ```ts
+ * await runMatrix("mem");
+ * ```
+ */
+export async function runMatrix(name: string): Promise<void> {
+	const driver = drivers.find((d) => d.name === name);
+	if (driver === undefined) throw new Error(`no driver "${name}" in src/drivers.ts`);
+	await driver.run();
+}

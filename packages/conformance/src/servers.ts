@@ -1,0 +1,79 @@
+// The real servers of the matrix (tooling/servers): their gates, and one Cassandra keyspace or
+// DynamoDB table per test file, unique per run and dropped afterwards.
+import { randomBytes } from "node:crypto";
+import { DeleteTableCommand, DynamoDBClient } from "@aws-sdk/client-dynamodb";
+import { ensureCassandraSchema } from "@vvm/ttlstorage-cas";
+import { ensureDynamoTTLTable } from "@vvm/ttlstorage-dyn";
+import { cassandraEnv, dynamoEnv } from "@vvm/vitest-config/servers";
+import { Client } from "cassandra-driver";
+import type { ServerSetup } from "./matrix.ts";
+
+// Skip with the reason and the start command when the server is down; fail instead in CI or
+// when CASSANDRA_TESTS_ENABLED / DYNAMODB_TESTS_ENABLED is set.
+export { cassandraGate, dynamoGate } from "@vvm/vitest-config/servers";
+
+/**
+ * A name no other test file of any run uses (lower-case letters, digits and `_`, which both
+ * Cassandra keyspaces and DynamoDB tables accept): the process, the time, and random bytes, since
+ * the files of one worker share its process.
+ */
+function uniqueName(prefix: string): string {
+	return `${prefix}_${process.pid.toString(36)}${Date.now().toString(36)}_${randomBytes(3).toString("hex")}`;
+}
+
+/** The file's Cassandra client (connected) and keyspace (with the driver's table). */
+export interface CassandraServer {
+	readonly client: Client;
+	readonly keyspace: string;
+}
+
+/** A keyspace (SimpleStrategy RF 1) on the single node, dropped with its client afterwards. */
+export const cassandraKeyspace: ServerSetup<CassandraServer> = {
+	async open() {
+		const client = new Client(cassandraEnv());
+		const keyspace = uniqueName("vvm_matrix");
+		try {
+			await client.connect();
+			await ensureCassandraSchema(client, { keyspace });
+		} catch (error) {
+			await client.shutdown();
+			throw error;
+		}
+		return { client, keyspace };
+	},
+	async close({ client, keyspace }) {
+		try {
+			await client.execute(`DROP KEYSPACE IF EXISTS ${keyspace}`);
+		} finally {
+			await client.shutdown();
+		}
+	},
+};
+
+/** The file's DynamoDB Local client and table. */
+export interface DynamoServer {
+	readonly client: DynamoDBClient;
+	readonly tableName: string;
+}
+
+/** A table on DynamoDB Local, deleted with its client afterwards. */
+export const dynamoTable: ServerSetup<DynamoServer> = {
+	async open() {
+		const client = new DynamoDBClient(dynamoEnv());
+		const tableName = uniqueName("vvm_matrix");
+		try {
+			await ensureDynamoTTLTable(client, tableName);
+		} catch (error) {
+			client.destroy();
+			throw error;
+		}
+		return { client, tableName };
+	},
+	async close({ client, tableName }) {
+		try {
+			await client.send(new DeleteTableCommand({ TableName: tableName }));
+		} finally {
+			client.destroy();
+		}
+	},
+};

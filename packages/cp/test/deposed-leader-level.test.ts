@@ -1,4 +1,0 @@
-import { deposedLeaderSuite } from "./deposed-leader.ts";
-import { levelOnDisk } from "./level-on-disk.ts";
-
-deposedLeaderSuite("deposed leader over ttlstorage-level (classic-level on disk)", levelOnDisk);

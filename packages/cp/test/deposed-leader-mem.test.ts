@@ -1,8 +1,0 @@
-import { createMemTTLStorage } from "@vvm/ttlstorage-mem";
-import { deposedLeaderSuite } from "./deposed-leader.ts";
-
-// The mem driver with per-record ("ordered") fencing behaves like DynamoDB and Cassandra: the
-// weaker guarantee cp must be safe under, run on every `pnpm test` without a server.
-deposedLeaderSuite("deposed leader over ttlstorage-mem (fencing: ordered)", {
-	createStorage: () => createMemTTLStorage({ fencing: "ordered" }),
-});
