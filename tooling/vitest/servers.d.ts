@@ -40,3 +40,15 @@ export declare function dynamoEnv(): {
 };
 /** {@link requireServer} for the endpoint of {@link dynamoEnv}. */
 export declare function dynamoGate(): Promise<false | string>;
+/**
+ * The PostgreSQL of the real-server tests, as `pg` pool options: `PGHOST`, `PGPORT` (else
+ * `PG_PORT`, default 54329), `PGUSER` and `PGDATABASE` (default `vvm`); `pg` reads `PGPASSWORD`.
+ */
+export declare function postgresEnv(): {
+	host: string;
+	port: number;
+	user: string;
+	database: string;
+};
+/** {@link requireServer} for the server of {@link postgresEnv}. */
+export declare function postgresGate(): Promise<false | string>;

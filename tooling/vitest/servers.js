@@ -89,3 +89,29 @@ export function dynamoGate() {
 		startHint: "bash tooling/servers/dynamodb/start.sh",
 	});
 }
+
+/**
+ * The PostgreSQL of the real-server tests (tooling/servers/postgres), as `pg` pool options:
+ * node-postgres' own PGHOST, PGPORT, PGUSER, PGDATABASE (PGPASSWORD is read by `pg` itself),
+ * defaulting to 127.0.0.1:54329 (PG_PORT), role and database vvm.
+ */
+export function postgresEnv() {
+	return {
+		host: process.env.PGHOST ?? "127.0.0.1",
+		port: Number(process.env.PGPORT ?? process.env.PG_PORT ?? 54329),
+		user: process.env.PGUSER ?? "vvm",
+		database: process.env.PGDATABASE ?? "vvm",
+	};
+}
+
+/** `requireServer` for {@link postgresEnv}'s server. */
+export function postgresGate() {
+	const { host, port } = postgresEnv();
+	return requireServer({
+		name: "PostgreSQL",
+		host,
+		port,
+		enabledVar: "PG_TESTS_ENABLED",
+		startHint: "bash tooling/servers/postgres/start.sh",
+	});
+}

@@ -4,16 +4,25 @@
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { systemClock } from "@vvm/clock";
 import type { TTLStorage } from "@vvm/ttlstorage";
 import { createCassandraTTLStorage } from "@vvm/ttlstorage-cas";
 import { createDynamoTTLStorage } from "@vvm/ttlstorage-dyn";
 import { createLevelTTLStorage } from "@vvm/ttlstorage-level";
 import { createMemTTLStorage } from "@vvm/ttlstorage-mem";
+import { createPgTTLStorage } from "@vvm/ttlstorage-pg";
 import { ClassicLevel } from "classic-level";
 import { MemoryLevel } from "memory-level";
 import type { DriverConfig, MatrixDriver, StorageContext } from "./matrix.ts";
 import { defineDriver } from "./matrix.ts";
-import { cassandraGate, cassandraKeyspace, dynamoGate, dynamoTable } from "./servers.ts";
+import {
+	cassandraGate,
+	cassandraKeyspace,
+	dynamoGate,
+	dynamoTable,
+	postgresGate,
+	postgresSchema,
+} from "./servers.ts";
 
 /** The level driver over classic-level (LevelDB on disk), a temp directory per storage. */
 function onDisk(): Pick<DriverConfig<undefined>, "createStorage" | "disposeStorage"> {
@@ -116,6 +125,35 @@ export const drivers: readonly MatrixDriver[] = [
 			deposedLeader: { timeoutMs: 120_000 },
 			leases: { randomizedIntervals: 40 },
 		},
+	}),
+	defineDriver({
+		name: "pg",
+		gate: postgresGate,
+		setup: postgresSchema,
+		supports: { atomicBatches: true, fencing: "epoch" },
+		// The suites' MockClock as the driver's test clock (expiry compared with it, sent as a
+		// parameter); on the system clock (cp's suites) the production setting: the database's clock.
+		createStorage: ({ clock }, { pool, schema }) =>
+			clock === systemClock
+				? createPgTTLStorage({ pool, schema })
+				: createPgTTLStorage({ pool, schema, clock }),
+		tune: { cp: { timeoutMs: 180_000 }, deposedLeader: { timeoutMs: 120_000 } },
+		variants: [
+			{
+				// Production settings in real time: the database's clock decides expiry.
+				label: "database clock",
+				time: "real",
+				supports: { atomicBatches: true, fencing: "epoch" },
+				createStorage: (_ctx, { pool, schema }) =>
+					createPgTTLStorage({ pool, schema, table: "vvm_ttl_real", sweepIntervalMs: 1_000 }),
+				leaveOut: {
+					cp: "its storages are on the database clock already in the default configuration",
+					deposedLeader:
+						"its storages are on the database clock already in the default configuration",
+					leases: "the lease suite moves a MockClock: the default configuration runs it",
+				},
+			},
+		],
 	}),
 ];
 

@@ -64,6 +64,12 @@ export interface DriverConfig<S> {
 	readonly tune?: SuiteTuning;
 	/** Suites this configuration does not run, each with the reason. */
 	readonly leaveOut?: Partial<Record<SuiteName, string>>;
+	/**
+	 * Who enforces expiry: `"mock"` (default), the driver, by the `clock` it is created with (the
+	 * suites move a `MockClock`); `"real"`, the server, by its own clock (the suites wait). A
+	 * variant without it takes its driver's.
+	 */
+	readonly time?: "mock" | "real";
 }
 
 /**
@@ -77,11 +83,6 @@ export interface DriverFactory<S> extends DriverConfig<S> {
 	readonly gate?: () => Promise<false | string>;
 	/** The file's keyspace, table or schema on that server. */
 	readonly setup?: ServerSetup<S>;
-	/**
-	 * Who enforces expiry: `"mock"` (default), the driver, by the `clock` it is created with (the
-	 * suites move a `MockClock`); `"real"`, the server, by its own clock (the suites wait).
-	 */
-	readonly time?: "mock" | "real";
 	/** Further configurations, each run through the suites like the default one. */
 	readonly variants?: readonly DriverConfig<S>[];
 }
@@ -130,8 +131,8 @@ async function runSuites<S>(driver: DriverFactory<S>): Promise<void> {
 			if (server !== undefined) await setup.close(server);
 		});
 	}
-	const time = driver.time ?? "mock";
 	for (const config of [driver, ...(driver.variants ?? [])]) {
+		const time = config.time ?? driver.time ?? "mock";
 		const title = `ttlstorage-${driver.name}${config.label === undefined ? "" : ` (${config.label})`}`;
 		// Cases create storages only once the file's hooks ran: `server` is set by then (a driver
 		// without a setup has `S = undefined`).

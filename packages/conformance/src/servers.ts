@@ -4,13 +4,15 @@ import { randomBytes } from "node:crypto";
 import { DeleteTableCommand, DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { ensureCassandraSchema } from "@vvm/ttlstorage-cas";
 import { ensureDynamoTTLTable } from "@vvm/ttlstorage-dyn";
-import { cassandraEnv, dynamoEnv } from "@vvm/vitest-config/servers";
+import { ensurePgSchema } from "@vvm/ttlstorage-pg";
+import { cassandraEnv, dynamoEnv, postgresEnv } from "@vvm/vitest-config/servers";
 import { Client } from "cassandra-driver";
+import pg from "pg";
 import type { ServerSetup } from "./matrix.ts";
 
 // Skip with the reason and the start command when the server is down; fail instead in CI or
 // when CASSANDRA_TESTS_ENABLED / DYNAMODB_TESTS_ENABLED is set.
-export { cassandraGate, dynamoGate } from "@vvm/vitest-config/servers";
+export { cassandraGate, dynamoGate, postgresGate } from "@vvm/vitest-config/servers";
 
 /**
  * A name no other test file of any run uses (lower-case letters, digits and `_`, which both
@@ -74,6 +76,40 @@ export const dynamoTable: ServerSetup<DynamoServer> = {
 			await client.send(new DeleteTableCommand({ TableName: tableName }));
 		} finally {
 			client.destroy();
+		}
+	},
+};
+
+/** The file's PostgreSQL pool and schema (with the driver's default table and `vvm_ttl_real`). */
+export interface PostgresServer {
+	readonly pool: pg.Pool;
+	readonly schema: string;
+}
+
+/**
+ * A schema on the repository's PostgreSQL (node-postgres' `PG*` variables, else
+ * `postgresEnv()`), dropped with the pool afterwards. Two tables: the mock-clock configurations
+ * and the database-clock ones never meet each other's records (or sweeps).
+ */
+export const postgresSchema: ServerSetup<PostgresServer> = {
+	async open() {
+		const pool = new pg.Pool({ ...postgresEnv(), max: 20 });
+		pool.on("error", () => {}); // a broken idle connection is replaced
+		const schema = uniqueName("vvm_matrix");
+		try {
+			await ensurePgSchema(pool, { schema });
+			await ensurePgSchema(pool, { schema, table: "vvm_ttl_real" });
+		} catch (error) {
+			await pool.end();
+			throw error;
+		}
+		return { pool, schema };
+	},
+	async close({ pool, schema }) {
+		try {
+			await pool.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
+		} finally {
+			await pool.end();
 		}
 	},
 };
