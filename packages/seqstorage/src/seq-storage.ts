@@ -91,6 +91,7 @@ class SeqStorageImpl implements SeqStorage {
 	readonly #plog: PLogReader;
 	readonly #offsetPKey: Uint8Array;
 	readonly #wlog: WorkspaceLog | undefined;
+	readonly #atomicBatches: boolean;
 
 	constructor(options: SeqStorageOptions) {
 		if (typeof options !== "object" || options === null)
@@ -111,6 +112,7 @@ class SeqStorageImpl implements SeqStorage {
 			checkInt(options.wlog.seqId, 0xffff, "wlog.seqId");
 		}
 		this.#wlog = options.wlog;
+		this.#atomicBatches = options.storage.supports?.atomicBatches === true;
 	}
 
 	async readNumbers(wsid: WSID, seqIds: readonly SeqID[]): Promise<readonly SeqNumber[]> {
@@ -199,10 +201,21 @@ class SeqStorageImpl implements SeqStorage {
 						: encodeNumber(v.value, logOffsetOf.get(v.wsid) ?? 0),
 			});
 		}
+		const offset: BatchItem = {
+			pKey: this.#offsetPKey,
+			cCols: OFFSET_CCOLS,
+			value: encodeU64(nextPLogOffset),
+		};
+		// A storage whose batches are all or nothing writes both in one batch (one round trip).
+		if (this.#atomicBatches) {
+			items.push(offset);
+			await this.#storage.putBatch(items);
+			return;
+		}
 		// Numbers first, then the offset: a crash in between leaves an older offset, and the
 		// replay from it is idempotent (the sequencer takes maxima).
 		if (items.length > 0) await this.#storage.putBatch(items);
-		await this.#storage.put(this.#offsetPKey, OFFSET_CCOLS, encodeU64(nextPLogOffset));
+		await this.#storage.put(offset.pKey, offset.cCols, offset.value);
 	}
 
 	async actualizeSequencesFromPLog(
@@ -233,6 +246,9 @@ class SeqStorageImpl implements SeqStorage {
  * next PLog offset at pKey `u32(2) u32(appId) u16(partitionId)`, cCols 4 zero bytes; values are
  * u64 big-endian (with `wlog`, a number is `u64(value) u64(valid as of log offset)`). A fresh
  * partition reads next offset 1; a missing number reads 0.
+ *
+ * Over a storage with `supports.atomicBatches`, a flush is one `putBatch` (the numbers and the
+ * offset together); otherwise the numbers' `putBatch`, then the offset's `put`.
  *
  * With `wlog`, writes need no fence: a stored offset that went back makes actualization replay
  * more of the PLog (idempotent), a number that went back makes its workspace's first read read

@@ -8,9 +8,11 @@ import { createMemTTLStorage } from "@vvm/ttlstorage-mem";
 import { describe, expect, it } from "vitest";
 import { createMemPLog, createSeqStorage, SeqStorageError } from "../src/index.ts";
 
-function make(appId = 1, partitionId = 0) {
+function make(appId = 1, partitionId = 0, atomicBatches = true) {
 	const clock = new MockClock(0);
-	const ttl = withFaults(createMemTTLStorage({ clock }), { clock });
+	// "ordered" fencing: batches are not all or nothing (as on Cassandra).
+	const mem = createMemTTLStorage({ clock, ...(atomicBatches ? {} : { fencing: "ordered" }) });
+	const ttl = withFaults(mem, { clock });
 	const plog = createMemPLog();
 	const storage = createSeqStorage({ storage: ttl, appId, partitionId, plog });
 	return { ttl, plog, storage, clock };
@@ -103,8 +105,26 @@ describe("key layout (reference §4.2)", () => {
 });
 
 describe("errors and validation", () => {
-	it("writes the numbers first, then the offset; storage errors propagate", async () => {
+	it("writes the numbers and the offset in one batch over an atomic storage; errors propagate", async () => {
 		const { storage, ttl } = make();
+		ttl.inject({ on: "putBatch", action: faults.fail("TTLSTORAGE_UNAVAILABLE"), times: 1 });
+		await expect(
+			storage.writeValuesAndNextPLogOffset([{ wsid: 1, seqId: 1, value: 9 }], 5),
+		).rejects.toSatisfy(
+			(e: unknown) => TTLStorageError.is(e) && e.code === "TTLSTORAGE_UNAVAILABLE",
+		);
+		// All or nothing: neither landed.
+		expect(await storage.readNumbers(1, [1])).toEqual([0]);
+		expect(await storage.readNextPLogOffset()).toBe(1);
+		await storage.writeValuesAndNextPLogOffset([{ wsid: 1, seqId: 1, value: 10 }], 6);
+		expect(ttl.count("put")).toBe(0);
+		expect(ttl.count("putBatch")).toBe(2);
+		expect(await storage.readNumbers(1, [1])).toEqual([10]);
+		expect(await storage.readNextPLogOffset()).toBe(6);
+	});
+
+	it("writes the numbers first, then the offset over a non-atomic storage; errors propagate", async () => {
+		const { storage, ttl } = make(1, 0, false);
 		ttl.inject({ on: "put", action: faults.fail("TTLSTORAGE_UNAVAILABLE"), times: 1 });
 		await expect(
 			storage.writeValuesAndNextPLogOffset([{ wsid: 1, seqId: 1, value: 9 }], 5),
