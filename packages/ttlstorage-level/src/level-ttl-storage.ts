@@ -5,6 +5,7 @@ import { libraryLogger } from "@vvm/log";
 import type {
 	BatchItem,
 	Bytes,
+	ConditionalBatchItem,
 	ReadRange,
 	StoredRecord,
 	TTLStorage,
@@ -25,6 +26,7 @@ import {
 	remainingSeconds,
 	TTLStorageError,
 	validateBatch,
+	validateConditionalBatch,
 	validateDeleteArgs,
 	validateFenceEpoch,
 	validateFenceScope,
@@ -540,6 +542,37 @@ class LevelTTLStorageImpl implements LevelTTLStorage {
 				seen.set(lk, next);
 			});
 			for (const [lk, record] of seen) view.set(lk, record);
+		});
+	}
+
+	async putBatchIf(items: readonly ConditionalBatchItem[]): Promise<boolean> {
+		validateConditionalBatch(items);
+		const operation = "putBatchIf";
+		if (items.length === 0) {
+			this.#open(operation);
+			return true;
+		}
+		const keys = items.map((item) => dataKey(item.pKey, item.cCols));
+		const fences = LevelTTLStorageImpl.#fencesOf(items.map((item) => item.fence));
+		return this.#enqueue(operation, keys, LevelTTLStorageImpl.#scopesOf(fences), (view) => {
+			this.#checkFences(view, fences, operation);
+			const now = this.#clock.now();
+			const lks = keys.map(lockKeyOf);
+			const olds = lks.map((lk) => view.record(lk));
+			for (let i = 0; i < items.length; i++) {
+				const expected = (items[i] as ConditionalBatchItem).expected;
+				if (expected === undefined) continue;
+				const old = olds[i];
+				const live = old !== undefined && !isExpired(old.expireAt, now) ? old : undefined;
+				if (expected === null ? live !== undefined : !live || !bytesEqual(live.value, expected))
+					return false;
+			}
+			items.forEach((item, i) => {
+				const next = { expireAt: expireAtMs(now, item.ttlSeconds ?? 0), value: item.value };
+				this.#rewrite(view.ops, keys[i] as Uint8Array, olds[i], next);
+				view.set(lks[i] as string, next);
+			});
+			return true;
 		});
 	}
 

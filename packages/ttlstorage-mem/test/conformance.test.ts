@@ -3,7 +3,7 @@ import { createMemTTLStorage } from "../src/index.ts";
 
 ttlStorageTestSuite("ttlstorage-mem", {
 	createStorage: ({ clock }) => createMemTTLStorage({ clock }),
-	supports: { atomicBatches: true, fencing: "epoch" },
+	supports: { atomicBatches: true, fencing: "epoch", putBatchIf: true },
 });
 
 ttlStorageTestSuite("ttlstorage-mem (fencing: ordered)", {

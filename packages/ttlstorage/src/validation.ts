@@ -1,4 +1,13 @@
-import type { BatchItem, Bytes, WriteFence, WriteOptions } from "./ttl-storage.ts";
+import type {
+	BatchItem,
+	Bytes,
+	ConditionalBatchItem,
+	WriteFence,
+	WriteOptions,
+} from "./ttl-storage.ts";
+
+const latin1 = (b: Bytes): string =>
+	Buffer.from(b.buffer, b.byteOffset, b.byteLength).toString("latin1");
 
 /** Longest key (`pKey` + `cCols`) in bytes. */
 export const MAX_KEY_BYTES = 1024;
@@ -100,6 +109,31 @@ export function validateBatch(items: readonly BatchItem[]): void {
 			if (error instanceof Error) error.message = `${error.message} (putBatch item ${i})`;
 			throw error;
 		}
+	});
+}
+
+/**
+ * Validates the items of `putBatchIf`: each as a `putBatch` item, `expected` `null`, bytes or
+ * omitted, and no key twice.
+ */
+export function validateConditionalBatch(items: readonly ConditionalBatchItem[]): void {
+	validateBatch(items);
+	const seen = new Set<string>();
+	items.forEach((item, i) => {
+		const expected = item.expected;
+		if (expected !== undefined && expected !== null) {
+			try {
+				validateValue(expected);
+			} catch (error) {
+				if (error instanceof Error) error.message = `${error.message} (putBatchIf item ${i} expected)`;
+				throw error;
+			}
+		}
+		// `length:pKey cCols`, one char per byte: unambiguous.
+		const key = `${item.pKey.length}:${latin1(item.pKey)}${latin1(item.cCols)}`;
+		if (seen.has(key))
+			throw new TypeError(`[@vvm/ttlstorage] putBatchIf item ${i}: its key is already in the batch`);
+		seen.add(key);
 	});
 }
 
