@@ -191,6 +191,8 @@ export interface PartitionContext {
 	readonly writes: TTLStorage;
 	readonly trustLevel: SequencesTrustLevel;
 	readonly atomicBatches: boolean;
+	/** Levels 0/1: the event and its effects in one `putBatchIf` (see the option). */
+	readonly conditionalBatches: boolean;
 	/** Fence every write by the partition's epoch (the storage supports it, and not switched off). */
 	readonly fencing: boolean;
 	/** Test-only mutant: no fence and no lease check at all (`unsafeUnfenced`). */
@@ -330,6 +332,7 @@ export class AppPartitionImpl implements AppPartition {
 			appId: ctx.appId,
 			level: ctx.trustLevel,
 			atomicBatches: ctx.atomicBatches,
+			conditionalBatches: ctx.conditionalBatches,
 			idempotencyTtlSeconds: ctx.idempotencyTtlSeconds,
 		});
 		// The numbers go unfenced: the workspace's WLog heals any that went back (a deposed holder's

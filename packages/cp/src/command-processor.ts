@@ -64,6 +64,15 @@ export interface CommandProcessorOptions {
 	 */
 	readonly atomicBatches?: boolean;
 	/**
+	 * Levels 0 and 1: a command writes its PLog entry and all its effects with one all-or-nothing
+	 * `putBatchIf` (each key in the level's mode: inserts, swaps from the values read, puts), one
+	 * storage round trip instead of two or more; when a condition fails nothing is written and the
+	 * single conditional writes take over (and find the conflict). Default: whether the storage has
+	 * `putBatchIf` (`@vvm/ttlstorage-level`, `@vvm/ttlstorage-mem`). Refused (TypeError) when it
+	 * has not.
+	 */
+	readonly conditionalBatches?: boolean;
+	/**
 	 * How long an idempotency key (`idempotencyKey` of a command) is kept, in seconds: a retry
 	 * within it answers the first execution's result. Default 86 400 (24 h); `1..31 536 000`.
 	 */
@@ -193,6 +202,8 @@ class CommandProcessorImpl implements CommandProcessor {
 			throw new TypeError(
 				'[@vvm/cp] atomicBatches: a storage with "ordered" fencing writes a fenced batch item by item (a superseded item is dropped, the rest lands), so its batches are not all or nothing',
 			);
+		if (options.conditionalBatches === true && typeof options.storage.putBatchIf !== "function")
+			throw new TypeError("[@vvm/cp] conditionalBatches: the storage has no putBatchIf");
 		this.#options = options;
 		this.app = options.app ?? demoApp;
 		this.appId = options.appId;
@@ -241,6 +252,7 @@ class CommandProcessorImpl implements CommandProcessor {
 				writes: this.#coalescer ?? o.storage,
 				trustLevel: this.trustLevel,
 				atomicBatches: o.atomicBatches ?? o.storage.supports?.atomicBatches === true,
+				conditionalBatches: o.conditionalBatches ?? typeof o.storage.putBatchIf === "function",
 				fencing: this.#fencing,
 				unsafeUnfenced: o.unsafeUnfenced === true,
 				idempotencyTtlSeconds: this.#idempotencyTtl,

@@ -3,8 +3,10 @@ import { MemoryLevel } from "memory-level";
 import { cpTestSuite } from "../src/testing/index.ts";
 import { levelOnDisk } from "./level-on-disk.ts";
 
-cpTestSuite("cp over ttlstorage-level (memory-level)", {
+// Levels 0/1 here without putBatchIf (the single conditional writes); on disk with it (the default).
+cpTestSuite("cp over ttlstorage-level (memory-level, no conditional batches)", {
 	createStorage: () => createLevelTTLStorage({ db: new MemoryLevel(), ownsDb: true }),
+	processorOptions: { conditionalBatches: false },
 });
 
 cpTestSuite("cp over ttlstorage-level (classic-level on disk)", levelOnDisk);
