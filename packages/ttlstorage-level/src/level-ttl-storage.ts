@@ -110,6 +110,16 @@ export interface LevelTTLStorage extends TTLStorage {
 
 const EMPTY = new Uint8Array(0);
 
+/** A group whose batch was issued: `landed` settles when it landed (`undefined`) or failed. */
+interface Written {
+	readonly view: GroupView<Sub>;
+	readonly landed: Promise<Failure | undefined>;
+}
+
+interface Failure {
+	readonly failure: unknown;
+}
+
 function storageError(operation: string, cause: unknown): TTLStorageError {
 	if (TTLStorageError.is(cause)) return cause;
 	const code = (cause as { code?: unknown } | null)?.code;
@@ -150,6 +160,8 @@ class LevelTTLStorageImpl implements LevelTTLStorage {
 	#queue: Job<Sub>[] = [];
 	/** The group loop, while it runs. */
 	#draining: Promise<void> | undefined;
+	/** Wakes the group loop while it waits for a batch to land with nothing queued. */
+	#wake: (() => void) | undefined;
 	/** One LevelDB batch is all or nothing; writes are decided one group at a time. */
 	readonly supports: TTLStorageSupports = Object.freeze({
 		atomicBatches: true,
@@ -267,6 +279,7 @@ class LevelTTLStorageImpl implements LevelTTLStorage {
 				resolve: resolve as (value: unknown) => void,
 				reject,
 			});
+			this.#wake?.();
 			if (this.#draining === undefined) {
 				const draining = this.#drain();
 				this.#draining = draining;
@@ -277,18 +290,37 @@ class LevelTTLStorageImpl implements LevelTTLStorage {
 	}
 
 	async #drain(): Promise<void> {
-		// Writes called in the same tick go together.
-		await Promise.resolve();
-		while (this.#queue.length > 0) {
+		// The group whose batch is at the database: the next group reads and decides meanwhile.
+		let previous: Written | undefined;
+		for (;;) {
+			// Writes called in the same tick go together.
+			await Promise.resolve();
+			if (this.#queue.length === 0) {
+				if (previous === undefined) break;
+				// Until the batch lands or a write arrives, whichever is first.
+				const settled = await Promise.race([
+					previous.landed.then(() => true),
+					new Promise<false>((resolve) => {
+						this.#wake = () => resolve(false);
+					}),
+				]);
+				this.#wake = undefined;
+				if (settled) previous = undefined;
+				continue;
+			}
 			const jobs = this.#queue;
 			this.#queue = [];
-			await this.#runGroup(jobs);
+			previous = await this.#runGroup(jobs, previous);
 		}
 		this.#draining = undefined;
 	}
 
-	/** One group: one read, the decisions in order, one batch; then every job settles. */
-	async #runGroup(jobs: readonly Job<Sub>[]): Promise<void> {
+	/**
+	 * One group: one read, the decisions in order over the view, then (once the previous group's
+	 * batch landed) one batch; every job settles when it lands. Returns the group while its batch is
+	 * at the database (or the previous one, if this one wrote nothing).
+	 */
+	async #runGroup(jobs: readonly Job<Sub>[], previous: Written | undefined): Promise<Written> {
 		const reads = new ReadSet();
 		for (const job of jobs) {
 			for (const key of job.reads) reads.add(key);
@@ -297,44 +329,66 @@ class LevelTTLStorageImpl implements LevelTTLStorage {
 					if (!this.#epochs.has(name)) reads.add(dataKey(scope, FENCE_CCOLS));
 		}
 		let stored: readonly (Uint8Array | undefined)[] = [];
+		let readFailure: unknown;
 		try {
 			if (reads.keys.length > 0) stored = await this.#data.getMany(reads.keys);
 		} catch (error) {
-			for (const job of jobs) job.reject(storageError(job.operation, error));
-			return;
+			readFailure = error ?? new Error("getMany failed");
 		}
-		const view = new GroupView<Sub>(reads.names, stored);
+		const view = new GroupView<Sub>(reads.names, stored, previous?.view);
 		const outcomes: Array<{ ok: true; value: unknown } | { ok: false; error: unknown }> = [];
-		for (const job of jobs) {
-			const before = view.ops.length;
-			try {
-				outcomes.push({ ok: true, value: job.decide(view) });
-			} catch (error) {
-				view.ops.length = before;
-				outcomes.push({ ok: false, error: storageError(job.operation, error) });
+		if (readFailure === undefined)
+			for (const job of jobs) {
+				const before = view.ops.length;
+				try {
+					outcomes.push({ ok: true, value: job.decide(view) });
+				} catch (error) {
+					view.ops.length = before;
+					outcomes.push({ ok: false, error: storageError(job.operation, error) });
+				}
 			}
-		}
-		let failure: unknown;
-		try {
-			if (view.ops.length > 0) await this.#root.batch(view.ops);
+		// The decisions count on the previous group's writes: its batch must land first (LevelDB
+		// lands concurrent batches in any order), and if it failed, they are void.
+		const prior = previous === undefined ? undefined : await previous.landed;
+		view.base = undefined;
+		const landed = (async (): Promise<Failure | undefined> => {
+			const failure = readFailure ?? prior?.failure;
+			if (failure === undefined && view.ops.length > 0)
+				try {
+					await this.#root.batch(view.ops);
+				} catch (error) {
+					return this.#settle(jobs, outcomes, error ?? new Error("batch failed"));
+				}
+			return this.#settle(jobs, outcomes, failure, view);
+		})();
+		return { view, landed };
+	}
+
+	/** Settles a group's jobs once its batch landed (`failure` undefined) or failed. */
+	#settle(
+		jobs: readonly Job<Sub>[],
+		outcomes: ReadonlyArray<{ ok: true; value: unknown } | { ok: false; error: unknown }>,
+		failure: unknown,
+		view?: GroupView<Sub>,
+	): Failure | undefined {
+		if (failure === undefined && view !== undefined)
 			for (const [name, epoch] of view.epochs) this.#epochs.set(name, epoch);
-		} catch (error) {
-			failure = error;
-		}
 		jobs.forEach((job, i) => {
-			const outcome = outcomes[i] as (typeof outcomes)[number];
-			if (!outcome.ok) job.reject(outcome.error);
+			const outcome = outcomes[i];
+			if (outcome !== undefined && !outcome.ok) job.reject(outcome.error);
 			// A failed batch wrote nothing; every answer the group decided is void.
-			else if (failure !== undefined) job.reject(storageError(job.operation, failure));
+			else if (failure !== undefined || outcome === undefined)
+				job.reject(storageError(job.operation, failure));
 			else job.resolve(outcome.value);
 		});
+		return failure === undefined ? undefined : { failure };
 	}
 
 	// --- fencing --------------------------------------------------------------------------------
 
 	/** The epoch of a scope as the group sees it: raised in the group, cached, or stored. */
 	#epochIn(view: GroupView<Sub>, name: string, scope: Bytes): bigint {
-		const raised = view.epochs.get(name);
+		const raised = view.raised(name);
 		if (raised !== undefined) return raised;
 		const cached = this.#epochs.get(name);
 		if (cached !== undefined) return cached;

@@ -32,47 +32,54 @@ export interface Job<S> {
 }
 
 /**
- * What the jobs of one group see: the records read for the group, overlaid by what the group's
- * earlier jobs wrote, and the fence epochs, likewise. Nothing of it is stored before the group's
- * one batch is. @internal
+ * What the jobs of one group see: the records read for the group, overlaid by what the previous
+ * group wrote (its batch may still be at the database) and by what the group's earlier jobs
+ * wrote; likewise the fence epochs. Nothing of it is stored before the group's one batch is.
+ * @internal
  */
 export class GroupView<S> {
 	readonly ops: Op<S>[] = [];
-	/** Each read or written data key: its record, `undefined` when absent. */
-	readonly #records = new Map<string, Decoded | undefined>();
+	/** What this group's jobs wrote, by data key (`undefined`: deleted). */
+	readonly #written = new Map<string, Decoded | undefined>();
 	/** Stored bytes read for the group, decoded on first use (a corrupt record fails its job). */
 	readonly #raw = new Map<string, Uint8Array | undefined>();
+	readonly #decoded = new Map<string, Decoded | undefined>();
 	/** Epochs raised by this group's jobs. */
 	readonly epochs: Map<string, bigint> = new Map();
+	/** The previous group, while its batch may not have landed (cleared once it did). */
+	base: GroupView<S> | undefined;
 
-	constructor(keys: readonly string[], stored: readonly (Uint8Array | undefined)[]) {
+	constructor(
+		keys: readonly string[],
+		stored: readonly (Uint8Array | undefined)[],
+		base: GroupView<S> | undefined,
+	) {
 		keys.forEach((k, i) => {
 			this.#raw.set(k, stored[i]);
 		});
-	}
-
-	/** Whether the group knows the record at `key` (read for it, or written by an earlier job). */
-	knows(key: string): boolean {
-		return this.#records.has(key) || this.#raw.has(key);
+		this.base = base;
 	}
 
 	/** The record at `key` as the group sees it; throws on a corrupt stored record. */
 	record(key: string): Decoded | undefined {
-		if (this.#records.has(key)) return this.#records.get(key);
+		if (this.#written.has(key)) return this.#written.get(key);
+		const base = this.base;
+		if (base !== undefined && base.#written.has(key)) return base.#written.get(key);
+		if (this.#decoded.has(key)) return this.#decoded.get(key);
 		const raw = this.#raw.get(key);
 		const decoded = raw === undefined ? undefined : decodeValue(raw);
-		this.#records.set(key, decoded);
+		this.#decoded.set(key, decoded);
 		return decoded;
 	}
 
-	/** The stored bytes read at `key`, undecoded (a fence record's). */
-	raw(key: string): Uint8Array | undefined {
-		return this.#raw.get(key);
+	/** The epoch raised for a scope by this group or the previous one, if any. */
+	raised(name: string): bigint | undefined {
+		return this.epochs.get(name) ?? this.base?.epochs.get(name);
 	}
 
-	/** Notes what an earlier job of the group wrote at `key` (`undefined`: deleted). */
+	/** Notes what a job of the group wrote at `key` (`undefined`: deleted). */
 	set(key: string, record: Decoded | undefined): void {
-		this.#records.set(key, record);
+		this.#written.set(key, record);
 	}
 }
 
