@@ -9,7 +9,15 @@ import type {
 } from "@vvm/isequencer";
 import type { BatchItem, TTLStorage } from "@vvm/ttlstorage";
 import { SeqStorageError } from "./errors.ts";
-import { decodeU64, encodeU64, numbersPKey, OFFSET_CCOLS, offsetPKey, seqIdCCols } from "./keys.ts";
+import {
+	decodeU64,
+	encodeU64,
+	encodeU64Pair,
+	numbersPKey,
+	OFFSET_CCOLS,
+	offsetPKey,
+	seqIdCCols,
+} from "./keys.ts";
 import type { PLogReader } from "./mem-plog.ts";
 
 /**
@@ -69,13 +77,6 @@ function decodeNumber(b: Uint8Array, what: string): StoredNumber {
 	if (b.length === 16)
 		return { value: decodeU64(b.subarray(0, 8), what), asOf: decodeU64(b.subarray(8), what) };
 	return { value: decodeU64(b, what), asOf: undefined };
-}
-
-function encodeNumber(value: number, asOf: number): Uint8Array {
-	const out = new Uint8Array(16);
-	out.set(encodeU64(value), 0);
-	out.set(encodeU64(asOf), 8);
-	return out;
 }
 
 function checkInt(n: number, max: number, what: string): void {
@@ -198,7 +199,7 @@ class SeqStorageImpl implements SeqStorage {
 				value:
 					wlog === undefined
 						? encodeU64(v.value)
-						: encodeNumber(v.value, logOffsetOf.get(v.wsid) ?? 0),
+						: encodeU64Pair(v.value, logOffsetOf.get(v.wsid) ?? 0),
 			});
 		}
 		const offset: BatchItem = {

@@ -316,8 +316,7 @@ class MemTTLStorageImpl implements TTLStorage {
 			if (expected === null ? live !== undefined : !live || !bytesEqual(live.value, expected))
 				return false;
 		}
-		for (const item of items)
-			this.#write(item.pKey, item.cCols, item.value, item.ttlSeconds ?? 0);
+		for (const item of items) this.#write(item.pKey, item.cCols, item.value, item.ttlSeconds ?? 0);
 		return true;
 	}
 

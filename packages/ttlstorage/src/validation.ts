@@ -1,3 +1,4 @@
+import { bytesEqual } from "./bytes.ts";
 import type {
 	BatchItem,
 	Bytes,
@@ -118,22 +119,35 @@ export function validateBatch(items: readonly BatchItem[]): void {
  */
 export function validateConditionalBatch(items: readonly ConditionalBatchItem[]): void {
 	validateBatch(items);
-	const seen = new Set<string>();
+	// Small batches (a command's event and effects) compare pairwise: no strings built.
+	const seen = items.length > 16 ? new Set<string>() : undefined;
 	items.forEach((item, i) => {
 		const expected = item.expected;
 		if (expected !== undefined && expected !== null) {
 			try {
 				validateValue(expected);
 			} catch (error) {
-				if (error instanceof Error) error.message = `${error.message} (putBatchIf item ${i} expected)`;
+				if (error instanceof Error)
+					error.message = `${error.message} (putBatchIf item ${i} expected)`;
 				throw error;
 			}
 		}
-		// `length:pKey cCols`, one char per byte: unambiguous.
-		const key = `${item.pKey.length}:${latin1(item.pKey)}${latin1(item.cCols)}`;
-		if (seen.has(key))
-			throw new TypeError(`[@vvm/ttlstorage] putBatchIf item ${i}: its key is already in the batch`);
-		seen.add(key);
+		let twice = false;
+		if (seen === undefined) {
+			for (let j = 0; j < i && !twice; j++) {
+				const other = items[j] as ConditionalBatchItem;
+				twice = bytesEqual(other.pKey, item.pKey) && bytesEqual(other.cCols, item.cCols);
+			}
+		} else {
+			// `length:pKey cCols`, one char per byte: unambiguous.
+			const key = `${item.pKey.length}:${latin1(item.pKey)}${latin1(item.cCols)}`;
+			twice = seen.has(key);
+			seen.add(key);
+		}
+		if (twice)
+			throw new TypeError(
+				`[@vvm/ttlstorage] putBatchIf item ${i}: its key is already in the batch`,
+			);
 	});
 }
 

@@ -112,7 +112,9 @@ async function failure(p: Promise<unknown>): Promise<unknown> {
 const isFenced = (e: unknown): boolean => TTLStorageError.is(e) && e.code === "TTLSTORAGE_FENCED";
 
 /** The cases of `putBatchIf`, for a driver that has it (`fencing`: the driver's kind, if any). */
-function conditionalBatchCases(fencing: "epoch" | "ordered" | undefined): Array<[string, CaseBody]> {
+function conditionalBatchCases(
+	fencing: "epoch" | "ordered" | undefined,
+): Array<[string, CaseBody]> {
 	const batchIf = (storage: TTLStorage) =>
 		(storage.putBatchIf as NonNullable<TTLStorage["putBatchIf"]>).bind(storage);
 	const cases: Array<[string, CaseBody]> = [
