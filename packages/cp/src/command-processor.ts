@@ -50,7 +50,8 @@ export interface CommandProcessorOptions {
 	/**
 	 * Group commit: unconditional writes (level 2 events, level 1/2 records, updates, the
 	 * sequencer's flushes) of all partitions that arrive while one batch is at the storage go out as
-	 * the next batch. Default `true`.
+	 * the next batch. Default `true`, except over a storage that does it itself
+	 * (`supports.groupCommit`, e.g. `@vvm/ttlstorage-level`).
 	 */
 	readonly coalesceWrites?: boolean;
 	/** With group commit: batches at the storage at once (later ones queue and merge). Default 2. */
@@ -210,7 +211,7 @@ class CommandProcessorImpl implements CommandProcessor {
 		this.partitions = options.partitions;
 		this.trustLevel = level;
 		this.#coalescer =
-			options.coalesceWrites === false
+			(options.coalesceWrites ?? options.storage.supports?.groupCommit !== true) === false
 				? undefined
 				: new CoalescingStorage(options.storage, {
 						...(options.writeBatchesInFlight === undefined

@@ -162,10 +162,11 @@ class LevelTTLStorageImpl implements LevelTTLStorage {
 	#draining: Promise<void> | undefined;
 	/** Wakes the group loop while it waits for a batch to land with nothing queued. */
 	#wake: (() => void) | undefined;
-	/** One LevelDB batch is all or nothing; writes are decided one group at a time. */
+	/** One LevelDB batch is all or nothing; writes are decided and written a group at a time. */
 	readonly supports: TTLStorageSupports = Object.freeze({
 		atomicBatches: true,
 		fencing: "epoch",
+		groupCommit: true,
 	});
 	#timer: TimerHandle | undefined;
 	#closed = false;

@@ -341,6 +341,33 @@ describe("lifecycle and options", () => {
 		expect(await rawKeys(db, "x")).toEqual([]);
 	});
 
+	it("group commit: writes called together go in one LevelDB batch; later calls of a key win", async () => {
+		const db = new MemoryLevel();
+		const storage = make(db, new MockClock(0));
+		expect(storage.supports).toMatchObject({ atomicBatches: true, groupCommit: true });
+		await storage.put(p, utf8("warm"), v);
+		const batches: number[] = [];
+		db.on("write", (ops: unknown[]) => batches.push(ops.length));
+		const results = await Promise.all([
+			storage.put(p, k, utf8("first")),
+			storage.insertIfNotExists(p, utf8("i"), v, 0),
+			storage.insertIfNotExists(p, utf8("i"), utf8("second insert"), 0),
+			storage.compareAndSwap(p, k, utf8("first"), utf8("swapped"), 0),
+			storage.put(p, k, utf8("last")),
+		]);
+		expect(results).toEqual([undefined, true, false, true, undefined]);
+		expect(batches).toHaveLength(1);
+		expect(await storage.get(p, k)).toEqual(utf8("last"));
+		expect(await storage.get(p, utf8("i"))).toEqual(v);
+		// A group that writes while the previous one's batch is at the database sees its writes.
+		const first = storage.put(p, utf8("chain"), utf8("1"));
+		await Promise.resolve();
+		const second = storage.compareAndSwap(p, utf8("chain"), utf8("1"), utf8("2"), 0);
+		await Promise.all([first, second]);
+		expect(await second).toBe(true);
+		expect(await storage.get(p, utf8("chain"))).toEqual(utf8("2"));
+	});
+
 	it("rejects bad options with TypeError or RangeError", () => {
 		const db = new MemoryLevel();
 		expect(() => createLevelTTLStorage({ db, cleanupIntervalMs: 0 })).toThrow(RangeError);

@@ -50,6 +50,13 @@ export interface TTLStorageSupports {
 	 * `undefined`: the driver ignores fences.
 	 */
 	readonly fencing?: "epoch" | "ordered";
+	/**
+	 * The driver itself merges the writes that arrive while it is busy into one storage write, in
+	 * call order (a later write of a key never lands before an earlier one): callers gain nothing by
+	 * coalescing writes themselves (`@vvm/cp` then turns its group commit off by default).
+	 * `undefined`: it does not.
+	 */
+	readonly groupCommit?: boolean;
 }
 
 /** One record of a {@link TTLStorage.putBatch}. */
