@@ -355,6 +355,10 @@ export class AppPartitionImpl implements AppPartition {
 	/** The sequence values of a workspace's WLog entries from `from` on (markers' events too). */
 	async *#wlogValues(wsid: number, from: number): AsyncIterable<readonly SeqValue[]> {
 		const { appId, storage } = this.#ctx;
+		// The log usually ends where the numbers were last flushed: one point read says so, where a
+		// range read would cost more (a workspace's first command after a restart does this).
+		const first = cpKeys.wlog(appId, wsid, from);
+		if ((await storage.get(first.pKey, first.cCols)) === undefined) return;
 		for await (const { value } of iterateLog(storage, (b) => wlogPKey(appId, wsid, b), from)) {
 			const d = decodeLogValue(value);
 			if (d !== undefined) yield seqValuesOf(d.event);
