@@ -306,6 +306,42 @@ describe("with a workspace log: stored numbers are a hint, the log is the truth"
 		expect(await trusting.readNumbers(7, [1, 2])).toEqual([5, 101]);
 	});
 
+	it("pointReads: the same numbers and healing, with one get per needed number and no range read", async () => {
+		const clock = new MockClock(0);
+		const ttl = withFaults(createMemTTLStorage({ clock }), { clock });
+		const log = memWLog();
+		const starts: number[] = [];
+		const storage = createSeqStorage({
+			storage: ttl,
+			appId: 1,
+			partitionId: 0,
+			plog: createMemPLog(),
+			pointReads: true,
+			wlog: {
+				seqId: 1,
+				read(wsid, from) {
+					starts.push(from);
+					return log.wlog.read(wsid, from);
+				},
+			},
+		});
+		expect(await storage.readNumbers(7, [2])).toEqual([0]);
+		for (let w = 1; w <= 5; w++) log.append(7, w, take(7, w, 100 + w));
+		await storage.writeValuesAndNextPLogOffset(
+			[...take(7, 5, 105), { wsid: 7, seqId: 3, value: 9 }],
+			11,
+		);
+		// A deposed writer's late flush, as of WLog offset 2: healed from the log.
+		await storage.writeValuesAndNextPLogOffset(take(7, 2, 102), 6);
+		const gets = ttl.count("get");
+		expect(await storage.readNumbers(7, [2])).toEqual([105]);
+		// The asked number and the log's: two gets, not the unasked sequence 3.
+		expect(ttl.count("get") - gets).toBe(2);
+		expect(starts).toEqual([3]);
+		expect(await storage.readNumbers(7, [1, 2, 3])).toEqual([5, 105, 9]);
+		expect(ttl.count("read")).toBe(0);
+	});
+
 	it("reads the log only from where the asked numbers are valid: a number taken long ago and not asked does not move the start", async () => {
 		const ttl = createMemTTLStorage({ clock: new MockClock(0) });
 		const log = memWLog();
