@@ -339,6 +339,9 @@ export class AppPartitionImpl implements AppPartition {
 		// late flush), so they need no conditional write on any storage.
 		this.#seqStorage = createSeqStorage({
 			storage: ctx.writes,
+			// An embedded store that commits in groups (level): a range read there opens an iterator
+			// over every table, point reads do not.
+			pointReads: ctx.storage.supports?.groupCommit === true,
 			appId: ctx.appId,
 			partitionId: this.partitionId,
 			plog: plogReader(
