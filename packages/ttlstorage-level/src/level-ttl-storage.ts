@@ -162,6 +162,14 @@ class LevelTTLStorageImpl implements LevelTTLStorage {
 	#draining: Promise<void> | undefined;
 	/** Wakes the group loop while it waits for a batch to land with nothing queued. */
 	#wake: (() => void) | undefined;
+	/** Point reads waiting for the next `getMany` (see #readAll). */
+	#reads: Array<{
+		readonly key: Uint8Array;
+		readonly resolve: (stored: Uint8Array | undefined) => void;
+		readonly reject: (error: unknown) => void;
+	}> = [];
+	/** The read loop, while it runs. */
+	#reading: Promise<void> | undefined;
 	/** One LevelDB batch is all or nothing; writes are decided and written a group at a time. */
 	readonly supports: TTLStorageSupports = Object.freeze({
 		atomicBatches: true,
@@ -540,14 +548,48 @@ class LevelTTLStorageImpl implements LevelTTLStorage {
 
 	async get(pKey: Bytes, cCols: Bytes): Promise<Bytes | undefined> {
 		validateKey(pKey, cCols);
+		this.#open("get");
 		const key = dataKey(pKey, cCols);
 		// A batch is atomic, so a lock-free read sees either the old or the new record.
-		return this.#io("get", async () => {
-			const record = await this.#load(key);
+		const stored = await new Promise<Uint8Array | undefined>((resolve, reject) => {
+			this.#reads.push({ key, resolve, reject });
+			if (this.#reading === undefined) {
+				const reading = this.#readAll();
+				this.#reading = reading;
+				this.#inFlight.add(reading);
+				void reading.then(() => this.#inFlight.delete(reading));
+			}
+		});
+		try {
+			const record = stored === undefined ? undefined : decodeValue(stored);
 			return record === undefined || isExpired(record.expireAt, this.#clock.now())
 				? undefined
 				: record.value;
-		});
+		} catch (error) {
+			throw storageError("get", error);
+		}
+	}
+
+	/**
+	 * The point reads that arrive while one `getMany` is at LevelDB go together in the next one: a
+	 * workspace's numbers, or the reads of several partitions, cost one call into LevelDB, not one
+	 * each. Each sees every write that landed before it was called (its `getMany` starts later).
+	 */
+	async #readAll(): Promise<void> {
+		await Promise.resolve();
+		while (this.#reads.length > 0) {
+			const reads = this.#reads;
+			this.#reads = [];
+			try {
+				const values = await this.#data.getMany(reads.map((r) => r.key));
+				reads.forEach((r, i) => {
+					r.resolve(values[i]);
+				});
+			} catch (error) {
+				for (const r of reads) r.reject(storageError("get", error));
+			}
+		}
+		this.#reading = undefined;
 	}
 
 	async put(
