@@ -205,17 +205,34 @@ async function startHost(data: HostData, level: number, variant: Variant): Promi
 			if (l.event === "services-started" || l.event === "partitions-granted") resolve(p);
 		});
 	});
-	// Every partition actualized: /readyz answers 200 then.
-	for (;;) {
-		const ready = await new Promise<boolean>((r) => {
-			const req = request({ host: "127.0.0.1", port, path: "/readyz" }, (res) => {
-				res.resume();
-				r(res.statusCode === 200);
+	// Ready (/readyz 200), and every partition deployed and actualized (the metrics say so: /readyz
+	// does not wait for a partition's actualization, which after a restart replays the PLog tail).
+	const get = (path: string): Promise<{ status: number; body: string }> =>
+		new Promise((resolve) => {
+			const req = request({ host: "127.0.0.1", port, path }, (res) => {
+				let body = "";
+				res.setEncoding("utf8");
+				res.on("data", (c: string) => {
+					body += c;
+				});
+				res.on("end", () => resolve({ status: res.statusCode ?? 0, body }));
 			});
-			req.once("error", () => r(false));
+			req.once("error", () => resolve({ status: 0, body: "" }));
 			req.end();
 		});
-		if (ready) break;
+	const gauge = (body: string, name: string): number | undefined => {
+		const m = new RegExp(`^${name} (\\S+)$`, "m").exec(body);
+		return m === null ? undefined : Number(m[1]);
+	};
+	for (;;) {
+		if ((await get("/readyz")).status === 200) {
+			const { body } = await get("/metrics");
+			if (
+				gauge(body, "vvm_cp_partitions_served") === PARTITIONS &&
+				gauge(body, "vvm_cp_actualizing_partitions") === 0
+			)
+				break;
+		}
 		await new Promise((r) => setTimeout(r, 50));
 	}
 	return {

@@ -63,8 +63,8 @@ export class GroupView<S> {
 	/** The record at `key` as the group sees it; throws on a corrupt stored record. */
 	record(key: string): Decoded | undefined {
 		if (this.#written.has(key)) return this.#written.get(key);
-		const base = this.base;
-		if (base !== undefined && base.#written.has(key)) return base.#written.get(key);
+		const before = this.base === undefined ? undefined : this.base.#written;
+		if (before?.has(key)) return before.get(key);
 		if (this.#decoded.has(key)) return this.#decoded.get(key);
 		const raw = this.#raw.get(key);
 		const decoded = raw === undefined ? undefined : decodeValue(raw);
