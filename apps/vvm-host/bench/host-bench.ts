@@ -1,20 +1,29 @@
 // The host's command path through HTTP, measured against its parts, in one run:
-// - a reference row: a bare node:http server answering the same-size JSON POST (what HTTP alone
-//   costs on this machine, now);
+// - a reference row: a bare node:http server answering the same request with a same-size JSON
+//   body (what HTTP alone costs on this machine, now);
 // - the built host (apps/vvm-host/dist) serving one-record creates, per storage (level; Cassandra
-//   and DynamoDB Local when they are listening), per SequencesTrustLevel, per variant (the safe
-//   default, and the test-only `unfenced` mutant, to price the fence), rounds interleaved so the
-//   machine's noise falls on every row alike.
-// Throughput, p50/p99 latency, the host's CPU per request (from /proc/<pid>/stat of the host
-// process, not the client) and the client's own CPU per request.
+//   and DynamoDB Local when they are listening), per SequencesTrustLevel, with default flags:
+//   "warm" (every workspace touched once before) and "cold" (after a restart of the host on the
+//   same data and the first commands of half the workspaces, the first command of each of the
+//   others: its numbers are not cached, the process is);
+// - @vvm/cp alone on the same built packages and driver, called in process (bench/cp-alone.ts),
+//   and on mem (the processor without storage I/O);
+// rounds interleaved so the machine's noise falls on every row alike; medians of the rounds.
+// Throughput, p50/p99 latency, the server's CPU per request (from /proc/<pid>/stat of the server
+// process, every thread, not the client's) and the client's own CPU per request. The client is a
+// minimal keep-alive HTTP/1.1 client over node:net (one request at a time per connection), so it
+// costs less than the server it measures.
 //
-//   pnpm bench                                   # everything that can run here
-//   BENCH_STORAGES=level BENCH_LEVELS=0 BENCH_SECONDS=6 pnpm bench
-//   BENCH_VARIANTS=fenced,unfenced BENCH_ROUNDS=3 pnpm bench
+//   pnpm bench                       # everything that can run here (level; cas, dyn if listening)
+//   pnpm bench --quick               # level only, shorter runs, 2 000 workspaces: a minute or two
+//   BENCH_STORAGES=level BENCH_LEVELS=0 BENCH_SECONDS=6 BENCH_ROUNDS=3 pnpm bench
+//   BENCH_VARIANTS=fenced,unfenced pnpm bench   # also the test-only unfenced mutant (fence cost)
+//   BENCH_WORKSPACES=10000 BENCH_REMOTE_WORKSPACES=2000 BENCH_COLD_WORKSPACES=5000 BENCH_CONCURRENCY=16
 import { spawn } from "node:child_process";
 import { existsSync, readFileSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
-import { Agent, request } from "node:http";
+import { request } from "node:http";
+import type { Socket } from "node:net";
 import { connect } from "node:net";
 import { cpus, loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
@@ -24,22 +33,36 @@ type Storage = "level" | "cas" | "dyn";
 type Variant = "fenced" | "unfenced";
 
 const env = process.env;
+const QUICK = process.argv.includes("--quick");
 const list = (v: string | undefined, def: string): string[] =>
 	(v ?? def)
 		.split(",")
 		.map((s) => s.trim())
 		.filter((s) => s !== "");
-const SECONDS = Number(env.BENCH_SECONDS ?? 6);
-const CONCURRENCY = Number(env.BENCH_CONCURRENCY ?? 16);
-const ROUNDS = Number(env.BENCH_ROUNDS ?? 2);
+const num = (v: string | undefined, def: number): number => (v === undefined ? def : Number(v));
+const SECONDS = num(env.BENCH_SECONDS, QUICK ? 3 : 6);
+const CONCURRENCY = num(env.BENCH_CONCURRENCY, 16);
+const ROUNDS = num(env.BENCH_ROUNDS, QUICK ? 1 : 2);
 const LEVELS = list(env.BENCH_LEVELS, "0,2").map(Number) as (0 | 1 | 2)[];
-const VARIANTS = list(env.BENCH_VARIANTS, "fenced,unfenced") as Variant[];
-const WORKSPACES = Number(env.BENCH_WORKSPACES ?? 10_000);
+const VARIANTS = list(env.BENCH_VARIANTS, "fenced") as Variant[];
+const WORKSPACES = num(env.BENCH_WORKSPACES, QUICK ? 2_000 : 10_000);
+/** Cassandra and DynamoDB Local are slower: fewer workspaces to warm up. */
+const REMOTE_WORKSPACES = num(env.BENCH_REMOTE_WORKSPACES, QUICK ? 300 : 2_000);
+/** Cold rows: at most this many of the half of the workspaces not touched after the restart. */
+const COLD_WORKSPACES = num(env.BENCH_COLD_WORKSPACES, QUICK ? 1_000 : 5_000);
+const STORAGES = list(env.BENCH_STORAGES, QUICK ? "level" : "level,cas,dyn") as Storage[];
 const PARTITIONS = 10;
 const HOST_DIR = join(import.meta.dirname, "..");
 const CLI = join(HOST_DIR, "dist/cli.mjs");
 const BODY = '{"name":"Ada Lovelace"}';
 const CLK_TCK = 100; // Linux USER_HZ
+const started = performance.now();
+
+const progress = (message: string): void => {
+	process.stderr.write(
+		`bench [${((performance.now() - started) / 1000).toFixed(0)} s] ${message}\n`,
+	);
+};
 
 const portOpen = (port: number): Promise<boolean> =>
 	new Promise((resolve) => {
@@ -51,7 +74,7 @@ const portOpen = (port: number): Promise<boolean> =>
 		s.once("error", () => resolve(false));
 	});
 
-/** Drops what a host run created on a shared server. */
+/** Drops what a run created on a shared server. */
 async function cleanup(storage: Storage, tag: string): Promise<void> {
 	if (storage === "cas") {
 		const { Client } = await import("cassandra-driver");
@@ -82,7 +105,7 @@ async function cleanup(storage: Storage, tag: string): Promise<void> {
 	}
 }
 
-/** CPU time of a process so far, ms (user + system). */
+/** CPU time of a process so far, ms (user + system, every thread). */
 function cpuMsOf(pid: number): number {
 	const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
 	const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
@@ -95,9 +118,35 @@ interface Server {
 	stop(): Promise<void>;
 }
 
-async function startHost(storage: Storage, level: number, variant: Variant): Promise<Server> {
-	const tag = `bench${process.pid}x${Date.now().toString(36)}`;
-	const dir = await mkdtemp(join(tmpdir(), "vvm-host-bench-"));
+/** Where one host configuration keeps its data: kept across a restart, dropped at the end. */
+interface HostData {
+	readonly storage: Storage;
+	readonly dir: string;
+	readonly tag: string;
+}
+
+async function newHostData(storage: Storage): Promise<HostData> {
+	return {
+		storage,
+		dir: await mkdtemp(join(tmpdir(), "vvm-host-bench-")),
+		tag: `bench${process.pid}x${Date.now().toString(36)}`,
+	};
+}
+
+async function dropHostData(data: HostData): Promise<void> {
+	await cleanup(data.storage, data.tag);
+	await rm(data.dir, { recursive: true, force: true });
+}
+
+function waitExit(child: ReturnType<typeof spawn>): Promise<void> {
+	return new Promise((resolve) => {
+		if (child.exitCode !== null || child.signalCode !== null) resolve();
+		else child.once("exit", () => resolve());
+	});
+}
+
+async function startHost(data: HostData, level: number, variant: Variant): Promise<Server> {
+	const { storage, dir, tag } = data;
 	const storageArgs =
 		storage === "level"
 			? ["--storage", "level", "--data-dir", dir]
@@ -156,32 +205,45 @@ async function startHost(storage: Storage, level: number, variant: Variant): Pro
 			if (l.event === "services-started" || l.event === "partitions-granted") resolve(p);
 		});
 	});
-	// Every partition actualized: /readyz answers 200 then.
-	for (;;) {
-		const ready = await new Promise<boolean>((r) => {
-			const req = request({ host: "127.0.0.1", port, path: "/readyz" }, (res) => {
-				res.resume();
-				r(res.statusCode === 200);
+	// Ready (/readyz 200), and every partition deployed and actualized (the metrics say so: /readyz
+	// does not wait for a partition's actualization, which after a restart replays the PLog tail).
+	const get = (path: string): Promise<{ status: number; body: string }> =>
+		new Promise((resolve) => {
+			const req = request({ host: "127.0.0.1", port, path }, (res) => {
+				let body = "";
+				res.setEncoding("utf8");
+				res.on("data", (c: string) => {
+					body += c;
+				});
+				res.on("end", () => resolve({ status: res.statusCode ?? 0, body }));
 			});
-			req.once("error", () => r(false));
+			req.once("error", () => resolve({ status: 0, body: "" }));
 			req.end();
 		});
-		if (ready) break;
+	const gauge = (body: string, name: string): number | undefined => {
+		const m = new RegExp(`^${name} (\\S+)$`, "m").exec(body);
+		return m === null ? undefined : Number(m[1]);
+	};
+	for (;;) {
+		if ((await get("/readyz")).status === 200) {
+			const { body } = await get("/metrics");
+			if (
+				gauge(body, "vvm_cp_partitions_served") === PARTITIONS &&
+				gauge(body, "vvm_cp_actualizing_partitions") === 0
+			)
+				break;
+		}
 		await new Promise((r) => setTimeout(r, 50));
 	}
 	return {
 		port,
 		pid: child.pid as number,
-		stop: () =>
-			new Promise<void>((resolve) => {
-				child.removeAllListeners("exit");
-				child.once("exit", () => {
-					void cleanup(storage, tag)
-						.then(() => rm(dir, { recursive: true, force: true }))
-						.then(() => resolve());
-				});
-				child.kill("SIGTERM");
-			}),
+		stop: async () => {
+			child.removeAllListeners("exit");
+			const exited = waitExit(child);
+			child.kill("SIGTERM");
+			await exited;
+		},
 	};
 }
 
@@ -199,8 +261,9 @@ async function startBare(): Promise<Server> {
 				res.end(answer);
 			});
 		});
+		server.keepAliveTimeout = 1000; // as the host's
 		server.listen(0, "127.0.0.1", () => console.log(server.address().port));
-		process.on("SIGTERM", () => server.close(() => process.exit(0)));`;
+		process.on("SIGTERM", () => { server.closeAllConnections(); server.close(() => process.exit(0)); });`;
 	const child = spawn(process.execPath, ["-e", code], { stdio: ["ignore", "pipe", "inherit"] });
 	const port = await new Promise<number>((resolve) => {
 		createInterface({ input: child.stdout }).once("line", (l) => resolve(Number(l)));
@@ -208,93 +271,197 @@ async function startBare(): Promise<Server> {
 	return {
 		port,
 		pid: child.pid as number,
-		stop: () =>
-			new Promise((resolve) => {
-				child.once("exit", () => resolve());
-				child.kill("SIGTERM");
-			}),
+		stop: async () => {
+			const exited = waitExit(child);
+			child.kill("SIGTERM");
+			await exited;
+		},
 	};
 }
 
-function post(agent: Agent, port: number, path: string): Promise<number> {
-	return new Promise((resolve, reject) => {
-		const req = request(
-			{
-				host: "127.0.0.1",
-				port,
-				path,
-				method: "POST",
-				agent,
-				headers: { "content-type": "application/json" },
-			},
-			(res) => {
-				res.resume();
-				res.once("end", () => resolve(res.statusCode ?? 0));
-			},
-		);
-		req.once("error", reject);
-		req.end(BODY);
-	});
+const HEADER_END = Buffer.from("\r\n\r\n");
+
+/**
+ * One keep-alive HTTP/1.1 connection, one request at a time: writes a prepared POST, reads the
+ * status line and `content-length` of the answer, and its body. Far cheaper than `http.request`.
+ */
+class Connection {
+	readonly #socket: Socket;
+	#buffer: Buffer = Buffer.alloc(0);
+	#waiting: ((status: number) => void) | undefined;
+	dead = false;
+
+	constructor(port: number) {
+		this.#socket = connect(port, "127.0.0.1");
+		this.#socket.setNoDelay(true);
+		this.#socket.on("data", (chunk: Buffer) => this.#onData(chunk));
+		const die = (): void => {
+			this.dead = true;
+			const w = this.#waiting;
+			this.#waiting = undefined;
+			w?.(0);
+		};
+		this.#socket.on("close", die);
+		this.#socket.on("error", die);
+	}
+
+	post(path: string): Promise<number> {
+		if (this.dead) return Promise.resolve(0);
+		return new Promise((resolve) => {
+			this.#waiting = resolve;
+			this.#socket.write(
+				`POST ${path} HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\ncontent-length: ${BODY.length}\r\n\r\n${BODY}`,
+			);
+		});
+	}
+
+	#onData(chunk: Buffer): void {
+		this.#buffer = this.#buffer.length === 0 ? chunk : Buffer.concat([this.#buffer, chunk]);
+		const end = this.#buffer.indexOf(HEADER_END);
+		if (end < 0) return;
+		const head = this.#buffer.toString("latin1", 0, end);
+		const m = /\r\ncontent-length:\s*(\d+)/i.exec(head);
+		const length = m === null ? 0 : Number(m[1]);
+		if (this.#buffer.length < end + 4 + length) return;
+		const status = Number(head.slice(9, 12));
+		this.#buffer = this.#buffer.subarray(end + 4 + length);
+		const w = this.#waiting;
+		this.#waiting = undefined;
+		w?.(status);
+	}
+
+	close(): void {
+		this.#socket.destroy();
+	}
 }
 
 const pathOf = (wsid: number): string =>
 	`/api/v2/apps/vvm/demo/workspaces/${wsid}/docs/app1pkg.Customer`;
 
 interface Measured {
-	readonly ok: number;
+	readonly total: number;
 	readonly perSecond: number;
 	readonly p50: number;
 	readonly p99: number;
+	/** The server process's CPU per request, µs (every thread). */
 	readonly hostCpuUs: number;
+	/** The client's own CPU per request, µs (0 where the caller is in the same process). */
 	readonly clientCpuUs: number;
-	readonly errors: Record<string, number>;
+	readonly errors: number;
 }
 
-/** Warm-up (every workspace once), then `SECONDS` of C concurrent keep-alive clients. */
-async function measure(server: Server, warm: boolean): Promise<Measured> {
-	const agent = new Agent({ keepAlive: true, maxSockets: CONCURRENCY });
-	if (warm) {
-		let next = 1;
-		await Promise.all(
-			Array.from({ length: CONCURRENCY }, async () => {
-				while (next <= WORKSPACES) await post(agent, server.port, pathOf(next++));
-			}),
-		);
-	}
+/**
+ * C keep-alive connections send creates, one at a time each: to the workspaces `order` names in
+ * turn (each once), or, without it, to random workspaces for `SECONDS`.
+ */
+async function load(
+	server: Server,
+	workspaces: number,
+	order?: readonly number[],
+): Promise<Measured> {
 	const latencies: number[] = [];
-	const statuses: Record<string, number> = {};
+	let ok = 0;
+	let next = 0;
 	const cpu0 = cpuMsOf(server.pid);
 	const client0 = process.cpuUsage();
-	const started = performance.now();
-	const end = started + SECONDS * 1000;
+	const t0 = performance.now();
+	const end = t0 + SECONDS * 1000;
 	await Promise.all(
 		Array.from({ length: CONCURRENCY }, async () => {
-			while (performance.now() < end) {
-				const wsid = 1 + Math.floor(Math.random() * WORKSPACES);
-				const t0 = performance.now();
-				const status = await post(agent, server.port, pathOf(wsid)).catch(() => 0);
-				latencies.push(performance.now() - t0);
-				statuses[status] = (statuses[status] ?? 0) + 1;
+			let c = new Connection(server.port);
+			for (;;) {
+				let wsid: number;
+				if (order !== undefined) {
+					if (next >= order.length) break;
+					wsid = order[next++] as number;
+				} else {
+					if (performance.now() >= end) break;
+					wsid = 1 + Math.floor(Math.random() * workspaces);
+				}
+				if (c.dead) c = new Connection(server.port);
+				const s = performance.now();
+				const status = await c.post(pathOf(wsid));
+				latencies.push(performance.now() - s);
+				if (status === 201) ok++;
 			}
+			c.close();
 		}),
 	);
-	const elapsed = (performance.now() - started) / 1000;
+	const elapsed = (performance.now() - t0) / 1000;
 	const hostCpuMs = cpuMsOf(server.pid) - cpu0;
 	const client = process.cpuUsage(client0);
-	agent.destroy();
 	latencies.sort((a, b) => a - b);
 	const q = (p: number): number => latencies[Math.floor(p * (latencies.length - 1))] ?? 0;
-	const ok = statuses["201"] ?? 0;
 	const total = latencies.length;
 	return {
-		ok,
+		total,
 		perSecond: ok / elapsed,
 		p50: q(0.5),
 		p99: q(0.99),
 		hostCpuUs: (hostCpuMs * 1000) / Math.max(1, total),
 		clientCpuUs: (client.user + client.system) / Math.max(1, total),
-		errors: Object.fromEntries(Object.entries(statuses).filter(([s]) => s !== "201")),
+		errors: total - ok,
 	};
+}
+
+const range = (n: number): number[] => Array.from({ length: n }, (_, i) => i + 1);
+
+function shuffled(xs: number[]): number[] {
+	for (let i = xs.length - 1; i > 0; i--) {
+		const j = Math.floor(Math.random() * (i + 1));
+		[xs[i], xs[j]] = [xs[j] as number, xs[i] as number];
+	}
+	return xs;
+}
+
+/** @vvm/cp alone in a child process (bench/cp-alone.ts): its warm-up and warm phases. */
+async function cpAlone(
+	storage: Storage | "mem",
+	level: number,
+	workspaces: number,
+): Promise<{ cold: Measured; warm: Measured }> {
+	const child = spawn(
+		process.execPath,
+		[
+			"--import",
+			"tsx",
+			join(HOST_DIR, "bench/cp-alone.ts"),
+			storage,
+			String(level),
+			String(SECONDS),
+			String(workspaces),
+			String(CONCURRENCY),
+		],
+		{ cwd: HOST_DIR, stdio: ["ignore", "pipe", "inherit"] },
+	);
+	const phases = new Map<string, Measured>();
+	const lines = createInterface({ input: child.stdout });
+	lines.on("line", (line) => {
+		const r = JSON.parse(line) as {
+			phase: string;
+			ok: number;
+			total: number;
+			seconds: number;
+			p50: number;
+			p99: number;
+			cpuUs: number;
+		};
+		phases.set(r.phase, {
+			total: r.total,
+			perSecond: r.ok / r.seconds,
+			p50: r.p50,
+			p99: r.p99,
+			hostCpuUs: r.cpuUs,
+			clientCpuUs: 0,
+			errors: r.total - r.ok,
+		});
+	});
+	const code = await new Promise<number | null>((resolve) => child.once("exit", resolve));
+	const cold = phases.get("warmup");
+	const warm = phases.get("warm");
+	if (code !== 0 || cold === undefined || warm === undefined)
+		throw new Error(`cp-alone ${storage} level ${level} failed (exit ${code})`);
+	return { cold, warm };
 }
 
 const median = (xs: number[]): number => {
@@ -309,73 +476,169 @@ interface Row {
 	readonly runs: Measured[];
 }
 
-function rowText(r: Row, reference?: number): string {
+const rows = new Map<string, Row>();
+function record(label: string, m: Measured): void {
+	const row = rows.get(label) ?? { label, runs: [] };
+	row.runs.push(m);
+	rows.set(label, row);
+}
+const med = (label: string, f: (m: Measured) => number): number | undefined => {
+	const r = rows.get(label);
+	return r === undefined ? undefined : median(r.runs.map(f));
+};
+
+const BARE = "bare node:http, same request and answer size (reference)";
+const hostLabel = (s: Storage, level: number, variant: Variant, phase: "warm" | "cold") =>
+	`host on ${s}, level ${level}${variant === "unfenced" ? ", unfenced (test-only mutant)" : ""}, ${phase}`;
+const cpLabel = (s: Storage | "mem", level: number, phase: "warm" | "cold") =>
+	`@vvm/cp alone on ${s}, level ${level}, ${phase}`;
+
+function rowText(r: Row, reference: number): string {
 	const m = (f: (x: Measured) => number) => median(r.runs.map(f));
 	const perSecond = m((x) => x.perSecond);
-	const errors = r.runs.reduce((n, x) => n + Object.values(x.errors).reduce((a, b) => a + b, 0), 0);
-	return `| ${r.label} | ${Math.round(perSecond).toLocaleString("en")} | ${reference === undefined ? "" : `${((100 * perSecond) / reference).toFixed(1)} %`} | ${m((x) => x.p50).toFixed(2)} | ${m((x) => x.p99).toFixed(2)} | ${Math.round(m((x) => x.hostCpuUs))} | ${Math.round(m((x) => x.clientCpuUs))} | ${errors} |`;
+	const errors = r.runs.reduce((n, x) => n + x.errors, 0);
+	const client = m((x) => x.clientCpuUs);
+	return `| ${r.label} | ${Math.round(perSecond).toLocaleString("en")} | ${r.label === BARE ? "" : `${((100 * perSecond) / reference).toFixed(1)} %`} | ${m((x) => x.p50).toFixed(2)} | ${m((x) => x.p99).toFixed(2)} | ${Math.round(m((x) => x.hostCpuUs))} | ${client === 0 ? "(in process)" : Math.round(client)} | ${errors} |`;
+}
+
+async function hostRuns(storage: Storage, level: number, variant: Variant, round: number) {
+	const workspaces = storage === "level" ? WORKSPACES : REMOTE_WORKSPACES;
+	const what = `round ${round + 1}/${ROUNDS} host on ${storage}, level ${level}${variant === "unfenced" ? " (unfenced)" : ""}`;
+	const data = await newHostData(storage);
+	try {
+		let host = await startHost(data, level, variant);
+		try {
+			progress(`${what}: warm-up, ${workspaces} workspaces once each`);
+			await load(host, workspaces, shuffled(range(workspaces)));
+			progress(`${what}: warm, ${SECONDS} s`);
+			record(hostLabel(storage, level, variant, "warm"), await load(host, workspaces));
+		} finally {
+			await host.stop();
+		}
+		// The same data, a new host: no workspace's numbers are cached. The new process first runs
+		// the first commands of half the workspaces (its code gets compiled and optimized, as in any
+		// process that has served for a while); then the first command of each of the others is
+		// measured: a cold workspace in a warm process.
+		const order = shuffled(range(workspaces));
+		const half = Math.floor(workspaces / 2);
+		const cold = order.slice(half, half + Math.min(COLD_WORKSPACES, workspaces - half));
+		host = await startHost(data, level, variant);
+		try {
+			progress(`${what}: restarted; the first commands of ${half} workspaces warm the process up`);
+			await load(host, workspaces, order.slice(0, half));
+			progress(`${what}: cold, the first command of ${cold.length} other workspaces`);
+			record(hostLabel(storage, level, variant, "cold"), await load(host, workspaces, cold));
+		} finally {
+			await host.stop();
+		}
+	} finally {
+		await dropHostData(data);
+	}
 }
 
 async function main(): Promise<void> {
 	if (!existsSync(CLI))
 		throw new Error(`no ${CLI}: run pnpm build first (the benchmark runs the built host)`);
 	const storages: Storage[] = [];
-	for (const s of list(env.BENCH_STORAGES, "level,cas,dyn") as Storage[]) {
+	for (const s of STORAGES) {
 		if (s === "level") storages.push(s);
 		else if (await portOpen(s === "cas" ? 9042 : 8000)) storages.push(s);
-		else
-			console.error(
-				`bench: ${s} is not listening on 127.0.0.1:${s === "cas" ? 9042 : 8000}; left out`,
-			);
+		else progress(`${s} is not listening on 127.0.0.1:${s === "cas" ? 9042 : 8000}; left out`);
 	}
 	console.log(
-		`host command path: one-record creates through HTTP, concurrency ${CONCURRENCY}, ${WORKSPACES} workspaces each touched once before, ${SECONDS} s per run, medians of ${ROUNDS} interleaved rounds; ${cpus().length} cores (${cpus()[0]?.model.trim()}), Node ${process.version}`,
+		`host command path: one-record creates through HTTP, concurrency ${CONCURRENCY} keep-alive connections, ${WORKSPACES} workspaces on level (${REMOTE_WORKSPACES} on cas/dyn) each touched once before the warm run, cold = the first command of up to ${COLD_WORKSPACES} workspaces after a restart and the first commands of the other half, ${SECONDS} s per warm run, medians of ${ROUNDS} interleaved rounds; default host flags; ${cpus().length} cores (${cpus()[0]?.model.trim()}), Node ${process.version}${QUICK ? " (--quick)" : ""}`,
 	);
-	const bare: Row = { label: "bare node:http, same request and answer size", runs: [] };
-	const rows = new Map<string, Row>();
 	for (let round = 0; round < ROUNDS; round++) {
+		progress(`round ${round + 1}/${ROUNDS} bare node:http, ${SECONDS} s`);
 		const b = await startBare();
-		bare.runs.push(await measure(b, false));
-		await b.stop();
+		try {
+			record(BARE, await load(b, WORKSPACES));
+		} finally {
+			await b.stop();
+		}
 		for (const storage of storages)
-			for (const level of LEVELS)
-				for (const variant of VARIANTS) {
-					const label = `host on ${storage}, level ${level}, ${variant === "fenced" ? "fenced (default)" : "unfenced (test-only mutant)"}`;
-					const host = await startHost(storage, level, variant);
-					try {
-						const row = rows.get(label) ?? { label, runs: [] };
-						row.runs.push(await measure(host, true));
-						rows.set(label, row);
-					} finally {
-						await host.stop();
-					}
-					process.stderr.write(`bench: round ${round + 1}/${ROUNDS} ${label} done\n`);
+			for (const level of LEVELS) {
+				for (const variant of VARIANTS) await hostRuns(storage, level, variant, round);
+				if (storage === "level" || level === 0) {
+					progress(`round ${round + 1}/${ROUNDS} @vvm/cp alone on ${storage}, level ${level}`);
+					const workspaces = storage === "level" ? WORKSPACES : REMOTE_WORKSPACES;
+					const r = await cpAlone(storage, level, workspaces);
+					record(cpLabel(storage, level, "warm"), r.warm);
+					record(cpLabel(storage, level, "cold"), r.cold);
 				}
+			}
+		for (const level of LEVELS) {
+			progress(`round ${round + 1}/${ROUNDS} @vvm/cp alone on mem, level ${level}`);
+			record(cpLabel("mem", level, "warm"), (await cpAlone("mem", level, WORKSPACES)).warm);
+		}
 	}
-	const reference = median(bare.runs.map((x) => x.perSecond));
+	const reference = med(BARE, (m) => m.perSecond) ?? 0;
 	console.log("");
 	console.log(
-		"| server | creates/s | of bare | p50 ms | p99 ms | host CPU µs/req | client CPU µs/req | non-201 |",
+		"| server | creates/s | of bare | p50 ms | p99 ms | server CPU µs/req | client CPU µs/req | non-201 |",
 	);
 	console.log("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |");
-	console.log(rowText(bare));
 	for (const r of rows.values()) console.log(rowText(r, reference));
 	console.log("");
-	for (const storage of storages)
-		for (const level of LEVELS) {
-			const f = rows.get(`host on ${storage}, level ${level}, fenced (default)`);
-			const u = rows.get(`host on ${storage}, level ${level}, unfenced (test-only mutant)`);
-			if (f === undefined || u === undefined) continue;
-			const fr = median(f.runs.map((x) => x.perSecond));
-			const ur = median(u.runs.map((x) => x.perSecond));
-			console.log(
-				`fence cost on ${storage}, level ${level}: ${((100 * (ur - fr)) / ur).toFixed(1)} % fewer creates/s (${Math.round(fr)} vs ${Math.round(ur)}), host CPU ${Math.round(median(f.runs.map((x) => x.hostCpuUs)))} vs ${Math.round(median(u.runs.map((x) => x.hostCpuUs)))} µs/req`,
+	// The goals of issue 24, checked on this run.
+	const goal = (ok: boolean | undefined, text: string): void => {
+		if (ok !== undefined) console.log(`- ${ok ? "met" : "NOT met"}: ${text}`);
+	};
+	const warm0 = hostLabel("level", 0, "fenced", "warm");
+	const warm2 = hostLabel("level", 2, "fenced", "warm");
+	const rate0 = med(warm0, (m) => m.perSecond);
+	const cpu0 = med(warm0, (m) => m.hostCpuUs);
+	if (rate0 !== undefined && cpu0 !== undefined) {
+		goal(rate0 >= 8000, `≥ 8 000 creates/s on level, level 0 (${Math.round(rate0)})`);
+		goal(
+			rate0 >= 0.4 * reference,
+			`≥ 40 % of bare node:http (${((100 * rate0) / reference).toFixed(1)} %)`,
+		);
+		goal(cpu0 <= 120, `host CPU ≤ 120 µs per create (${Math.round(cpu0)} µs)`);
+	}
+	for (const level of LEVELS) {
+		const onLevel = med(cpLabel("level", level, "warm"), (m) => m.hostCpuUs);
+		const onMem = med(cpLabel("mem", level, "warm"), (m) => m.hostCpuUs);
+		if (onLevel !== undefined && onMem !== undefined)
+			goal(
+				onLevel <= 2 * onMem,
+				`@vvm/cp on level ≤ 2× its CPU on mem, level ${level} (${Math.round(onLevel)} vs ${Math.round(onMem)} µs: ${(onLevel / onMem).toFixed(2)}×)`,
 			);
-		}
+	}
+	const cpu2 = med(warm2, (m) => m.hostCpuUs);
+	const rate2 = med(warm2, (m) => m.perSecond);
+	if (cpu0 !== undefined && cpu2 !== undefined && rate0 !== undefined && rate2 !== undefined)
+		goal(
+			cpu0 <= 1.2 * cpu2 && rate2 <= 1.2 * rate0,
+			`level 0 ≤ 1.2× level 2 through HTTP (CPU ${Math.round(cpu0)} vs ${Math.round(cpu2)} µs: ${(cpu0 / cpu2).toFixed(2)}×; creates/s ${Math.round(rate0)} vs ${Math.round(rate2)}: ${(rate2 / rate0).toFixed(2)}×)`,
+		);
+	for (const level of LEVELS) {
+		const warm = hostLabel("level", level, "fenced", "warm");
+		const cold = hostLabel("level", level, "fenced", "cold");
+		const w50 = med(warm, (m) => m.p50);
+		const w99 = med(warm, (m) => m.p99);
+		const c50 = med(cold, (m) => m.p50);
+		const c99 = med(cold, (m) => m.p99);
+		if (w50 !== undefined && w99 !== undefined && c50 !== undefined && c99 !== undefined)
+			goal(
+				c50 <= 3 * w50 && c99 <= 3 * w99,
+				`cold first command ≤ 3× a warm one, level ${level} (p50 ${c50.toFixed(2)} vs ${w50.toFixed(2)} ms, p99 ${c99.toFixed(2)} vs ${w99.toFixed(2)} ms)`,
+			);
+	}
+	for (const s of storages) {
+		if (s === "level") continue;
+		const host = med(hostLabel(s, 0, "fenced", "warm"), (m) => m.perSecond);
+		const alone = med(cpLabel(s, 0, "warm"), (m) => m.perSecond);
+		if (host !== undefined && alone !== undefined)
+			goal(
+				host >= 0.8 * alone,
+				`host on ${s} ≥ 80 % of @vvm/cp alone on ${s}, level 0 (${Math.round(host)} vs ${Math.round(alone)} creates/s: ${((100 * host) / alone).toFixed(0)} %)`,
+			);
+	}
 	console.log(
-		`load average at the end: ${loadavg()
+		`\nload average at the end: ${loadavg()
 			.map((l) => l.toFixed(1))
-			.join(" ")}`,
+			.join(" ")} (other processes share these cores: compare rows of one run, not across runs)`,
 	);
 }
 

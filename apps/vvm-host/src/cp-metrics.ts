@@ -116,11 +116,30 @@ export function createCpMetrics(
 			this.set(stats()?.totals.conflicts ?? 0);
 		},
 	});
+	// The labelled children, looked up once per label set: an answered request then costs two
+	// increments and one observation, not a label hash each.
+	const perRequest = new Map<string, { requests: { inc(): void }; commands?: { inc(): void } }>();
+	const perKind = new Map<string, { observe(value: number): void }>();
 	return {
 		observe(kind, outcome, status, seconds) {
-			requests.inc({ kind, outcome });
-			duration.observe({ kind }, seconds);
-			if (kind === "create" || kind === "update" || kind === "command") commands.inc({ outcome });
+			const key = `${kind} ${outcome}`;
+			let children = perRequest.get(key);
+			if (children === undefined) {
+				const write = kind === "create" || kind === "update" || kind === "command";
+				children = {
+					requests: requests.labels(kind, outcome),
+					...(write ? { commands: commands.labels(outcome) } : {}),
+				};
+				perRequest.set(key, children);
+			}
+			children.requests.inc();
+			children.commands?.inc();
+			let histogram = perKind.get(kind);
+			if (histogram === undefined) {
+				histogram = duration.labels(kind);
+				perKind.set(kind, histogram);
+			}
+			histogram.observe(seconds);
 			if (outcome === "conflict") conflicts.inc();
 			if (outcome === "misdirected") misdirected.inc();
 			if (status === 503) unavailable.inc({ reason: outcome.replace(/^unavailable_/, "") });

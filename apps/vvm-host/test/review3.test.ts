@@ -1,6 +1,7 @@
 // Review 3: defects of the host's partition code (apps/vvm-host); every case fails on commit 16ce4c7.
 // Copied from ../shared/review3/vvm-host.test.ts; its assertions unchanged, its server fixture is the
-// one the API v2 tests use (test/support/api-v2-server.ts; the placement contract is @vvm/appparts').
+// one the API v2 tests use (test/support/api-v2-server.ts; the placement contract is @vvm/appparts');
+// its gate also holds a putBatchIf (the event and its effects in one call, since @vvm/cp uses it).
 // `cd apps/vvm-host && npx vitest run test/review3.test.ts` (after `. scripts/bootstrap.sh` and
 // `pnpm turbo run build`). The review: shared/review3/README.md.
 import { PKEY_PREFIX_PLOG, PKEY_PREFIX_RECORDS } from "@vvm/cp";
@@ -15,7 +16,11 @@ const CUSTOMER = "app1pkg.Customer";
  * A storage view whose next matching call (`op` on a key with pKey prefix `prefix`, once armed)
  * waits until `release()`; `reached` resolves when it arrives.
  */
-function gatedStorage(inner: TTLStorage, op: "insertIfNotExists" | "get", prefix: number) {
+function gatedStorage(
+	inner: TTLStorage,
+	ops: ReadonlyArray<"insertIfNotExists" | "putBatchIf" | "get">,
+	prefix: number,
+) {
 	let release: () => void = () => {};
 	let reached: () => void = () => {};
 	const reachedP = new Promise<void>((r) => {
@@ -27,14 +32,17 @@ function gatedStorage(inner: TTLStorage, op: "insertIfNotExists" | "get", prefix
 	const armed = { on: false };
 	const storage = new Proxy(inner, {
 		get(target, prop, receiver) {
-			if (prop === op)
-				return async (pKey: Uint8Array, ...rest: unknown[]) => {
-					if (armed.on && pKey[3] === prefix) {
+			const op = ops.find((o) => o === prop);
+			if (op !== undefined && typeof target[op] === "function")
+				return async (first: unknown, ...rest: unknown[]) => {
+					// A putBatchIf's first item is the PLog entry's (an event and its effects at once).
+					const pKey = (Array.isArray(first) ? first[0]?.pKey : first) as Uint8Array | undefined;
+					if (armed.on && pKey?.[3] === prefix) {
 						armed.on = false;
 						reached();
 						await released;
 					}
-					return (target[op] as (...a: unknown[]) => unknown).call(target, pKey, ...rest);
+					return (target[op] as (...a: unknown[]) => unknown).call(target, first, ...rest);
 				};
 			const v = Reflect.get(target, prop, receiver);
 			return typeof v === "function" ? v.bind(target) : v;
@@ -53,7 +61,11 @@ const serve = (storage: TTLStorage, serving: number[]) =>
 
 describe("review3: undeploy racing an in-flight command", () => {
 	it("a command whose event is durable when the partition is undeployed is not answered with a retryable 503", async () => {
-		const gate = gatedStorage(createMemTTLStorage(), "insertIfNotExists", PKEY_PREFIX_PLOG);
+		const gate = gatedStorage(
+			createMemTTLStorage(),
+			["insertIfNotExists", "putBatchIf"],
+			PKEY_PREFIX_PLOG,
+		);
 		const { cp, base } = await serve(gate.storage, [1]);
 		gate.armed.on = true;
 		const reply = fetch(`${base}/1001/docs/${CUSTOMER}`, {
@@ -95,7 +107,7 @@ describe("review3: undeploy racing an in-flight command", () => {
 
 describe("review3: undeploy while an update reads its record", () => {
 	it("is answered 503 CP_CLOSED (nothing was written), not 500 HOST_INTERNAL", async () => {
-		const gate = gatedStorage(createMemTTLStorage(), "get", PKEY_PREFIX_RECORDS);
+		const gate = gatedStorage(createMemTTLStorage(), ["get"], PKEY_PREFIX_RECORDS);
 		const { cp, base } = await serve(gate.storage, [1]);
 		const created = await fetch(`${base}/1001/docs/${CUSTOMER}`, {
 			method: "POST",

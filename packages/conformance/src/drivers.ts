@@ -49,13 +49,26 @@ const onlyForCp = "a cp configuration (processor options): the other suites do n
 export const drivers: readonly MatrixDriver[] = [
 	defineDriver({
 		name: "mem",
-		supports: { atomicBatches: true, fencing: "epoch" },
+		supports: { atomicBatches: true, fencing: "epoch", putBatchIf: true },
 		createStorage: ({ clock }) => createMemTTLStorage({ clock }),
 		leaveOut: {
 			deposedLeader:
 				"epoch fences are level's too, which runs it on disk; mem runs it with ordered fences",
 		},
 		variants: [
+			{
+				// Levels 0/1 without putBatchIf: the single conditional writes, every cp case again.
+				label: "no conditional batches",
+				supports: { atomicBatches: true, fencing: "epoch", putBatchIf: true },
+				createStorage: ({ clock }) => createMemTTLStorage({ clock }),
+				tune: { cp: { processorOptions: { conditionalBatches: false } } },
+				leaveOut: {
+					ttlstorage: onlyForCp,
+					elections: onlyForCp,
+					deposedLeader: onlyForCp,
+					leases: onlyForCp,
+				},
+			},
 			{
 				// Per-record fences as DynamoDB and Cassandra have them, without a server.
 				label: "fencing: ordered",
@@ -72,16 +85,20 @@ export const drivers: readonly MatrixDriver[] = [
 	defineDriver({
 		name: "level",
 		label: "memory-level",
-		supports: { atomicBatches: true, fencing: "epoch" },
+		supports: { atomicBatches: true, fencing: "epoch", putBatchIf: true },
 		// The cleaner runs on the suites' MockClock too (every 60 s of mock time), as in production.
 		createStorage: ({ clock }) =>
 			createLevelTTLStorage({ db: new MemoryLevel(), clock, ownsDb: true }),
-		tune: { leases: { randomizedIntervals: 60 } },
+		// Levels 0/1 here without putBatchIf (the single conditional writes); on disk with it.
+		tune: {
+			leases: { randomizedIntervals: 60 },
+			cp: { processorOptions: { conditionalBatches: false } },
+		},
 		leaveOut: { deposedLeader: "the driver's code is the same on disk, which runs it" },
 		variants: [
 			{
 				label: "classic-level on disk",
-				supports: { atomicBatches: true, fencing: "epoch" },
+				supports: { atomicBatches: true, fencing: "epoch", putBatchIf: true },
 				...levelOnDisk,
 				tune: { leases: { randomizedIntervals: 40 } },
 			},
@@ -90,7 +107,7 @@ export const drivers: readonly MatrixDriver[] = [
 				// crash points included, with them off (level 2's event and effects in two batches)
 				// over epoch fences, which no other configuration runs.
 				label: "classic-level on disk, atomicBatches off",
-				supports: { atomicBatches: true, fencing: "epoch" },
+				supports: { atomicBatches: true, fencing: "epoch", putBatchIf: true },
 				...levelOnDisk,
 				tune: { cp: { processorOptions: { atomicBatches: false } } },
 				leaveOut: {

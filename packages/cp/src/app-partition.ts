@@ -191,6 +191,8 @@ export interface PartitionContext {
 	readonly writes: TTLStorage;
 	readonly trustLevel: SequencesTrustLevel;
 	readonly atomicBatches: boolean;
+	/** Levels 0/1: the event and its effects in one `putBatchIf` (see the option). */
+	readonly conditionalBatches: boolean;
 	/** Fence every write by the partition's epoch (the storage supports it, and not switched off). */
 	readonly fencing: boolean;
 	/** Test-only mutant: no fence and no lease check at all (`unsafeUnfenced`). */
@@ -330,12 +332,16 @@ export class AppPartitionImpl implements AppPartition {
 			appId: ctx.appId,
 			level: ctx.trustLevel,
 			atomicBatches: ctx.atomicBatches,
+			conditionalBatches: ctx.conditionalBatches,
 			idempotencyTtlSeconds: ctx.idempotencyTtlSeconds,
 		});
 		// The numbers go unfenced: the workspace's WLog heals any that went back (a deposed holder's
 		// late flush), so they need no conditional write on any storage.
 		this.#seqStorage = createSeqStorage({
 			storage: ctx.writes,
+			// An embedded store that commits in groups (level): a range read there opens an iterator
+			// over every table, point reads do not.
+			pointReads: ctx.storage.supports?.groupCommit === true,
 			appId: ctx.appId,
 			partitionId: this.partitionId,
 			plog: plogReader(
@@ -352,6 +358,10 @@ export class AppPartitionImpl implements AppPartition {
 	/** The sequence values of a workspace's WLog entries from `from` on (markers' events too). */
 	async *#wlogValues(wsid: number, from: number): AsyncIterable<readonly SeqValue[]> {
 		const { appId, storage } = this.#ctx;
+		// The log usually ends where the numbers were last flushed: one point read says so, where a
+		// range read would cost more (a workspace's first command after a restart does this).
+		const first = cpKeys.wlog(appId, wsid, from);
+		if ((await storage.get(first.pKey, first.cCols)) === undefined) return;
 		for await (const { value } of iterateLog(storage, (b) => wlogPKey(appId, wsid, b), from)) {
 			const d = decodeLogValue(value);
 			if (d !== undefined) yield seqValuesOf(d.event);

@@ -49,7 +49,8 @@ export interface CommandProcessorOptions {
 	/**
 	 * Group commit: unconditional writes (level 2 events, level 1/2 records, updates, the
 	 * sequencer's flushes) of all partitions that arrive while one batch is at the storage go out as
-	 * the next batch. Default `true`.
+	 * the next batch. Default `true`, except over a storage that does it itself
+	 * (`supports.groupCommit`, e.g. `@vvm/ttlstorage-level`).
 	 */
 	readonly coalesceWrites?: boolean;
 	/** With group commit: batches at the storage at once (later ones queue and merge). Default 2. */
@@ -62,6 +63,15 @@ export interface CommandProcessorOptions {
 	 * Refused (TypeError) over a storage with `"ordered"` fencing, whose fenced batches are not.
 	 */
 	readonly atomicBatches?: boolean;
+	/**
+	 * Levels 0 and 1: a command writes its PLog entry and all its effects with one all-or-nothing
+	 * `putBatchIf` (each key in the level's mode: inserts, swaps from the values read, puts), one
+	 * storage round trip instead of two or more; when a condition fails nothing is written and the
+	 * single conditional writes take over (and find the conflict). Default: whether the storage has
+	 * `putBatchIf` (`@vvm/ttlstorage-level`, `@vvm/ttlstorage-mem`). Refused (TypeError) when it
+	 * has not.
+	 */
+	readonly conditionalBatches?: boolean;
 	/**
 	 * How long an idempotency key (`idempotencyKey` of a command) is kept, in seconds: a retry
 	 * within it answers the first execution's result. Default 86 400 (24 h); `1..31 536 000`.
@@ -184,13 +194,15 @@ class CommandProcessorImpl implements CommandProcessor {
 			throw new TypeError(
 				'[@vvm/cp] atomicBatches: a storage with "ordered" fencing writes a fenced batch item by item (a superseded item is dropped, the rest lands), so its batches are not all or nothing',
 			);
+		if (options.conditionalBatches === true && typeof options.storage.putBatchIf !== "function")
+			throw new TypeError("[@vvm/cp] conditionalBatches: the storage has no putBatchIf");
 		this.#options = options;
 		this.app = options.app ?? demoApp;
 		this.appId = options.appId;
 		this.partitions = options.partitions;
 		this.trustLevel = settings.trustLevel;
 		this.#coalescer =
-			options.coalesceWrites === false
+			(options.coalesceWrites ?? options.storage.supports?.groupCommit !== true) === false
 				? undefined
 				: new CoalescingStorage(options.storage, {
 						...(options.writeBatchesInFlight === undefined
@@ -232,6 +244,7 @@ class CommandProcessorImpl implements CommandProcessor {
 				writes: this.#coalescer ?? o.storage,
 				trustLevel: this.trustLevel,
 				atomicBatches: o.atomicBatches ?? o.storage.supports?.atomicBatches === true,
+				conditionalBatches: o.conditionalBatches ?? typeof o.storage.putBatchIf === "function",
 				fencing: this.#fencing,
 				unsafeUnfenced: o.unsafeUnfenced === true,
 				idempotencyTtlSeconds: this.#idempotencyTtl,

@@ -1,4 +1,4 @@
-import type { BatchItem, TTLStorage, WriteFence } from "@vvm/ttlstorage";
+import type { BatchItem, ConditionalBatchItem, TTLStorage, WriteFence } from "@vvm/ttlstorage";
 import { bytesEqual, fencedError, TTLStorageError } from "@vvm/ttlstorage";
 import type { CpCommitted, CpKeyInfo } from "./errors.ts";
 import { CpError } from "./errors.ts";
@@ -75,6 +75,8 @@ interface Keyed {
 	readonly value: Uint8Array;
 }
 
+type PutBatchIf = NonNullable<TTLStorage["putBatchIf"]>;
+
 const isConflict = (r: PromiseSettledResult<unknown>): r is PromiseRejectedResult =>
 	r.status === "rejected" && r.reason instanceof Conflict;
 
@@ -110,6 +112,8 @@ export interface EventWriterOptions {
 	readonly level: SequencesTrustLevel;
 	/** The storage's `putBatch` is all or nothing: level 2 writes an event and its effects together. */
 	readonly atomicBatches: boolean;
+	/** Levels 0/1: write an event and its effects with one `putBatchIf` of `storage`. */
+	readonly conditionalBatches?: boolean;
 	/** How long an idempotency key is kept, s. */
 	readonly idempotencyTtlSeconds: number;
 }
@@ -126,6 +130,7 @@ export class EventWriter {
 	readonly #appId: number;
 	readonly #level: SequencesTrustLevel;
 	readonly #atomic: boolean;
+	readonly #putBatchIf: PutBatchIf | undefined;
 	readonly #keyTtl: number;
 
 	constructor(o: EventWriterOptions) {
@@ -136,6 +141,10 @@ export class EventWriter {
 		this.#appId = o.appId;
 		this.#level = o.level;
 		this.#atomic = o.atomicBatches && o.level === 2;
+		this.#putBatchIf =
+			o.conditionalBatches === true && o.level !== 2
+				? o.storage.putBatchIf?.bind(o.storage)
+				: undefined;
 		this.#keyTtl = o.idempotencyTtlSeconds;
 	}
 
@@ -181,11 +190,21 @@ export class EventWriter {
 	 * re-actualizes and applies it), or with `CP_STORAGE` saying whether the event is durable. After
 	 * a storage error the key is read back: our own bytes there mean the write landed, and the
 	 * command goes on. Resolves to `true` when the event's effects went in the same all-or-nothing
-	 * batch (level 2 with `atomicBatches`): then there is nothing left to apply.
+	 * batch (level 2 with `atomicBatches`; levels 0 and 1 over a storage with `putBatchIf`, when
+	 * every condition held): then there is nothing left to apply.
 	 */
 	async writePLog(e: EncodedEvent): Promise<boolean> {
 		const { pKey, cCols } = this.plogKey(e.event);
+		// Whether the outcome in question is a whole conditional batch's (event and effects).
+		let batched = false;
 		try {
+			const conditional = this.#conditionalBatch(e);
+			if (conditional !== undefined) {
+				batched = true;
+				if (await (this.#putBatchIf as PutBatchIf)(conditional)) return true;
+				// A condition failed and nothing was written: the single writes below find which.
+				batched = false;
+			}
 			if (this.#atomic) {
 				// One all-or-nothing batch under the fence: the event and everything it writes.
 				const { records, entries } = this.#effects(e);
@@ -206,7 +225,7 @@ export class EventWriter {
 				throw storageFailure(error, "unknown", "PLog write");
 			}
 			// All or nothing: if the PLog entry landed, so did the effects batched with it.
-			if (existing !== undefined && bytesEqual(existing, e.bytes)) return this.#atomic;
+			if (existing !== undefined && bytesEqual(existing, e.bytes)) return this.#atomic || batched;
 			if (existing !== undefined && this.#level !== 2) throw this.#occupied(e, existing, error);
 			const sure =
 				TTLStorageError.is(error) &&
@@ -237,6 +256,44 @@ export class EventWriter {
 				{ retryAfterMs: 100, committed: "no", ...(cause === undefined ? {} : { cause }) },
 			);
 		return new Conflict(this.#plogInfo(e.event)).error(cause);
+	}
+
+	/**
+	 * Levels 0 and 1 over a storage with `putBatchIf`: the event and all its effects as one
+	 * all-or-nothing conditional batch, each key in the mode of the level (inserts of the PLog and
+	 * WLog entries, and at level 0 of new records; at level 0 an update swaps from the value the
+	 * command read; the rest are puts). `undefined` where the single writes must do it: not
+	 * `conditionalBatches`, level 2, or an update without the value it was read with.
+	 */
+	#conditionalBatch(e: EncodedEvent): ConditionalBatchItem[] | undefined {
+		if (this.#putBatchIf === undefined) return undefined;
+		const { event } = e;
+		const level0 = this.#level === 0;
+		const items: ConditionalBatchItem[] = [
+			{ ...this.plogKey(event), value: e.bytes, expected: null },
+		];
+		const updated = new Set<number>();
+		for (const cud of event.cuds) {
+			const key = cpKeys.record(this.#appId, event.ws, cud.id);
+			const value = encodeJson(recordValue(event, cud));
+			if (cud.n) {
+				items.push(level0 ? { ...key, value, expected: null } : { ...key, value });
+				continue;
+			}
+			if (updated.has(cud.id)) return undefined;
+			updated.add(cud.id);
+			if (!level0) {
+				items.push({ ...key, value });
+				continue;
+			}
+			const read = e.readValues?.get(cud.id);
+			if (read === undefined) return undefined;
+			items.push({ ...key, value, expected: read });
+		}
+		items.push({ ...this.wlogKey(event), value: e.bytes, expected: null });
+		const entry = this.#keyEntry(event);
+		if (entry !== undefined) items.push(entry);
+		return items;
 	}
 
 	/**

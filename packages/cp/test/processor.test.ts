@@ -12,7 +12,7 @@ import {
 	SEQ_CRECORD_ID,
 	SEQ_WLOG_OFFSET,
 } from "../src/index.ts";
-import { PKEY_PREFIX_PLOG, u64 } from "../src/keys.ts";
+import { cpKeys, PKEY_PREFIX_PLOG, u64 } from "../src/keys.ts";
 import { rejection } from "../src/testing/case.ts";
 import { Harness } from "../src/testing/harness.ts";
 
@@ -31,6 +31,10 @@ describe("createCommandProcessor", () => {
 			[
 				{ storage: createMemTTLStorage({ fencing: "ordered" }), atomicBatches: true },
 				/atomicBatches: a storage with "ordered" fencing/,
+			],
+			[
+				{ storage: createMemTTLStorage({ fencing: "ordered" }), conditionalBatches: true },
+				/conditionalBatches: the storage has no putBatchIf/,
 			],
 		];
 		for (const [patch, message] of bad)
@@ -216,6 +220,61 @@ describe("write modes", () => {
 				expect(effects.filter((x) => x === 6 || x === 7).sort()).toEqual([6, 7]);
 			}
 			await cp.close();
+		}
+	});
+});
+
+describe("conditional batches (levels 0 and 1)", () => {
+	const prefixesOf = (items: unknown): number[] =>
+		(items as Array<{ pKey: Uint8Array }>).map((i) => i.pKey[3] as number);
+
+	it("write the event and its effects with one putBatchIf: inserts, the update's swap from the value read, puts", async () => {
+		for (const trustLevel of [0, 1] as const) {
+			const storage = withFaults(createMemTTLStorage());
+			const cp = createCommandProcessor({ storage, appId: 1, partitions: 4, trustLevel });
+			const p = cp.deploy(1);
+			await p.ready();
+			const a = await p.createRecord({
+				wsid: 1001,
+				table: "app1pkg.Customer",
+				fields: { name: "a" },
+			});
+			const id = a.NewIDs["1"] as number;
+			await p.updateRecord({ wsid: 1001, table: "app1pkg.Customer", id, fields: { vip: true } });
+			const batches = storage.calls.filter((c) => c.operation === "putBatchIf");
+			// PLog 5, the record 7, WLog 6: one call per command, no single conditional write.
+			expect(batches.map((c) => prefixesOf(c.args[0]))).toEqual([
+				[5, 7, 6],
+				[5, 7, 6],
+			]);
+			expect(storage.calls.filter((c) => c.operation === "insertIfNotExists")).toEqual([]);
+			const [create, update] = batches.map(
+				(c) => c.args[0] as Array<{ expected?: Uint8Array | null }>,
+			);
+			expect(create?.map((i) => i.expected === null)).toEqual([true, trustLevel === 0, true]);
+			// Level 0 swaps the record from the bytes the command read; level 1 puts it.
+			expect(update?.[1]?.expected instanceof Uint8Array).toBe(trustLevel === 0);
+			expect((await p.readRecord({ wsid: 1001, id })).vip).toBe(true);
+			await cp.close();
+		}
+	});
+
+	it("fall back to the single writes when a condition fails: the conflict is found, nothing of the batch written", async () => {
+		const storage = withFaults(createMemTTLStorage());
+		const h = new Harness({ ctx: { storage, options: {} }, trustLevel: 0 });
+		try {
+			const p = await h.deploy(1);
+			await h.create(p, 1001, "a");
+			// Someone wrote the next record ID behind the partition's back.
+			const taken = cpKeys.record(h.appId, 1001, C0 + 1);
+			await storage.put(taken.pKey, taken.cCols, new Uint8Array([1, 2, 3]));
+			const e = await rejection(h.create(p, 1001, "b"));
+			expect([e.code, e.committed]).toEqual(["CP_CONFLICT", "no"]);
+			expect(await storage.get(taken.pKey, taken.cCols)).toEqual(new Uint8Array([1, 2, 3]));
+			expect(h.faults.calls.some((c) => c.operation === "insertIfNotExists")).toBe(true);
+			expect((await h.check({ allowCorruptedOffsets: true })).problems).toEqual([]);
+		} finally {
+			await h.close();
 		}
 	});
 });

@@ -8,18 +8,25 @@ export const PKEY_PREFIX_SEQ_STORAGE_WS = 3;
 
 const TWO_32 = 0x1_0000_0000;
 
-function putU64(view: DataView, at: number, n: number): void {
-	view.setUint32(at, Math.floor(n / TWO_32));
-	view.setUint32(at + 4, n >>> 0);
+// Bytes are written directly (no DataView per key): keys and values are built on every flush.
+function putU32(b: Uint8Array, at: number, n: number): void {
+	b[at] = n >>> 24;
+	b[at + 1] = (n >>> 16) & 0xff;
+	b[at + 2] = (n >>> 8) & 0xff;
+	b[at + 3] = n & 0xff;
+}
+
+function putU64(b: Uint8Array, at: number, n: number): void {
+	putU32(b, at, Math.floor(n / TWO_32));
+	putU32(b, at + 4, n >>> 0);
 }
 
 /** @internal `u32(3) u32(appId) u64(wsid)`, 16 bytes. */
 export function numbersPKey(appId: number, wsid: WSID): Uint8Array {
 	const b = new Uint8Array(16);
-	const v = new DataView(b.buffer);
-	v.setUint32(0, PKEY_PREFIX_SEQ_STORAGE_WS);
-	v.setUint32(4, appId);
-	putU64(v, 8, wsid);
+	putU32(b, 0, PKEY_PREFIX_SEQ_STORAGE_WS);
+	putU32(b, 4, appId);
+	putU64(b, 8, wsid);
 	return b;
 }
 
@@ -31,10 +38,10 @@ export function seqIdCCols(seqId: SeqID): Uint8Array {
 /** @internal `u32(2) u32(appId) u16(partitionId)`, 10 bytes. */
 export function offsetPKey(appId: number, partitionId: number): Uint8Array {
 	const b = new Uint8Array(10);
-	const v = new DataView(b.buffer);
-	v.setUint32(0, PKEY_PREFIX_SEQ_STORAGE_PART);
-	v.setUint32(4, appId);
-	v.setUint16(8, partitionId);
+	putU32(b, 0, PKEY_PREFIX_SEQ_STORAGE_PART);
+	putU32(b, 4, appId);
+	b[8] = partitionId >>> 8;
+	b[9] = partitionId & 0xff;
 	return b;
 }
 
@@ -44,7 +51,15 @@ export const OFFSET_CCOLS: Uint8Array = new Uint8Array(4);
 /** @internal 8-byte big-endian unsigned value. */
 export function encodeU64(n: SeqNumber | PLogOffset): Uint8Array {
 	const b = new Uint8Array(8);
-	putU64(new DataView(b.buffer), 0, n);
+	putU64(b, 0, n);
+	return b;
+}
+
+/** @internal `u64(value) u64(asOf)`, 16 bytes: a number with the log offset it is valid for. */
+export function encodeU64Pair(value: number, asOf: number): Uint8Array {
+	const b = new Uint8Array(16);
+	putU64(b, 0, value);
+	putU64(b, 8, asOf);
 	return b;
 }
 

@@ -9,7 +9,15 @@ import type {
 } from "@vvm/isequencer";
 import type { BatchItem, TTLStorage } from "@vvm/ttlstorage";
 import { SeqStorageError } from "./errors.ts";
-import { decodeU64, encodeU64, numbersPKey, OFFSET_CCOLS, offsetPKey, seqIdCCols } from "./keys.ts";
+import {
+	decodeU64,
+	encodeU64,
+	encodeU64Pair,
+	numbersPKey,
+	OFFSET_CCOLS,
+	offsetPKey,
+	seqIdCCols,
+} from "./keys.ts";
 import type { PLogReader } from "./mem-plog.ts";
 
 /**
@@ -38,6 +46,13 @@ export interface SeqStorageOptions {
 	 * the numbers' writes need no fence. Without it, stored numbers are trusted: one writer only.
 	 */
 	readonly wlog?: WorkspaceLog;
+	/**
+	 * Read a workspace's numbers with one point `get` per number needed (the asked ones and the
+	 * log's) instead of one range read of all of them. Cheaper on an embedded store, where a range
+	 * read opens an iterator over every table (after a restart, on the caller's thread); more
+	 * requests on a server. Default `false`.
+	 */
+	readonly pointReads?: boolean;
 }
 
 /**
@@ -71,13 +86,6 @@ function decodeNumber(b: Uint8Array, what: string): StoredNumber {
 	return { value: decodeU64(b, what), asOf: undefined };
 }
 
-function encodeNumber(value: number, asOf: number): Uint8Array {
-	const out = new Uint8Array(16);
-	out.set(encodeU64(value), 0);
-	out.set(encodeU64(asOf), 8);
-	return out;
-}
-
 function checkInt(n: number, max: number, what: string): void {
 	if (!Number.isSafeInteger(n) || n < 0 || n > max)
 		throw new RangeError(`[@vvm/seqstorage] ${what} must be an integer in 0..${max}, got ${n}`);
@@ -91,6 +99,8 @@ class SeqStorageImpl implements SeqStorage {
 	readonly #plog: PLogReader;
 	readonly #offsetPKey: Uint8Array;
 	readonly #wlog: WorkspaceLog | undefined;
+	readonly #atomicBatches: boolean;
+	readonly #pointReads: boolean;
 
 	constructor(options: SeqStorageOptions) {
 		if (typeof options !== "object" || options === null)
@@ -111,6 +121,8 @@ class SeqStorageImpl implements SeqStorage {
 			checkInt(options.wlog.seqId, 0xffff, "wlog.seqId");
 		}
 		this.#wlog = options.wlog;
+		this.#atomicBatches = options.storage.supports?.atomicBatches === true;
+		this.#pointReads = options.pointReads === true;
 	}
 
 	async readNumbers(wsid: WSID, seqIds: readonly SeqID[]): Promise<readonly SeqNumber[]> {
@@ -119,11 +131,18 @@ class SeqStorageImpl implements SeqStorage {
 		if (seqIds.length === 0) return [];
 		const pKey = numbersPKey(this.#appId, wsid);
 		const found = new Map<number, StoredNumber>();
-		if (seqIds.length === 1 && this.#wlog === undefined) {
-			const seqId = seqIds[0] as SeqID;
-			const b = await this.#storage.get(pKey, seqIdCCols(seqId));
-			// Not found is 0, explicitly (voedger decodes a missing value: reference §4.4).
-			if (b !== undefined) found.set(seqId, decodeNumber(b, `number ${wsid}/${seqId}`));
+		if ((seqIds.length === 1 && this.#wlog === undefined) || this.#pointReads) {
+			// Only the numbers the read uses: the asked ones, and the log's (where they are valid).
+			const wanted =
+				this.#wlog === undefined ? seqIds : [...new Set([...seqIds, this.#wlog.seqId])];
+			const values = await Promise.all(
+				wanted.map((seqId) => this.#storage.get(pKey, seqIdCCols(seqId))),
+			);
+			wanted.forEach((seqId, i) => {
+				const b = values[i];
+				// Not found is 0, explicitly (voedger decodes a missing value: reference §4.4).
+				if (b !== undefined) found.set(seqId, decodeNumber(b, `number ${wsid}/${seqId}`));
+			});
 		} else {
 			// All numbers of a workspace share one partition key: one range read.
 			for await (const r of this.#storage.read(pKey)) {
@@ -196,13 +215,24 @@ class SeqStorageImpl implements SeqStorage {
 				value:
 					wlog === undefined
 						? encodeU64(v.value)
-						: encodeNumber(v.value, logOffsetOf.get(v.wsid) ?? 0),
+						: encodeU64Pair(v.value, logOffsetOf.get(v.wsid) ?? 0),
 			});
+		}
+		const offset: BatchItem = {
+			pKey: this.#offsetPKey,
+			cCols: OFFSET_CCOLS,
+			value: encodeU64(nextPLogOffset),
+		};
+		// A storage whose batches are all or nothing writes both in one batch (one round trip).
+		if (this.#atomicBatches) {
+			items.push(offset);
+			await this.#storage.putBatch(items);
+			return;
 		}
 		// Numbers first, then the offset: a crash in between leaves an older offset, and the
 		// replay from it is idempotent (the sequencer takes maxima).
 		if (items.length > 0) await this.#storage.putBatch(items);
-		await this.#storage.put(this.#offsetPKey, OFFSET_CCOLS, encodeU64(nextPLogOffset));
+		await this.#storage.put(offset.pKey, offset.cCols, offset.value);
 	}
 
 	async actualizeSequencesFromPLog(
@@ -233,6 +263,9 @@ class SeqStorageImpl implements SeqStorage {
  * next PLog offset at pKey `u32(2) u32(appId) u16(partitionId)`, cCols 4 zero bytes; values are
  * u64 big-endian (with `wlog`, a number is `u64(value) u64(valid as of log offset)`). A fresh
  * partition reads next offset 1; a missing number reads 0.
+ *
+ * Over a storage with `supports.atomicBatches`, a flush is one `putBatch` (the numbers and the
+ * offset together); otherwise the numbers' `putBatch`, then the offset's `put`.
  *
  * With `wlog`, writes need no fence: a stored offset that went back makes actualization replay
  * more of the PLog (idempotent), a number that went back makes its workspace's first read read

@@ -8,9 +8,11 @@ import { createMemTTLStorage } from "@vvm/ttlstorage-mem";
 import { describe, expect, it } from "vitest";
 import { createMemPLog, createSeqStorage, SeqStorageError } from "../src/index.ts";
 
-function make(appId = 1, partitionId = 0) {
+function make(appId = 1, partitionId = 0, atomicBatches = true) {
 	const clock = new MockClock(0);
-	const ttl = withFaults(createMemTTLStorage({ clock }), { clock });
+	// "ordered" fencing: batches are not all or nothing (as on Cassandra).
+	const mem = createMemTTLStorage({ clock, ...(atomicBatches ? {} : { fencing: "ordered" }) });
+	const ttl = withFaults(mem, { clock });
 	const plog = createMemPLog();
 	const storage = createSeqStorage({ storage: ttl, appId, partitionId, plog });
 	return { ttl, plog, storage, clock };
@@ -103,8 +105,26 @@ describe("key layout (reference §4.2)", () => {
 });
 
 describe("errors and validation", () => {
-	it("writes the numbers first, then the offset; storage errors propagate", async () => {
+	it("writes the numbers and the offset in one batch over an atomic storage; errors propagate", async () => {
 		const { storage, ttl } = make();
+		ttl.inject({ on: "putBatch", action: faults.fail("TTLSTORAGE_UNAVAILABLE"), times: 1 });
+		await expect(
+			storage.writeValuesAndNextPLogOffset([{ wsid: 1, seqId: 1, value: 9 }], 5),
+		).rejects.toSatisfy(
+			(e: unknown) => TTLStorageError.is(e) && e.code === "TTLSTORAGE_UNAVAILABLE",
+		);
+		// All or nothing: neither landed.
+		expect(await storage.readNumbers(1, [1])).toEqual([0]);
+		expect(await storage.readNextPLogOffset()).toBe(1);
+		await storage.writeValuesAndNextPLogOffset([{ wsid: 1, seqId: 1, value: 10 }], 6);
+		expect(ttl.count("put")).toBe(0);
+		expect(ttl.count("putBatch")).toBe(2);
+		expect(await storage.readNumbers(1, [1])).toEqual([10]);
+		expect(await storage.readNextPLogOffset()).toBe(6);
+	});
+
+	it("writes the numbers first, then the offset over a non-atomic storage; errors propagate", async () => {
+		const { storage, ttl } = make(1, 0, false);
 		ttl.inject({ on: "put", action: faults.fail("TTLSTORAGE_UNAVAILABLE"), times: 1 });
 		await expect(
 			storage.writeValuesAndNextPLogOffset([{ wsid: 1, seqId: 1, value: 9 }], 5),
@@ -284,6 +304,42 @@ describe("with a workspace log: stored numbers are a hint, the log is the truth"
 		// Without the log, the stored numbers are what is read: the control.
 		const trusting = createSeqStorage({ storage: ttl, appId: 1, partitionId: 0, plog });
 		expect(await trusting.readNumbers(7, [1, 2])).toEqual([5, 101]);
+	});
+
+	it("pointReads: the same numbers and healing, with one get per needed number and no range read", async () => {
+		const clock = new MockClock(0);
+		const ttl = withFaults(createMemTTLStorage({ clock }), { clock });
+		const log = memWLog();
+		const starts: number[] = [];
+		const storage = createSeqStorage({
+			storage: ttl,
+			appId: 1,
+			partitionId: 0,
+			plog: createMemPLog(),
+			pointReads: true,
+			wlog: {
+				seqId: 1,
+				read(wsid, from) {
+					starts.push(from);
+					return log.wlog.read(wsid, from);
+				},
+			},
+		});
+		expect(await storage.readNumbers(7, [2])).toEqual([0]);
+		for (let w = 1; w <= 5; w++) log.append(7, w, take(7, w, 100 + w));
+		await storage.writeValuesAndNextPLogOffset(
+			[...take(7, 5, 105), { wsid: 7, seqId: 3, value: 9 }],
+			11,
+		);
+		// A deposed writer's late flush, as of WLog offset 2: healed from the log.
+		await storage.writeValuesAndNextPLogOffset(take(7, 2, 102), 6);
+		const gets = ttl.count("get");
+		expect(await storage.readNumbers(7, [2])).toEqual([105]);
+		// The asked number and the log's: two gets, not the unasked sequence 3.
+		expect(ttl.count("get") - gets).toBe(2);
+		expect(starts).toEqual([3]);
+		expect(await storage.readNumbers(7, [1, 2, 3])).toEqual([5, 105, 9]);
+		expect(ttl.count("read")).toBe(0);
 	});
 
 	it("reads the log only from where the asked numbers are valid: a number taken long ago and not asked does not move the start", async () => {

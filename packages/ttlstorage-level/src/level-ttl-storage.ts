@@ -5,6 +5,7 @@ import { libraryLogger } from "@vvm/log";
 import type {
 	BatchItem,
 	Bytes,
+	ConditionalBatchItem,
 	ReadRange,
 	StoredRecord,
 	TTLStorage,
@@ -25,6 +26,7 @@ import {
 	remainingSeconds,
 	TTLStorageError,
 	validateBatch,
+	validateConditionalBatch,
 	validateDeleteArgs,
 	validateFenceEpoch,
 	validateFenceScope,
@@ -46,8 +48,8 @@ import {
 	lockKeyOf,
 	prefixEnd,
 } from "./encoding.ts";
-import { FenceGate } from "./fence-gate.ts";
-import { KeyLock } from "./key-lock.ts";
+import type { Decoded, Job, Op } from "./write-group.ts";
+import { GroupView, ReadSet } from "./write-group.ts";
 
 const DRIVER_NAME = "level";
 const READ_PAGE = 256;
@@ -106,16 +108,17 @@ export interface LevelTTLStorage extends TTLStorage {
 	runCleaner(): Promise<number>;
 }
 
-interface Decoded {
-	readonly expireAt: number;
-	readonly value: Uint8Array;
+const EMPTY = new Uint8Array(0);
+
+/** A group whose batch was issued: `landed` settles when it landed (`undefined`) or failed. */
+interface Written {
+	readonly view: GroupView<Sub>;
+	readonly landed: Promise<Failure | undefined>;
 }
 
-type Op =
-	| { type: "put"; sublevel: Sub; key: Uint8Array; value: Uint8Array }
-	| { type: "del"; sublevel: Sub; key: Uint8Array };
-
-const EMPTY = new Uint8Array(0);
+interface Failure {
+	readonly failure: unknown;
+}
 
 function storageError(operation: string, cause: unknown): TTLStorageError {
 	if (TTLStorageError.is(cause)) return cause;
@@ -150,16 +153,28 @@ class LevelTTLStorageImpl implements LevelTTLStorage {
 	readonly #intervalMs: number;
 	readonly #ownsDb: boolean;
 	readonly #log: Logger;
-	readonly #locks = new KeyLock();
-	/** Fenced writes of a scope pass together, its raise alone (see FenceGate). */
-	readonly #gate = new FenceGate();
 	/** Epoch of each fenced scope seen by this process (the stored fence record, cached). */
 	readonly #epochs = new Map<string, bigint>();
 	readonly #inFlight = new Set<Promise<unknown>>();
-	/** One LevelDB batch is all or nothing; fences are checked under a per-scope gate. */
+	/** Writes waiting for the next group (see #drain). */
+	#queue: Job<Sub>[] = [];
+	/** The group loop, while it runs. */
+	#draining: Promise<void> | undefined;
+	/** Wakes the group loop while it waits for a batch to land with nothing queued. */
+	#wake: (() => void) | undefined;
+	/** Point reads waiting for the next `getMany` (see #readAll). */
+	#reads: Array<{
+		readonly key: Uint8Array;
+		readonly resolve: (stored: Uint8Array | undefined) => void;
+		readonly reject: (error: unknown) => void;
+	}> = [];
+	/** The read loop, while it runs. */
+	#reading: Promise<void> | undefined;
+	/** One LevelDB batch is all or nothing; writes are decided and written a group at a time. */
 	readonly supports: TTLStorageSupports = Object.freeze({
 		atomicBatches: true,
 		fencing: "epoch",
+		groupCommit: true,
 	});
 	#timer: TimerHandle | undefined;
 	#closed = false;
@@ -228,7 +243,7 @@ class LevelTTLStorageImpl implements LevelTTLStorage {
 	 * new one added in the same batch.
 	 */
 	#rewrite(
-		ops: Op[],
+		ops: Op<Sub>[],
 		key: Uint8Array,
 		old: Decoded | undefined,
 		next: { expireAt: number; value: Bytes } | undefined,
@@ -248,57 +263,161 @@ class LevelTTLStorageImpl implements LevelTTLStorage {
 		ops.push({ type: "put", sublevel: this.#data, key, value: encodeValue(newExpiry, next.value) });
 	}
 
-	async #commit(ops: Op[]): Promise<void> {
-		if (ops.length > 0) await this.#root.batch(ops);
+	// --- group commit ---------------------------------------------------------------------------
+
+	/**
+	 * Queues a write. Writes are decided and written one group at a time: every write that arrives
+	 * while a group is at the database joins the next one, which reads the records its writes look
+	 * at with one `getMany`, decides them in arrival order (each sees what the earlier ones wrote),
+	 * and writes them all in one LevelDB batch. Groups never overlap, so a read-check-write needs no
+	 * lock and a fence check no gate: nothing else writes between a group's read and its batch.
+	 */
+	#enqueue<T>(
+		operation: string,
+		reads: readonly Uint8Array[],
+		scopes: ReadonlyMap<string, Bytes> | undefined,
+		decide: (view: GroupView<Sub>) => T,
+	): Promise<T> {
+		this.#open(operation);
+		return new Promise<T>((resolve, reject) => {
+			this.#queue.push({
+				operation,
+				reads,
+				scopes,
+				decide,
+				resolve: resolve as (value: unknown) => void,
+				reject,
+			});
+			this.#wake?.();
+			if (this.#draining === undefined) {
+				const draining = this.#drain();
+				this.#draining = draining;
+				this.#inFlight.add(draining);
+				void draining.then(() => this.#inFlight.delete(draining));
+			}
+		});
+	}
+
+	async #drain(): Promise<void> {
+		// The group whose batch is at the database: the next group reads and decides meanwhile.
+		let previous: Written | undefined;
+		for (;;) {
+			// Writes called in the same tick go together.
+			await Promise.resolve();
+			if (this.#queue.length === 0) {
+				if (previous === undefined) break;
+				// Until the batch lands or a write arrives, whichever is first.
+				const settled = await Promise.race([
+					previous.landed.then(() => true),
+					new Promise<false>((resolve) => {
+						this.#wake = () => resolve(false);
+					}),
+				]);
+				this.#wake = undefined;
+				if (settled) previous = undefined;
+				continue;
+			}
+			const jobs = this.#queue;
+			this.#queue = [];
+			previous = await this.#runGroup(jobs, previous);
+		}
+		this.#draining = undefined;
+	}
+
+	/**
+	 * One group: one read, the decisions in order over the view, then (once the previous group's
+	 * batch landed) one batch; every job settles when it lands. Returns the group while its batch is
+	 * at the database (or the previous one, if this one wrote nothing).
+	 */
+	async #runGroup(jobs: readonly Job<Sub>[], previous: Written | undefined): Promise<Written> {
+		const reads = new ReadSet();
+		for (const job of jobs) {
+			for (const key of job.reads) reads.add(key);
+			if (job.scopes !== undefined)
+				for (const [name, scope] of job.scopes)
+					if (!this.#epochs.has(name)) reads.add(dataKey(scope, FENCE_CCOLS));
+		}
+		let stored: readonly (Uint8Array | undefined)[] = [];
+		let readFailure: unknown;
+		try {
+			if (reads.keys.length > 0) stored = await this.#data.getMany(reads.keys);
+		} catch (error) {
+			readFailure = error ?? new Error("getMany failed");
+		}
+		const view = new GroupView<Sub>(reads.names, stored, previous?.view);
+		const outcomes: Array<{ ok: true; value: unknown } | { ok: false; error: unknown }> = [];
+		if (readFailure === undefined)
+			for (const job of jobs) {
+				const before = view.ops.length;
+				try {
+					outcomes.push({ ok: true, value: job.decide(view) });
+				} catch (error) {
+					view.ops.length = before;
+					outcomes.push({ ok: false, error: storageError(job.operation, error) });
+				}
+			}
+		// The decisions count on the previous group's writes: its batch must land first (LevelDB
+		// lands concurrent batches in any order), and if it failed, they are void.
+		const prior = previous === undefined ? undefined : await previous.landed;
+		view.base = undefined;
+		const landed = (async (): Promise<Failure | undefined> => {
+			const failure = readFailure ?? prior?.failure;
+			if (failure === undefined && view.ops.length > 0)
+				try {
+					await this.#root.batch(view.ops);
+				} catch (error) {
+					return this.#settle(jobs, outcomes, error ?? new Error("batch failed"));
+				}
+			return this.#settle(jobs, outcomes, failure, view);
+		})();
+		return { view, landed };
+	}
+
+	/** Settles a group's jobs once its batch landed (`failure` undefined) or failed. */
+	#settle(
+		jobs: readonly Job<Sub>[],
+		outcomes: ReadonlyArray<{ ok: true; value: unknown } | { ok: false; error: unknown }>,
+		failure: unknown,
+		view?: GroupView<Sub>,
+	): Failure | undefined {
+		if (failure === undefined && view !== undefined)
+			for (const [name, epoch] of view.epochs) this.#epochs.set(name, epoch);
+		jobs.forEach((job, i) => {
+			const outcome = outcomes[i];
+			if (outcome !== undefined && !outcome.ok) job.reject(outcome.error);
+			// A failed batch wrote nothing; every answer the group decided is void.
+			else if (failure !== undefined || outcome === undefined)
+				job.reject(storageError(job.operation, failure));
+			else job.resolve(outcome.value);
+		});
+		return failure === undefined ? undefined : { failure };
 	}
 
 	// --- fencing --------------------------------------------------------------------------------
 
-	/** The raised epoch of a scope: cached, else the stored fence record (0n when none). */
-	async #epochOf(scope: Bytes): Promise<bigint> {
-		const k = lockKeyOf(scope);
-		const cached = this.#epochs.get(k);
+	/** The epoch of a scope as the group sees it: raised in the group, cached, or stored. */
+	#epochIn(view: GroupView<Sub>, name: string, scope: Bytes): bigint {
+		const raised = view.raised(name);
+		if (raised !== undefined) return raised;
+		const cached = this.#epochs.get(name);
 		if (cached !== undefined) return cached;
-		const stored = await this.#load(dataKey(scope, FENCE_CCOLS));
-		const epoch = stored === undefined ? 0n : decodeFenceEpoch(stored.value, DRIVER_NAME);
-		this.#epochs.set(k, epoch);
+		const record = view.record(lockKeyOf(dataKey(scope, FENCE_CCOLS)));
+		const epoch = record === undefined ? 0n : decodeFenceEpoch(record.value, DRIVER_NAME);
+		// What is stored: no other group writes it meanwhile.
+		this.#epochs.set(name, epoch);
 		return epoch;
 	}
 
-	/**
-	 * Rejects with TTLSTORAGE_FENCED when any of the fences is superseded. Synchronous while every
-	 * scope's epoch is cached (the common case: one lookup per scope, no promise).
-	 */
+	/** Throws TTLSTORAGE_FENCED when any of the fences is superseded (in the group's view). */
 	#checkFences(
+		view: GroupView<Sub>,
 		fences: ReadonlyMap<string, WriteFence>,
 		operation: string,
-	): Promise<void> | undefined {
-		for (const [key, fence] of fences) {
-			const current = this.#epochs.get(key);
-			if (current === undefined) return this.#checkFencesSlow(fences, operation);
+	): void {
+		for (const [name, fence] of fences) {
+			const current = this.#epochIn(view, name, fence.scope);
 			if (fence.epoch < current) throw fencedError(DRIVER_NAME, operation, fence.epoch, current);
 		}
-		return undefined;
-	}
-
-	async #checkFencesSlow(
-		fences: ReadonlyMap<string, WriteFence>,
-		operation: string,
-	): Promise<void> {
-		for (const fence of fences.values()) {
-			const current = await this.#epochOf(fence.scope);
-			if (fence.epoch < current) throw fencedError(DRIVER_NAME, operation, fence.epoch, current);
-		}
-	}
-
-	/** Runs `write` inside the gates of the fences' scopes, after checking their epochs. */
-	#fenced<T>(
-		fences: ReadonlyMap<string, WriteFence>,
-		operation: string,
-		write: () => Promise<T>,
-	): Promise<T> {
-		if (fences.size === 0) return write();
-		return this.#gate.shared([...fences.keys()], () => this.#checkFences(fences, operation), write);
 	}
 
 	/** The fences of some writes, one per scope (the lowest epoch decides). */
@@ -316,33 +435,35 @@ class LevelTTLStorageImpl implements LevelTTLStorage {
 		return out;
 	}
 
+	static #scopesOf(fences: ReadonlyMap<string, WriteFence>): Map<string, Bytes> | undefined {
+		if (fences.size === 0) return undefined;
+		const out = new Map<string, Bytes>();
+		for (const [name, fence] of fences) out.set(name, fence.scope);
+		return out;
+	}
+
 	async raiseFence(scope: Bytes, epoch?: bigint): Promise<bigint> {
 		validateFenceScope(scope);
 		if (epoch !== undefined) validateFenceEpoch(epoch);
 		const key = dataKey(scope, FENCE_CCOLS);
-		return this.#io("raiseFence", () =>
-			this.#gate.exclusive(lockKeyOf(scope), () =>
-				this.#locks.run(lockKeyOf(key), async () => {
-					const current = await this.#epochOf(scope);
-					if (epoch !== undefined && epoch < current)
-						throw fencedError(DRIVER_NAME, "raiseFence", epoch, current);
-					const next = epoch ?? current + 1n;
-					const ops: Op[] = [];
-					this.#rewrite(ops, key, await this.#load(key), {
-						expireAt: NO_EXPIRY,
-						value: encodeFenceEpoch(next),
-					});
-					await this.#commit(ops);
-					this.#epochs.set(lockKeyOf(scope), next);
-					return next;
-				}),
-			),
-		);
+		const lk = lockKeyOf(key);
+		const name = lockKeyOf(scope);
+		return this.#enqueue("raiseFence", [key], new Map([[name, scope]]), (view) => {
+			const current = this.#epochIn(view, name, scope);
+			if (epoch !== undefined && epoch < current)
+				throw fencedError(DRIVER_NAME, "raiseFence", epoch, current);
+			const next = epoch ?? current + 1n;
+			const record = { expireAt: NO_EXPIRY, value: encodeFenceEpoch(next) };
+			this.#rewrite(view.ops, key, view.record(lk), record);
+			view.set(lk, record);
+			view.epochs.set(name, next);
+			return next;
+		});
 	}
 
 	// --- writes ----------------------------------------------------------------------------------
 
-	/** Read-check-write of one record under its key lock (and its fence's gate). */
+	/** Read-check-write of one record, in a group (under its fence). */
 	#conditional(
 		operation: string,
 		pKey: Bytes,
@@ -352,23 +473,20 @@ class LevelTTLStorageImpl implements LevelTTLStorage {
 	): Promise<boolean> {
 		validateWriteOptions(options);
 		const key = dataKey(pKey, cCols);
+		const lk = lockKeyOf(key);
 		const fences = LevelTTLStorageImpl.#fencesOf([options?.fence]);
-		return this.#io(operation, () =>
-			this.#fenced(fences, operation, () =>
-				this.#locks.run(lockKeyOf(key), async () => {
-					const old = await this.#load(key);
-					const live =
-						old !== undefined && !isExpired(old.expireAt, this.#clock.now()) ? old : undefined;
-					// `null`: condition failed; `undefined`: delete; otherwise the new record.
-					const next = decide(live);
-					if (next === null) return false;
-					const ops: Op[] = [];
-					this.#rewrite(ops, key, old, next);
-					await this.#commit(ops);
-					return true;
-				}),
-			),
-		);
+		return this.#enqueue(operation, [key], LevelTTLStorageImpl.#scopesOf(fences), (view) => {
+			this.#checkFences(view, fences, operation);
+			const old = view.record(lk);
+			const live =
+				old !== undefined && !isExpired(old.expireAt, this.#clock.now()) ? old : undefined;
+			// `null`: condition failed; `undefined`: delete; otherwise the new record.
+			const next = decide(live);
+			if (next === null) return false;
+			this.#rewrite(view.ops, key, old, next);
+			view.set(lk, next === undefined ? undefined : { expireAt: next.expireAt, value: next.value });
+			return true;
+		});
 	}
 
 	// --- the contract ---------------------------------------------------------------------------
@@ -430,14 +548,48 @@ class LevelTTLStorageImpl implements LevelTTLStorage {
 
 	async get(pKey: Bytes, cCols: Bytes): Promise<Bytes | undefined> {
 		validateKey(pKey, cCols);
+		this.#open("get");
 		const key = dataKey(pKey, cCols);
 		// A batch is atomic, so a lock-free read sees either the old or the new record.
-		return this.#io("get", async () => {
-			const record = await this.#load(key);
+		const stored = await new Promise<Uint8Array | undefined>((resolve, reject) => {
+			this.#reads.push({ key, resolve, reject });
+			if (this.#reading === undefined) {
+				const reading = this.#readAll();
+				this.#reading = reading;
+				this.#inFlight.add(reading);
+				void reading.then(() => this.#inFlight.delete(reading));
+			}
+		});
+		try {
+			const record = stored === undefined ? undefined : decodeValue(stored);
 			return record === undefined || isExpired(record.expireAt, this.#clock.now())
 				? undefined
 				: record.value;
-		});
+		} catch (error) {
+			throw storageError("get", error);
+		}
+	}
+
+	/**
+	 * The point reads that arrive while one `getMany` is at LevelDB go together in the next one: a
+	 * workspace's numbers, or the reads of several partitions, cost one call into LevelDB, not one
+	 * each. Each sees every write that landed before it was called (its `getMany` starts later).
+	 */
+	async #readAll(): Promise<void> {
+		await Promise.resolve();
+		while (this.#reads.length > 0) {
+			const reads = this.#reads;
+			this.#reads = [];
+			try {
+				const values = await this.#data.getMany(reads.map((r) => r.key));
+				reads.forEach((r, i) => {
+					r.resolve(values[i]);
+				});
+			} catch (error) {
+				for (const r of reads) r.reject(storageError("get", error));
+			}
+		}
+		this.#reading = undefined;
 	}
 
 	async put(
@@ -462,40 +614,63 @@ class LevelTTLStorageImpl implements LevelTTLStorage {
 		await this.#write("putBatch", items);
 	}
 
-	/** Unconditional writes of already validated items, in one batch (refused whole when fenced out). */
+	/** Unconditional writes of already validated items, in one group (refused whole when fenced out). */
 	#write(operation: string, items: readonly BatchItem[]): Promise<void> {
+		if (items.length === 0) {
+			this.#open(operation);
+			return Promise.resolve();
+		}
 		const keys = items.map((item) => dataKey(item.pKey, item.cCols));
 		const fences = LevelTTLStorageImpl.#fencesOf(items.map((item) => item.fence));
-		return this.#io(operation, () =>
-			this.#fenced(fences, operation, async () => {
-				if (items.length === 0) return;
-				// Holding every key of the batch keeps each record's index exact (its previous entry is
-				// known and removed in the same batch). Keys are taken in sorted order: no deadlock.
-				const release = await this.#locks.acquireAll(keys.map(lockKeyOf));
-				try {
-					const stored = await this.#data.getMany(keys);
-					const current = new Map<string, Decoded | undefined>();
-					const ops: Op[] = [];
-					const now = this.#clock.now();
-					items.forEach((item, i) => {
-						const key = keys[i] as Uint8Array;
-						const lk = lockKeyOf(key);
-						const raw = stored[i];
-						const old = current.has(lk)
-							? current.get(lk)
-							: raw === undefined
-								? undefined
-								: decodeValue(raw);
-						const next = { expireAt: expireAtMs(now, item.ttlSeconds ?? 0), value: item.value };
-						this.#rewrite(ops, key, old, next);
-						current.set(lk, next);
-					});
-					await this.#commit(ops);
-				} finally {
-					release();
-				}
-			}),
-		);
+		// The records replaced are read with the group, so each one's index entry is removed exactly.
+		return this.#enqueue(operation, keys, LevelTTLStorageImpl.#scopesOf(fences), (view) => {
+			this.#checkFences(view, fences, operation);
+			const now = this.#clock.now();
+			const lks = keys.map(lockKeyOf);
+			// Decoded first: a corrupt record fails the write before the view changes.
+			const olds = lks.map((lk) => view.record(lk));
+			const seen = new Map<string, Decoded | undefined>();
+			items.forEach((item, i) => {
+				const key = keys[i] as Uint8Array;
+				const lk = lks[i] as string;
+				const old = seen.has(lk) ? seen.get(lk) : olds[i];
+				const next = { expireAt: expireAtMs(now, item.ttlSeconds ?? 0), value: item.value };
+				this.#rewrite(view.ops, key, old, next);
+				seen.set(lk, next);
+			});
+			for (const [lk, record] of seen) view.set(lk, record);
+		});
+	}
+
+	async putBatchIf(items: readonly ConditionalBatchItem[]): Promise<boolean> {
+		validateConditionalBatch(items);
+		const operation = "putBatchIf";
+		if (items.length === 0) {
+			this.#open(operation);
+			return true;
+		}
+		const keys = items.map((item) => dataKey(item.pKey, item.cCols));
+		const fences = LevelTTLStorageImpl.#fencesOf(items.map((item) => item.fence));
+		return this.#enqueue(operation, keys, LevelTTLStorageImpl.#scopesOf(fences), (view) => {
+			this.#checkFences(view, fences, operation);
+			const now = this.#clock.now();
+			const lks = keys.map(lockKeyOf);
+			const olds = lks.map((lk) => view.record(lk));
+			for (let i = 0; i < items.length; i++) {
+				const expected = (items[i] as ConditionalBatchItem).expected;
+				if (expected === undefined) continue;
+				const old = olds[i];
+				const live = old !== undefined && !isExpired(old.expireAt, now) ? old : undefined;
+				if (expected === null ? live !== undefined : !live || !bytesEqual(live.value, expected))
+					return false;
+			}
+			items.forEach((item, i) => {
+				const next = { expireAt: expireAtMs(now, item.ttlSeconds ?? 0), value: item.value };
+				this.#rewrite(view.ops, keys[i] as Uint8Array, olds[i], next);
+				view.set(lks[i] as string, next);
+			});
+			return true;
+		});
 	}
 
 	read(pKey: Bytes, range: ReadRange = {}): AsyncIterable<StoredRecord> {
@@ -596,32 +771,33 @@ class LevelTTLStorageImpl implements LevelTTLStorage {
 		});
 	}
 
-	/** Deletes the records of one page of due index entries that are still expired, under their locks. */
-	async #cleanPage(page: readonly Uint8Array[]): Promise<number> {
+	/** Deletes the records of one page of due index entries that are still expired, in a group. */
+	#cleanPage(page: readonly Uint8Array[]): Promise<number> {
 		const entries = page.map((key) => ({ key, ...decodeIndexKey(key) }));
-		const release = await this.#locks.acquireAll(entries.map((e) => lockKeyOf(e.dataKey)));
-		try {
-			const stored = await this.#data.getMany(entries.map((e) => e.dataKey));
-			const now = this.#clock.now();
-			const ops: Op[] = [];
-			let removed = 0;
-			entries.forEach((entry, i) => {
-				const raw = stored[i];
-				const record = raw === undefined ? undefined : decodeValue(raw);
-				if (record !== undefined && record.expireAt === entry.expireAt) {
-					// The entry is the record's own: delete both, but only if it is really expired now.
-					if (!isExpired(record.expireAt, now)) return;
-					ops.push({ type: "del", sublevel: this.#data, key: entry.dataKey });
-					removed++;
-				}
-				// Either deleted with its record, or stale (the record was rewritten or deleted).
-				ops.push({ type: "del", sublevel: this.#index, key: entry.key });
-			});
-			await this.#commit(ops);
-			return removed;
-		} finally {
-			release();
-		}
+		return this.#enqueue(
+			"runCleaner",
+			entries.map((e) => e.dataKey),
+			undefined,
+			(view) => {
+				const now = this.#clock.now();
+				const lks = entries.map((e) => lockKeyOf(e.dataKey));
+				const records = lks.map((lk) => view.record(lk));
+				let removed = 0;
+				entries.forEach((entry, i) => {
+					const record = records[i];
+					if (record !== undefined && record.expireAt === entry.expireAt) {
+						// The entry is the record's own: delete both, but only if it is really expired now.
+						if (!isExpired(record.expireAt, now)) return;
+						view.ops.push({ type: "del", sublevel: this.#data, key: entry.dataKey });
+						view.set(lks[i] as string, undefined);
+						removed++;
+					}
+					// Either deleted with its record, or stale (the record was rewritten or deleted).
+					view.ops.push({ type: "del", sublevel: this.#index, key: entry.key });
+				});
+				return removed;
+			},
+		);
 	}
 
 	// --- lifecycle ------------------------------------------------------------------------------
@@ -632,7 +808,9 @@ class LevelTTLStorageImpl implements LevelTTLStorage {
 		this.#timer?.cancel();
 		this.#timer = undefined;
 		this.#closing = (async () => {
-			await Promise.allSettled([...this.#inFlight]);
+			// Queued writes still run (they were accepted); the group loop ends once they are written.
+			do await Promise.allSettled([...this.#inFlight]);
+			while (this.#inFlight.size > 0);
 			if (this.#ownsDb) {
 				try {
 					await this.#db.close();

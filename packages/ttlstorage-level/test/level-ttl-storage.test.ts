@@ -341,6 +341,60 @@ describe("lifecycle and options", () => {
 		expect(await rawKeys(db, "x")).toEqual([]);
 	});
 
+	it("group commit: writes called together go in one LevelDB batch; later calls of a key win", async () => {
+		const db = new MemoryLevel();
+		const storage = make(db, new MockClock(0));
+		expect(storage.supports).toMatchObject({ atomicBatches: true, groupCommit: true });
+		await storage.put(p, utf8("warm"), v);
+		const batches: number[] = [];
+		db.on("write", (ops: unknown[]) => batches.push(ops.length));
+		const results = await Promise.all([
+			storage.put(p, k, utf8("first")),
+			storage.insertIfNotExists(p, utf8("i"), v, 0),
+			storage.insertIfNotExists(p, utf8("i"), utf8("second insert"), 0),
+			storage.compareAndSwap(p, k, utf8("first"), utf8("swapped"), 0),
+			storage.put(p, k, utf8("last")),
+		]);
+		expect(results).toEqual([undefined, true, false, true, undefined]);
+		expect(batches).toHaveLength(1);
+		expect(await storage.get(p, k)).toEqual(utf8("last"));
+		expect(await storage.get(p, utf8("i"))).toEqual(v);
+		// A group that writes while the previous one's batch is at the database sees its writes.
+		const first = storage.put(p, utf8("chain"), utf8("1"));
+		await Promise.resolve();
+		const second = storage.compareAndSwap(p, utf8("chain"), utf8("1"), utf8("2"), 0);
+		await Promise.all([first, second]);
+		expect(await second).toBe(true);
+		expect(await storage.get(p, utf8("chain"))).toEqual(utf8("2"));
+	});
+
+	it("point reads called together go in one getMany, and see every write that landed before", async () => {
+		const db = new MemoryLevel();
+		const clock = new MockClock(0);
+		const storage = make(db, clock);
+		await storage.putBatch([
+			{ pKey: p, cCols: utf8("a"), value: utf8("A") },
+			{ pKey: p, cCols: utf8("b"), value: utf8("B"), ttlSeconds: 1 },
+		]);
+		const inner = db as unknown as { _getMany: (...a: unknown[]) => Promise<unknown> };
+		const getMany = inner._getMany.bind(db);
+		let calls = 0;
+		inner._getMany = (...a: unknown[]) => {
+			calls++;
+			return getMany(...a);
+		};
+		clock.advance(1_000);
+		const reads = await Promise.all([
+			storage.get(p, utf8("a")),
+			storage.get(p, utf8("b")),
+			storage.get(p, utf8("missing")),
+		]);
+		expect(reads).toEqual([utf8("A"), undefined, undefined]);
+		expect(calls).toBe(1);
+		await storage.put(p, utf8("a"), utf8("A2"));
+		expect(await storage.get(p, utf8("a"))).toEqual(utf8("A2"));
+	});
+
 	it("rejects bad options with TypeError or RangeError", () => {
 		const db = new MemoryLevel();
 		expect(() => createLevelTTLStorage({ db, cleanupIntervalMs: 0 })).toThrow(RangeError);

@@ -3,6 +3,7 @@ import { systemClock } from "@vvm/clock";
 import type {
 	BatchItem,
 	Bytes,
+	ConditionalBatchItem,
 	ReadRange,
 	StoredRecord,
 	TTLStorage,
@@ -23,6 +24,7 @@ import {
 	isExpired,
 	remainingSeconds,
 	validateBatch,
+	validateConditionalBatch,
 	validateDeleteArgs,
 	validateFenceEpoch,
 	validateFenceScope,
@@ -78,6 +80,11 @@ class MemTTLStorageImpl implements TTLStorage {
 	readonly #sweepEvery: number;
 	readonly #partitions = new Map<string, Map<string, Entry & { cCols: Bytes }>>();
 	readonly supports: TTLStorageSupports;
+	/**
+	 * All or nothing in one synchronous step; `"epoch"` fencing only (under `"ordered"` a
+	 * superseded item would be dropped and the rest written).
+	 */
+	readonly putBatchIf?: (items: readonly ConditionalBatchItem[]) => Promise<boolean>;
 	#writes = 0;
 	/** "ordered" fencing: the number of the next fenced write (F2: later calls win). */
 	#stamp = 0;
@@ -93,6 +100,7 @@ class MemTTLStorageImpl implements TTLStorage {
 			);
 		// Ordered fencing drops a superseded item and writes the rest: not all or nothing.
 		this.supports = Object.freeze({ atomicBatches: fencing === "epoch", fencing });
+		if (fencing === "epoch") this.putBatchIf = (items) => this.#putBatchIf(items);
 		if (!Number.isInteger(this.#sweepEvery) || this.#sweepEvery < 1) {
 			throw new RangeError(
 				`[@vvm/ttlstorage-mem] sweepEveryWrites must be a positive integer, got ${this.#sweepEvery}`,
@@ -296,6 +304,20 @@ class MemTTLStorageImpl implements TTLStorage {
 			if (this.#shadowed(this.#live(item.pKey, item.cCols), order)) return;
 			this.#write(item.pKey, item.cCols, item.value, item.ttlSeconds ?? 0, order);
 		});
+	}
+
+	async #putBatchIf(items: readonly ConditionalBatchItem[]): Promise<boolean> {
+		validateConditionalBatch(items);
+		this.#open("putBatchIf");
+		for (const item of items) this.#fence(item.fence, "putBatchIf");
+		for (const { pKey, cCols, expected } of items) {
+			if (expected === undefined) continue;
+			const live = this.#live(pKey, cCols);
+			if (expected === null ? live !== undefined : !live || !bytesEqual(live.value, expected))
+				return false;
+		}
+		for (const item of items) this.#write(item.pKey, item.cCols, item.value, item.ttlSeconds ?? 0);
+		return true;
 	}
 
 	read(pKey: Bytes, range: ReadRange = {}): AsyncIterable<StoredRecord> {

@@ -27,7 +27,7 @@ async function failingCases(breaker: Breaker): Promise<string[]> {
 	const failed: string[] = [];
 	for (const c of ttlStorageCases({
 		createStorage: broken(breaker),
-		supports: { atomicBatches: true, fencing: "epoch" },
+		supports: { atomicBatches: true, fencing: "epoch", putBatchIf: true },
 	})) {
 		try {
 			await c.run();
@@ -41,6 +41,26 @@ async function failingCases(breaker: Breaker): Promise<string[]> {
 describe("ttlStorageTestSuite catches broken drivers", () => {
 	it("passes on the correct mem driver (control)", async () => {
 		expect(await failingCases(() => ({}))).toEqual([]);
+	});
+
+	it("catches a putBatchIf that writes the items whose conditions hold and skips the rest", async () => {
+		const failed = await failingCases((inner) => ({
+			putBatchIf: async (items) => {
+				let all = true;
+				for (const item of items) {
+					const live = await inner.get(item.pKey, item.cCols);
+					const holds =
+						item.expected === undefined ||
+						(item.expected === null
+							? live === undefined
+							: live !== undefined && bytesEqual(live, item.expected));
+					if (holds) await inner.put(item.pKey, item.cCols, item.value, item.ttlSeconds ?? 0);
+					else all = false;
+				}
+				return all;
+			},
+		}));
+		expect(failed).toContain("PutBatchIf: writes nothing when any condition fails");
 	});
 
 	it("catches a compare-and-swap that ignores the old value", async () => {

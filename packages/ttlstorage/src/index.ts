@@ -18,6 +18,7 @@ export {
 export type {
 	BatchItem,
 	Bytes,
+	ConditionalBatchItem,
 	ReadRange,
 	StoredRecord,
 	TTLStorage,
@@ -32,6 +33,7 @@ export {
 	MAX_TTL_SECONDS,
 	MAX_VALUE_BYTES,
 	validateBatch,
+	validateConditionalBatch,
 	validateDeleteArgs,
 	validateFence,
 	validateFenceEpoch,

@@ -50,6 +50,13 @@ export interface TTLStorageSupports {
 	 * `undefined`: the driver ignores fences.
 	 */
 	readonly fencing?: "epoch" | "ordered";
+	/**
+	 * The driver itself merges the writes that arrive while it is busy into one storage write, in
+	 * call order (a later write of a key never lands before an earlier one): callers gain nothing by
+	 * coalescing writes themselves (`@vvm/cp` then turns its group commit off by default).
+	 * `undefined`: it does not.
+	 */
+	readonly groupCommit?: boolean;
 }
 
 /** One record of a {@link TTLStorage.putBatch}. */
@@ -61,6 +68,24 @@ export interface BatchItem {
 	readonly ttlSeconds?: number;
 	/** Fence this item (see {@link WriteFence}); items of one batch may carry different fences. */
 	readonly fence?: WriteFence;
+}
+
+/**
+ * One record of {@link TTLStorage.putBatchIf}: a {@link BatchItem} and the condition it is
+ * written under.
+ *
+ * @example
+ * ```ts
+ * const insert: ConditionalBatchItem = { pKey, cCols, value, expected: null };
+ * const swap: ConditionalBatchItem = { pKey, cCols: other, value: next, expected: previous };
+ * ```
+ */
+export interface ConditionalBatchItem extends BatchItem {
+	/**
+	 * `null`: no live record may be at the key (as `insertIfNotExists`); bytes: the live record must
+	 * hold exactly them (as `compareAndSwap`); omitted: no condition (as `putBatch`).
+	 */
+	readonly expected?: Bytes | null;
 }
 
 /** A record returned by a range read. */
@@ -154,6 +179,16 @@ export interface TTLStorage extends AsyncDisposable {
 	): Promise<void>;
 	/** Writes many records unconditionally. All arguments are validated before anything is written. */
 	putBatch(items: readonly BatchItem[]): Promise<void>;
+	/**
+	 * Writes every item if the condition of every item holds, all or nothing and atomically (no
+	 * other write lands between the checks and the writes): `true` when written, `false` when a
+	 * condition failed (nothing was written). Conditions see the records as they were before the
+	 * batch, so a key may appear only once (a `TypeError` otherwise). Each item carries its own
+	 * fence; with `"epoch"` fencing one superseded fence refuses the whole batch with
+	 * `TTLSTORAGE_FENCED`. Optional: drivers that do it in one atomic step (level, mem); callers
+	 * fall back to single conditional writes where it is missing.
+	 */
+	putBatchIf?(items: readonly ConditionalBatchItem[]): Promise<boolean>;
 	/** Live records of one partition key within `range`, ordered by `cCols` bytes. */
 	read(pKey: Bytes, range?: ReadRange): AsyncIterable<StoredRecord>;
 	/**

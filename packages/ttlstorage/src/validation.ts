@@ -1,4 +1,14 @@
-import type { BatchItem, Bytes, WriteFence, WriteOptions } from "./ttl-storage.ts";
+import { bytesEqual } from "./bytes.ts";
+import type {
+	BatchItem,
+	Bytes,
+	ConditionalBatchItem,
+	WriteFence,
+	WriteOptions,
+} from "./ttl-storage.ts";
+
+const latin1 = (b: Bytes): string =>
+	Buffer.from(b.buffer, b.byteOffset, b.byteLength).toString("latin1");
 
 /** Longest key (`pKey` + `cCols`) in bytes. */
 export const MAX_KEY_BYTES = 1024;
@@ -100,6 +110,44 @@ export function validateBatch(items: readonly BatchItem[]): void {
 			if (error instanceof Error) error.message = `${error.message} (putBatch item ${i})`;
 			throw error;
 		}
+	});
+}
+
+/**
+ * Validates the items of `putBatchIf`: each as a `putBatch` item, `expected` `null`, bytes or
+ * omitted, and no key twice.
+ */
+export function validateConditionalBatch(items: readonly ConditionalBatchItem[]): void {
+	validateBatch(items);
+	// Small batches (a command's event and effects) compare pairwise: no strings built.
+	const seen = items.length > 16 ? new Set<string>() : undefined;
+	items.forEach((item, i) => {
+		const expected = item.expected;
+		if (expected !== undefined && expected !== null) {
+			try {
+				validateValue(expected);
+			} catch (error) {
+				if (error instanceof Error)
+					error.message = `${error.message} (putBatchIf item ${i} expected)`;
+				throw error;
+			}
+		}
+		let twice = false;
+		if (seen === undefined) {
+			for (let j = 0; j < i && !twice; j++) {
+				const other = items[j] as ConditionalBatchItem;
+				twice = bytesEqual(other.pKey, item.pKey) && bytesEqual(other.cCols, item.cCols);
+			}
+		} else {
+			// `length:pKey cCols`, one char per byte: unambiguous.
+			const key = `${item.pKey.length}:${latin1(item.pKey)}${latin1(item.cCols)}`;
+			twice = seen.has(key);
+			seen.add(key);
+		}
+		if (twice)
+			throw new TypeError(
+				`[@vvm/ttlstorage] putBatchIf item ${i}: its key is already in the batch`,
+			);
 	});
 }
 

@@ -1,6 +1,7 @@
 import type {
 	BatchItem,
 	Bytes,
+	ConditionalBatchItem,
 	ReadRange,
 	StoredRecord,
 	TTLStorage,
@@ -15,12 +16,17 @@ class FencedStorage implements TTLStorage {
 	readonly #options: WriteOptions;
 	readonly #fence: WriteFence;
 	readonly supports?: TTLStorageSupports;
+	/** The inner storage's, each item fenced; absent when the inner storage has none. */
+	readonly putBatchIf?: (items: readonly ConditionalBatchItem[]) => Promise<boolean>;
 
 	constructor(inner: TTLStorage, fence: WriteFence) {
 		this.#inner = inner;
 		this.#fence = fence;
 		this.#options = { fence };
 		if (inner.supports !== undefined) this.supports = inner.supports;
+		const putBatchIf = inner.putBatchIf?.bind(inner);
+		if (putBatchIf !== undefined)
+			this.putBatchIf = (items) => putBatchIf(items.map((item) => ({ ...item, fence })));
 	}
 
 	insertIfNotExists(pKey: Bytes, cCols: Bytes, value: Bytes, ttlSeconds: number): Promise<boolean> {

@@ -465,7 +465,7 @@ async function serialization(ctx: CaseContext): Promise<void> {
 		const [p1, p2] = [await h.deploy(1), await h.deploy(2)];
 		// Random latency on every write, so commands would interleave if nothing serialized them.
 		h.faults.inject({
-			on: ["insertIfNotExists", "put", "putBatch"],
+			on: ["insertIfNotExists", "put", "putBatch", "putBatchIf"],
 			action: faults.hook(
 				() => new Promise((resolve) => setTimeout(resolve, Math.floor(Math.random() * 4))),
 			),

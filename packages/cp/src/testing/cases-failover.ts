@@ -47,7 +47,12 @@ async function idempotentAfterCommittedFailure(
 	ctx: CaseContext,
 	level: SequencesTrustLevel,
 ): Promise<void> {
-	const h = new Harness({ ctx, trustLevel: level, extra: { atomicBatches: false } });
+	// The effects apart from the event: no atomic level 2 batch, no conditional batch.
+	const h = new Harness({
+		ctx,
+		trustLevel: level,
+		extra: { atomicBatches: false, conditionalBatches: false },
+	});
 	try {
 		const p = await h.deploy(1);
 		const req = { wsid: WS, table: CUSTOMER, fields: { name: "Ada" }, idempotencyKey: "once" };
@@ -80,7 +85,7 @@ async function idempotentInFlight(ctx: CaseContext): Promise<void> {
 		});
 		let reached = false;
 		h.faults.inject({
-			on: ["insertIfNotExists", "put", "putBatch"],
+			on: ["insertIfNotExists", "put", "putBatch", "putBatchIf"],
 			match: (c) => touches(c, PKEY_PREFIX_PLOG),
 			action: faults.hook(async () => {
 				reached = true;
@@ -122,7 +127,7 @@ async function leaseEnds(ctx: CaseContext): Promise<void> {
 		const q = await h.deploy(1, { lease: { epoch: 6n, valid: () => valid2 } });
 		expect((await q.readPLog({ from: 2 })).length).toBe(0);
 		h.faults.inject({
-			on: "insertIfNotExists",
+			on: ["insertIfNotExists", "putBatchIf"],
 			match: (c) => touches(c, PKEY_PREFIX_PLOG),
 			action: faults.hook(() => {
 				valid2 = false; // the deadline passes while the write is at the storage
@@ -175,7 +180,7 @@ async function undeployMidCommand(ctx: CaseContext): Promise<void> {
 		});
 		let reached = false;
 		h.faults.inject({
-			on: "insertIfNotExists",
+			on: ["insertIfNotExists", "putBatchIf"],
 			match: (c) => touches(c, PKEY_PREFIX_PLOG),
 			action: faults.hook(async () => {
 				reached = true;

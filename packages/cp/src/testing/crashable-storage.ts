@@ -1,6 +1,7 @@
 import type {
 	BatchItem,
 	Bytes,
+	ConditionalBatchItem,
 	ReadRange,
 	StoredRecord,
 	TTLStorage,
@@ -80,6 +81,7 @@ export function createCrashableStorage(storage: TTLStorage): CrashableStorage {
 
 	const one = (pKey: Bytes, cCols: Bytes) => [{ pKey, cCols }];
 	const raise = storage.raiseFence?.bind(storage);
+	const batchIf = storage.putBatchIf?.bind(storage);
 	const view: TTLStorage = {
 		...(storage.supports === undefined ? {} : { supports: storage.supports }),
 		...(raise === undefined
@@ -103,6 +105,18 @@ export function createCrashableStorage(storage: TTLStorage): CrashableStorage {
 		get: (p, c) => run({ operation: "get", keys: one(p, c) }, () => storage.get(p, c)),
 		put: (p, c, v, ttl, o?: WriteOptions) =>
 			run({ operation: "put", keys: one(p, c) }, () => storage.put(p, c, v, ttl, o)),
+		...(batchIf === undefined
+			? {}
+			: {
+					putBatchIf: (items: readonly ConditionalBatchItem[]) =>
+						run(
+							{
+								operation: "putBatchIf",
+								keys: items.map((i) => ({ pKey: i.pKey, cCols: i.cCols })),
+							},
+							() => batchIf(items),
+						),
+				}),
 		putBatch: (items: readonly BatchItem[]) =>
 			run(
 				{ operation: "putBatch", keys: items.map((i) => ({ pKey: i.pKey, cCols: i.cCols })) },

@@ -34,7 +34,10 @@ export interface CpSuiteOptions {
 	 * `{ atomicBatches: true }` for a storage whose batches are all or nothing).
 	 */
 	readonly processorOptions?: Partial<
-		Pick<CommandProcessorOptions, "atomicBatches" | "coalesceWrites" | "writeBatchesInFlight">
+		Pick<
+			CommandProcessorOptions,
+			"atomicBatches" | "conditionalBatches" | "coalesceWrites" | "writeBatchesInFlight"
+		>
 	>;
 }
 

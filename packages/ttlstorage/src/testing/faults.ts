@@ -5,6 +5,7 @@ import { TTLStorageError } from "../errors.ts";
 import type {
 	BatchItem,
 	Bytes,
+	ConditionalBatchItem,
 	ReadRange,
 	StoredRecord,
 	TTLStorage,
@@ -20,6 +21,7 @@ export type StorageOperation =
 	| "get"
 	| "put"
 	| "putBatch"
+	| "putBatchIf"
 	| "read"
 	| "queryTTL";
 
@@ -175,6 +177,14 @@ export function withFaults(storage: TTLStorage, options: WithFaultsOptions = {})
 			run("put", [p, c, v, ttl, o], () => storage.put(p, c, v, ttl, o)),
 		putBatch: (items: readonly BatchItem[]) =>
 			run("putBatch", [items], () => storage.putBatch(items)),
+		...(storage.putBatchIf === undefined
+			? {}
+			: {
+					putBatchIf: (items: readonly ConditionalBatchItem[]) =>
+						run("putBatchIf", [items], () =>
+							(storage.putBatchIf as NonNullable<TTLStorage["putBatchIf"]>)(items),
+						),
+				}),
 		read(p: Bytes, range?: ReadRange): AsyncIterable<StoredRecord> {
 			return {
 				async *[Symbol.asyncIterator]() {

@@ -41,6 +41,8 @@ export interface TTLStorageSuiteOptions {
 	readonly supports?: {
 		readonly atomicBatches?: boolean;
 		readonly fencing?: "epoch" | "ordered";
+		/** The driver has `putBatchIf` (adds its cases). Default `false`. */
+		readonly putBatchIf?: boolean;
 	};
 }
 
@@ -108,6 +110,138 @@ async function failure(p: Promise<unknown>): Promise<unknown> {
 }
 
 const isFenced = (e: unknown): boolean => TTLStorageError.is(e) && e.code === "TTLSTORAGE_FENCED";
+
+/** The cases of `putBatchIf`, for a driver that has it (`fencing`: the driver's kind, if any). */
+function conditionalBatchCases(
+	fencing: "epoch" | "ordered" | undefined,
+): Array<[string, CaseBody]> {
+	const batchIf = (storage: TTLStorage) =>
+		(storage.putBatchIf as NonNullable<TTLStorage["putBatchIf"]>).bind(storage);
+	const cases: Array<[string, CaseBody]> = [
+		[
+			"PutBatchIf: writes every item when every condition holds (insert, swap, plain), with their TTLs",
+			async ({ storage, pKey }) => {
+				expect(await storage.insertIfNotExists(pKey, c("s"), c("old"), 0)).toBe(true);
+				expect(
+					await batchIf(storage)([
+						{ pKey, cCols: c("i"), value: c("inserted"), ttlSeconds: 30, expected: null },
+						{ pKey, cCols: c("s"), value: c("swapped"), expected: c("old") },
+						{ pKey, cCols: c("p"), value: c("plain") },
+					]),
+				).toBe(true);
+				expect(text(await storage.get(pKey, c("i")))).toBe("inserted");
+				expect(await storage.queryTTL(pKey, c("i"))).toBe(30);
+				expect(text(await storage.get(pKey, c("s")))).toBe("swapped");
+				expect(await storage.queryTTL(pKey, c("s"))).toBe(0);
+				expect(text(await storage.get(pKey, c("p")))).toBe("plain");
+			},
+		],
+		[
+			"PutBatchIf: writes nothing when any condition fails",
+			async ({ storage, pKey }) => {
+				expect(await storage.insertIfNotExists(pKey, c("taken"), c("v"), 0)).toBe(true);
+				expect(
+					await batchIf(storage)([
+						{ pKey, cCols: c("a"), value: c("x"), expected: null },
+						{ pKey, cCols: c("b"), value: c("x") },
+						{ pKey, cCols: c("taken"), value: c("x"), expected: null },
+					]),
+				).toBe(false);
+				expect(
+					await batchIf(storage)([
+						{ pKey, cCols: c("a"), value: c("x"), expected: null },
+						{ pKey, cCols: c("taken"), value: c("x"), expected: c("other") },
+					]),
+				).toBe(false);
+				expect(
+					await batchIf(storage)([
+						{ pKey, cCols: c("a"), value: c("x"), expected: null },
+						{ pKey, cCols: c("missing"), value: c("x"), expected: c("v") },
+					]),
+				).toBe(false);
+				expect(await collect(storage.read(pKey))).toEqual([{ cCols: c("taken"), value: c("v") }]);
+			},
+		],
+		[
+			"PutBatchIf: an expired record counts as absent, and never as a match",
+			async ({ storage, pKey, elapse }) => {
+				expect(await storage.insertIfNotExists(pKey, c("a"), c("v"), 1)).toBe(true);
+				expect(await storage.insertIfNotExists(pKey, c("b"), c("v"), 1)).toBe(true);
+				await elapse(2);
+				expect(
+					await batchIf(storage)([{ pKey, cCols: c("b"), value: c("w"), expected: c("v") }]),
+				).toBe(false);
+				expect(
+					await batchIf(storage)([{ pKey, cCols: c("a"), value: c("again"), expected: null }]),
+				).toBe(true);
+				expect(text(await storage.get(pKey, c("a")))).toBe("again");
+				expect(await storage.get(pKey, c("b"))).toBeUndefined();
+			},
+		],
+		[
+			"PutBatchIf: rejects bad arguments (a key twice, expected not bytes) before any I/O",
+			async ({ storage, pKey }) => {
+				await expectBadArgument(
+					() =>
+						batchIf(storage)([
+							{ pKey, cCols: c("a"), value: c("x"), expected: null },
+							{ pKey, cCols: c("a"), value: c("y") },
+						]),
+					TypeError,
+				);
+				await expectBadArgument(
+					() =>
+						batchIf(storage)([
+							{ pKey, cCols: c("a"), value: c("x"), expected: "v" as unknown as Bytes },
+						]),
+					TypeError,
+				);
+				expect(await storage.get(pKey, c("a"))).toBeUndefined();
+			},
+		],
+		[
+			"PutBatchIf: of 20 concurrent batches inserting overlapping keys exactly one wins, whole",
+			async ({ storage, pKey }) => {
+				const results = await Promise.all(
+					Array.from({ length: 20 }, (_, i) =>
+						batchIf(storage)([
+							{ pKey, cCols: c("shared"), value: c(`w${i}`), expected: null },
+							{ pKey, cCols: c(`own${i}`), value: c(`w${i}`), expected: null },
+						]),
+					),
+				);
+				const winners = results.flatMap((won, i) => (won ? [i] : []));
+				expect(winners).toHaveLength(1);
+				const records = await collect(storage.read(pKey));
+				expect(records.map((r) => text(r.value))).toEqual([`w${winners[0]}`, `w${winners[0]}`]);
+			},
+		],
+	];
+	if (fencing === "epoch")
+		cases.push([
+			"PutBatchIf: one superseded fence refuses the whole batch with TTLSTORAGE_FENCED",
+			async ({ storage, pKey }) => {
+				const raise = (storage.raiseFence as NonNullable<TTLStorage["raiseFence"]>).bind(storage);
+				const scope = enc(`fence/${text(pKey)}/if`);
+				const old = { scope, epoch: await raise(scope) };
+				const current = { scope, epoch: await raise(scope) };
+				const error = await failure(
+					batchIf(storage)([
+						{ pKey, cCols: c("a"), value: c("x"), expected: null, fence: current },
+						{ pKey, cCols: c("b"), value: c("x"), expected: null, fence: old },
+					]),
+				);
+				expect(isFenced(error), String(error)).toBe(true);
+				expect(await collect(storage.read(pKey))).toEqual([]);
+				expect(
+					await batchIf(storage)([
+						{ pKey, cCols: c("a"), value: c("x"), expected: null, fence: current },
+					]),
+				).toBe(true);
+			},
+		]);
+	return cases;
+}
 
 /** The fenced-write cases (see `TTLStorage.raiseFence`), for a driver claiming `kind`. */
 function fencingCases(kind: "epoch" | "ordered"): Array<[string, CaseBody]> {
@@ -654,13 +788,16 @@ function defineCases(
 			expect({
 				atomicBatches: storage.supports?.atomicBatches ?? false,
 				fencing: storage.supports?.fencing,
+				putBatchIf: typeof storage.putBatchIf === "function",
 			}).toEqual({
 				atomicBatches: supports.atomicBatches ?? false,
 				fencing: supports.fencing,
+				putBatchIf: supports.putBatchIf ?? false,
 			});
 		},
 	]);
 	if (supports.fencing !== undefined) cases.push(...fencingCases(supports.fencing));
+	if (supports.putBatchIf === true) cases.push(...conditionalBatchCases(supports.fencing));
 	if (mock) {
 		cases.push([
 			"Expiry boundary: live 1 ms before expireAt, expired exactly at expireAt for every read and condition",
