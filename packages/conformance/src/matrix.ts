@@ -8,7 +8,7 @@ import type { ElectionsSuiteOptions } from "@vvm/ielections/testing";
 import { electionsTestSuite } from "@vvm/ielections/testing";
 import type { LeasesSuiteOptions } from "@vvm/leases/testing";
 import { leasesTestSuite } from "@vvm/leases/testing";
-import type { TTLStorage, TTLStorageSupports } from "@vvm/ttlstorage";
+import type { TTLStorage } from "@vvm/ttlstorage";
 import type { TTLStorageSuiteOptions } from "@vvm/ttlstorage/testing";
 import { ttlStorageTestSuite } from "@vvm/ttlstorage/testing";
 import { afterAll, beforeAll } from "vitest";
@@ -55,7 +55,7 @@ export interface DriverConfig<S> {
 	 * What the storages declare (`storage.supports`): the conformance suite checks it and runs the
 	 * fencing cases of its kind; the other suites read it from the storage itself.
 	 */
-	readonly supports: TTLStorageSupports;
+	readonly supports: NonNullable<TTLStorageSuiteOptions["supports"]>;
 	/** A fresh storage for one case, over the file's `server` (from `setup`, when there is one). */
 	readonly createStorage: (ctx: StorageContext, server: S) => TTLStorage | Promise<TTLStorage>;
 	/** After each case; default `storage.close()`. */
