@@ -3,7 +3,7 @@
 // on the built packages and the same driver. Started by host-bench.ts, which reads this process's
 // CPU from /proc; it prints one JSON line per phase ({ phase, ok, seconds, latencies summary }).
 //
-//   node --import tsx bench/cp-alone.ts <level|mem|cas|dyn> <trustLevel> <seconds> <workspaces> <concurrency>
+//   node --import tsx bench/cp-alone.ts <level|mem|cas|dyn|pg> <trustLevel> <seconds> <workspaces> <concurrency>
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -84,6 +84,23 @@ async function open(): Promise<{ storage: TTLStorage; close(): Promise<void> }> 
 					await storage.close();
 					await client.send(new DeleteTableCommand({ TableName: tag })).catch(() => {});
 					client.destroy();
+				},
+			};
+		}
+		case "pg": {
+			const { default: pg } = await import("pg");
+			const { createPgTTLStorage, ensurePgSchema } = await import("@vvm/ttlstorage-pg");
+			const url = `postgres://vvm@127.0.0.1:${process.env.PG_PORT ?? 54329}/vvm`;
+			const pool = new pg.Pool({ connectionString: url, max: 20 });
+			pool.on("error", () => {});
+			await ensurePgSchema(pool, { schema: tag });
+			const storage = createPgTTLStorage({ pool, schema: tag });
+			return {
+				storage,
+				close: async () => {
+					await storage.close();
+					await pool.query(`DROP SCHEMA IF EXISTS ${tag} CASCADE`).catch(() => {});
+					await pool.end();
 				},
 			};
 		}

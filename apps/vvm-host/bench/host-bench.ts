@@ -29,7 +29,12 @@ import { cpus, loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import { createInterface } from "node:readline";
 
-type Storage = "level" | "cas" | "dyn";
+type Storage = "level" | "cas" | "dyn" | "pg";
+
+/** The repository's PostgreSQL (tooling/servers/postgres). */
+const PG_PORT = Number(process.env.PG_PORT ?? 54329);
+const PG_URL = `postgres://vvm@127.0.0.1:${PG_PORT}/vvm`;
+const portOf: Record<Exclude<Storage, "level">, number> = { cas: 9042, dyn: 8000, pg: PG_PORT };
 type Variant = "fenced" | "unfenced";
 
 const env = process.env;
@@ -50,7 +55,7 @@ const WORKSPACES = num(env.BENCH_WORKSPACES, QUICK ? 2_000 : 10_000);
 const REMOTE_WORKSPACES = num(env.BENCH_REMOTE_WORKSPACES, QUICK ? 300 : 2_000);
 /** Cold rows: at most this many of the half of the workspaces not touched after the restart. */
 const COLD_WORKSPACES = num(env.BENCH_COLD_WORKSPACES, QUICK ? 1_000 : 5_000);
-const STORAGES = list(env.BENCH_STORAGES, QUICK ? "level" : "level,cas,dyn") as Storage[];
+const STORAGES = list(env.BENCH_STORAGES, QUICK ? "level" : "level,cas,dyn,pg") as Storage[];
 const PARTITIONS = 10;
 const HOST_DIR = join(import.meta.dirname, "..");
 const CLI = join(HOST_DIR, "dist/cli.mjs");
@@ -86,6 +91,15 @@ async function cleanup(storage: Storage, tag: string): Promise<void> {
 			await client.execute(`DROP KEYSPACE IF EXISTS ${tag}`);
 		} finally {
 			await client.shutdown();
+		}
+	}
+	if (storage === "pg") {
+		const { default: pg } = await import("pg");
+		const pool = new pg.Pool({ connectionString: PG_URL });
+		try {
+			await pool.query(`DROP SCHEMA IF EXISTS ${tag} CASCADE`);
+		} finally {
+			await pool.end();
 		}
 	}
 	if (storage === "dyn") {
@@ -152,16 +166,18 @@ async function startHost(data: HostData, level: number, variant: Variant): Promi
 			? ["--storage", "level", "--data-dir", dir]
 			: storage === "cas"
 				? ["--storage", "cas", "--cas-contact-points", "127.0.0.1:9042", "--cas-keyspace", tag]
-				: [
-						"--storage",
-						"dyn",
-						"--dyn-endpoint",
-						"http://127.0.0.1:8000",
-						"--dyn-table",
-						tag,
-						"--dyn-region",
-						"us-east-1",
-					];
+				: storage === "pg"
+					? ["--storage", "pg", "--pg-url", PG_URL, "--pg-schema", tag]
+					: [
+							"--storage",
+							"dyn",
+							"--dyn-endpoint",
+							"http://127.0.0.1:8000",
+							"--dyn-table",
+							tag,
+							"--dyn-region",
+							"us-east-1",
+						];
 	const child = spawn(
 		process.execPath,
 		[
@@ -542,11 +558,11 @@ async function main(): Promise<void> {
 	const storages: Storage[] = [];
 	for (const s of STORAGES) {
 		if (s === "level") storages.push(s);
-		else if (await portOpen(s === "cas" ? 9042 : 8000)) storages.push(s);
-		else progress(`${s} is not listening on 127.0.0.1:${s === "cas" ? 9042 : 8000}; left out`);
+		else if (await portOpen(portOf[s])) storages.push(s);
+		else progress(`${s} is not listening on 127.0.0.1:${portOf[s]}; left out`);
 	}
 	console.log(
-		`host command path: one-record creates through HTTP, concurrency ${CONCURRENCY} keep-alive connections, ${WORKSPACES} workspaces on level (${REMOTE_WORKSPACES} on cas/dyn) each touched once before the warm run, cold = the first command of up to ${COLD_WORKSPACES} workspaces after a restart and the first commands of the other half, ${SECONDS} s per warm run, medians of ${ROUNDS} interleaved rounds; default host flags; ${cpus().length} cores (${cpus()[0]?.model.trim()}), Node ${process.version}${QUICK ? " (--quick)" : ""}`,
+		`host command path: one-record creates through HTTP, concurrency ${CONCURRENCY} keep-alive connections, ${WORKSPACES} workspaces on level (${REMOTE_WORKSPACES} on cas/dyn/pg) each touched once before the warm run, cold = the first command of up to ${COLD_WORKSPACES} workspaces after a restart and the first commands of the other half, ${SECONDS} s per warm run, medians of ${ROUNDS} interleaved rounds; default host flags; ${cpus().length} cores (${cpus()[0]?.model.trim()}), Node ${process.version}${QUICK ? " (--quick)" : ""}`,
 	);
 	for (let round = 0; round < ROUNDS; round++) {
 		progress(`round ${round + 1}/${ROUNDS} bare node:http, ${SECONDS} s`);
