@@ -10,7 +10,7 @@ import { ClassicLevel } from "classic-level";
 
 const fresh = () => new ClassicLevel(mkdtempSync(join(tmpdir(), "vvm-compat-level-")));
 ttlStorageTestSuite("compat: ttlstorage-level", {
-	supports: { atomicBatches: true, fencing: "epoch" },
+	supports: { atomicBatches: true, fencing: "epoch", putBatchIf: true },
 	createStorage: ({ clock }) => createLevelTTLStorage({ db: fresh(), clock, ownsDb: true }),
 });
 electionsTestSuite("compat: ttlstorage-level", {
