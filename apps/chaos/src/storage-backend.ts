@@ -55,6 +55,24 @@ async function proxiesPerHost(
 	return all;
 }
 
+/** A storage pause made by every host's proxies holding all bytes (the server is shared). */
+function holdAll(
+	proxies: readonly (readonly FaultProxy[])[],
+): Pick<StorageBackend, "pause" | "resume"> {
+	let holding = false;
+	return {
+		pause() {
+			holding = true;
+			for (const p of proxies.flat()) p.setHold(true);
+		},
+		resume() {
+			if (!holding) return;
+			holding = false;
+			for (const p of proxies.flat()) p.setHold(false);
+		},
+	};
+}
+
 async function closeAll(proxies: readonly (readonly FaultProxy[])[]): Promise<void> {
 	await Promise.all(proxies.flat().map((p) => p.close()));
 }
@@ -141,7 +159,6 @@ async function openCassandra(options: ChaosOptions): Promise<StorageBackend> {
 		throw error;
 	}
 	const proxies = await proxiesPerHost(options.hosts, nodes);
-	let holding = false;
 	return {
 		description: `Cassandra ${nodes.map((n) => n.endpoint).join(",")}, keyspace ${keyspace} (SimpleStrategy RF ${options.casReplicationFactor})`,
 		pauseMethod: "every host's proxies hold all bytes (the shared server itself is never paused)",
@@ -175,15 +192,7 @@ async function openCassandra(options: ChaosOptions): Promise<StorageBackend> {
 				close: async () => {},
 			};
 		},
-		pause() {
-			holding = true;
-			for (const p of proxies.flat()) p.setHold(true);
-		},
-		resume() {
-			if (!holding) return;
-			holding = false;
-			for (const p of proxies.flat()) p.setHold(false);
-		},
+		...holdAll(proxies),
 		async close() {
 			await closeAll(proxies);
 			try {
@@ -209,7 +218,6 @@ async function openPostgres(options: ChaosOptions): Promise<StorageBackend> {
 	}
 	const target = { host: url.hostname, port: Number(url.port || 5432) };
 	const proxies = await proxiesPerHost(options.hosts, [target]);
-	let holding = false;
 	return {
 		description: `PostgreSQL ${target.host}:${target.port}${url.pathname}, schema ${schema}`,
 		pauseMethod: "every host's proxy holds all bytes (the shared server itself is never paused)",
@@ -225,15 +233,7 @@ async function openPostgres(options: ChaosOptions): Promise<StorageBackend> {
 			const storage = createPgTTLStorage({ pool: admin, schema });
 			return { storage, close: () => storage.close() };
 		},
-		pause() {
-			holding = true;
-			for (const p of proxies.flat()) p.setHold(true);
-		},
-		resume() {
-			if (!holding) return;
-			holding = false;
-			for (const p of proxies.flat()) p.setHold(false);
-		},
+		...holdAll(proxies),
 		async close() {
 			await closeAll(proxies);
 			try {

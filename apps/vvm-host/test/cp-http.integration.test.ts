@@ -7,7 +7,7 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { DeleteTableCommand, DynamoDBClient } from "@aws-sdk/client-dynamodb";
-import { hostPort, requireServer } from "@vvm/vitest-config/servers";
+import { hostPort, postgresEnv, postgresGate, requireServer } from "@vvm/vitest-config/servers";
 import { afterAll, describe, expect, it } from "vitest";
 import type { HostProcess } from "./support/host-process.ts";
 import { APP_DIR, killHard, spawnHost } from "./support/host-process.ts";
@@ -29,16 +29,9 @@ const skipCas = await requireServer({
 	enabledVar: "CASSANDRA_TESTS_ENABLED",
 	startHint: "bash tooling/servers/cassandra/start.sh",
 });
-const PG_PORT = Number(process.env.PGPORT ?? process.env.PG_PORT ?? 54329);
-const PG_HOST = process.env.PGHOST ?? "127.0.0.1";
-const skipPg = await requireServer({
-	name: "PostgreSQL",
-	host: PG_HOST,
-	port: PG_PORT,
-	enabledVar: "PG_TESTS_ENABLED",
-	startHint: "bash tooling/servers/postgres/start.sh",
-});
-const PG_URL = `postgres://${process.env.PGUSER ?? "vvm"}@${PG_HOST}:${PG_PORT}/${process.env.PGDATABASE ?? "vvm"}`;
+const skipPg = await postgresGate();
+const pgAt = postgresEnv();
+const PG_URL = `postgres://${pgAt.user}@${pgAt.host}:${pgAt.port}/${pgAt.database}`;
 const TABLE = `vvm_cph_${RUN}`;
 const KEYSPACE = `vvm_cph_${RUN}`;
 const CUSTOMER = "app1pkg.Customer";

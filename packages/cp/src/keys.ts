@@ -1,3 +1,4 @@
+import { putU32, putU64 } from "@vvm/ttlstorage";
 import type { CpKeyInfo } from "./errors.ts";
 
 /**
@@ -5,6 +6,8 @@ import type { CpKeyInfo } from "./errors.ts";
  * (1 leader, 2 sequencer's PLog offset, 3 sequence numbers, 4 app TTL: reference §4.2), so one
  * keyspace holds them all without collisions.
  */
+const TWO_32 = 0x1_0000_0000;
+
 export const PKEY_PREFIX_PLOG = 5;
 /** pKey prefix of the WLog (events per workspace). */
 export const PKEY_PREFIX_WLOG = 6;
@@ -25,21 +28,6 @@ export const BUCKET_SIZE = 4096;
 export interface StorageKey {
 	readonly pKey: Uint8Array;
 	readonly cCols: Uint8Array;
-}
-
-const TWO_32 = 0x1_0000_0000;
-
-// Bytes are written directly (no DataView per key): keys are built several times per command.
-function putU32(b: Uint8Array, at: number, n: number): void {
-	b[at] = n >>> 24;
-	b[at + 1] = (n >>> 16) & 0xff;
-	b[at + 2] = (n >>> 8) & 0xff;
-	b[at + 3] = n & 0xff;
-}
-
-function putU64(b: Uint8Array, at: number, n: number): void {
-	putU32(b, at, Math.floor(n / TWO_32));
-	putU32(b, at + 4, n >>> 0);
 }
 
 /** @internal 8-byte big-endian encoding of a safe non-negative integer. */

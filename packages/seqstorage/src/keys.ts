@@ -1,25 +1,13 @@
 import type { PLogOffset, SeqID, SeqNumber, WSID } from "@vvm/isequencer";
+import { putU32, putU64 } from "@vvm/ttlstorage";
 import { SeqStorageError } from "./errors.ts";
 
 /** pKey prefix of a partition's next PLog offset (voedger `pKeyPrefix_SeqStorage_Part`). */
+const TWO_32 = 0x1_0000_0000;
+
 export const PKEY_PREFIX_SEQ_STORAGE_PART = 2;
 /** pKey prefix of a workspace's numbers (voedger `pKeyPrefix_SeqStorage_WS`). */
 export const PKEY_PREFIX_SEQ_STORAGE_WS = 3;
-
-const TWO_32 = 0x1_0000_0000;
-
-// Bytes are written directly (no DataView per key): keys and values are built on every flush.
-function putU32(b: Uint8Array, at: number, n: number): void {
-	b[at] = n >>> 24;
-	b[at + 1] = (n >>> 16) & 0xff;
-	b[at + 2] = (n >>> 8) & 0xff;
-	b[at + 3] = n & 0xff;
-}
-
-function putU64(b: Uint8Array, at: number, n: number): void {
-	putU32(b, at, Math.floor(n / TWO_32));
-	putU32(b, at + 4, n >>> 0);
-}
 
 /** @internal `u32(3) u32(appId) u64(wsid)`, 16 bytes. */
 export function numbersPKey(appId: number, wsid: WSID): Uint8Array {

@@ -2,30 +2,18 @@
 // Connection settings are node-postgres' own PG* variables (PGHOST, PGPORT, PGUSER, PGPASSWORD,
 // PGDATABASE); unset ones default to the server of tooling/servers/postgres (127.0.0.1:54329, role
 // and database vvm, trust authentication).
-import { requireServer } from "@vvm/vitest-config/servers";
+import { postgresEnv, postgresGate } from "@vvm/vitest-config/servers";
 import pg from "pg";
 import { afterAll, beforeAll } from "vitest";
 import type { PgSchemaOptions } from "../src/index.ts";
 import { ensurePgSchema } from "../src/index.ts";
 
-/** The connection settings of the tests' server. */
-export const pgSettings: { host: string; port: number; user: string; database: string } = {
-	host: process.env.PGHOST ?? "127.0.0.1",
-	port: Number(process.env.PGPORT ?? 54329),
-	user: process.env.PGUSER ?? "vvm",
-	database: process.env.PGDATABASE ?? "vvm",
-};
+/** The connection settings of the tests' server (the repository's servers helper). */
+export const pgSettings: { host: string; port: number; user: string; database: string } =
+	postgresEnv();
 
 /** `false` when PostgreSQL is reachable, else the reason to skip; throws in CI instead of skipping. */
-export function pgGate(): Promise<false | string> {
-	return requireServer({
-		name: "PostgreSQL",
-		host: pgSettings.host,
-		port: pgSettings.port,
-		enabledVar: "PG_TESTS_ENABLED",
-		startHint: "bash tooling/servers/postgres/start.sh",
-	});
-}
+export const pgGate: () => Promise<false | string> = postgresGate;
 
 /** A pool for the tests' server (the caller ends it); idle connections that break are dropped. */
 export function newPool(extra: pg.PoolConfig = {}): pg.Pool {

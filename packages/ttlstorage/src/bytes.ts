@@ -59,3 +59,34 @@ export function concatBytes(...parts: readonly Bytes[]): Bytes {
 	}
 	return out;
 }
+
+const TWO_32 = 0x1_0000_0000;
+
+/**
+ * Writes `n` (0..2^32-1) big-endian at `at`: keys built on a hot path write their parts straight
+ * into one buffer, with no `DataView` per key.
+ *
+ * @example
+ * ```ts
+ * const key = new Uint8Array(8); putU32(key, 0, 3); putU32(key, 4, appId);
+ * ```
+ */
+export function putU32(b: Uint8Array, at: number, n: number): void {
+	b[at] = n >>> 24;
+	b[at + 1] = (n >>> 16) & 0xff;
+	b[at + 2] = (n >>> 8) & 0xff;
+	b[at + 3] = n & 0xff;
+}
+
+/**
+ * Writes a safe non-negative integer as 8 bytes big-endian at `at` (see {@link putU32}).
+ *
+ * @example
+ * ```ts
+ * const key = new Uint8Array(8); putU64(key, 0, wsid);
+ * ```
+ */
+export function putU64(b: Uint8Array, at: number, n: number): void {
+	putU32(b, at, Math.floor(n / TWO_32));
+	putU32(b, at + 4, n >>> 0);
+}

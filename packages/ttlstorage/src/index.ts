@@ -1,4 +1,14 @@
-export { bytesEqual, compareBytes, concatBytes, fromUtf8, inRange, u32, utf8 } from "./bytes.ts";
+export {
+	bytesEqual,
+	compareBytes,
+	concatBytes,
+	fromUtf8,
+	inRange,
+	putU32,
+	putU64,
+	u32,
+	utf8,
+} from "./bytes.ts";
 export {
 	closedError,
 	fencedError,
