@@ -8,6 +8,7 @@
 #
 # VVM_NODE picks the Node line: 22 (default), 24, or "system" (the node already on PATH, which must
 # satisfy engines.node). CI runs the whole suite once with each pinned line.
+# VVM_BOOTSTRAP_INSTALLED=1 skips step 3 (the caller installed, and runs suites side by side).
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 TOOLS="$ROOT/.tools"
@@ -69,5 +70,11 @@ if [ ! -x "$TOOLS/node_modules/.bin/pnpm" ] || [ "$installed_pnpm" != "$PNPM_VER
 fi
 export PATH="$TOOLS/node_modules/.bin:$PATH"
 
+if [ "${VVM_BOOTSTRAP_INSTALLED:-0}" = 1 ]; then
+	# The caller installed already and runs several suites side by side (.ci/run's lanes): two
+	# pnpm installs at once in one checkout would race.
+	echo "bootstrap: dependencies installed by the caller (VVM_BOOTSTRAP_INSTALLED=1)"
+	return 0 2>/dev/null || exit 0
+fi
 echo "bootstrap: pnpm install (frozen lockfile)"
 (cd "$ROOT" && pnpm install --frozen-lockfile --reporter=append-only 2>&1 | grep -Ev '^(Progress|Packages:)' | tail -n 5)

@@ -13,6 +13,7 @@
 # prefixed ([dyn] / [cas]) and kept whole in .test-results/chaos-<series>.log. Each run's time is
 # printed. CHAOS_PARALLEL=0 runs the series one after the other. The 100-change runs stop at 100
 # changes; their --duration is only the deadline (side by side on 2 cores they take ~7 min).
+# Arguments name the series to run (`chaos-ci.sh cas`), whatever CHAOS_CAS_CLUSTER says.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
@@ -60,7 +61,12 @@ series() {
 }
 
 t_all=$(date +%s)
-if [ "${CHAOS_CAS_CLUSTER:-0}" != 1 ]; then
+if [ "$#" -gt 0 ]; then
+	# Named series only, one after the other (.ci/run runs each in its own lane): dyn, cas.
+	for name in "$@"; do
+		case "$name" in dyn | cas) series "$name" ;; *) echo "chaos-ci: unknown series '$name' (dyn, cas)" >&2; exit 2 ;; esac
+	done
+elif [ "${CHAOS_CAS_CLUSTER:-0}" != 1 ]; then
 	series dyn
 elif [ "${CHAOS_PARALLEL:-1}" = 0 ]; then
 	series dyn

@@ -4,7 +4,7 @@ import { defineConfig } from "tsdown";
 // condition), so dist/ is self-contained and needs no prior build of the libraries; third-party
 // dependencies stay external. Drivers are imported lazily and land in their own chunks.
 export default defineConfig({
-	entry: ["src/cli.ts", "src/index.ts"],
+	entry: ["src/cli.ts", "src/index.ts", "src/launch.ts"],
 	format: ["esm"],
 	dts: false,
 	platform: "node",

@@ -4,9 +4,9 @@
 #
 #   1. verdaccio (a root devDependency) on 127.0.0.1, a free port, storage in a temp dir; started
 #      and stopped by its PID;
-#   2. `changeset version --snapshot rehearsal` (every public package becomes
+#   2. in a copy of the checkout under the temp dir (the repository itself is never written):
+#      `changeset version --snapshot rehearsal` (every public package becomes
 #      1.0.0-rehearsal-<datetime>), build, `changeset publish --tag rehearsal --no-git-tag` to it;
-#      the files `changeset version` touched are restored afterwards, whatever happens;
 #   3. every published tarball: no `workspace:`/`catalog:` left, `publint --strict`,
 #      `attw --profile esm-only` (scripts/release/check-tarballs.mjs);
 #   4. in fresh directories under $TMPDIR (outside the repo): `npm install @vvm/ielections
@@ -40,7 +40,6 @@ npm_quiet=(--no-audit --no-fund --loglevel=error)
 
 registry_pid=""
 host_pid=""
-restore=""
 cleanup() {
 	local status=$?
 	if [ -n "$host_pid" ]; then
@@ -51,7 +50,6 @@ cleanup() {
 		kill "$registry_pid" 2>/dev/null || true
 		wait "$registry_pid" 2>/dev/null || true
 	fi
-	if [ -n "$restore" ]; then eval "$restore"; fi
 	if [ "${KEEP_REHEARSAL:-}" = 1 ] || [ "$status" != 0 ]; then
 		echo "rehearse: kept $WORK (registry log: $WORK/verdaccio.log)" >&2
 	else
@@ -106,19 +104,17 @@ printf 'registry=%s\n//127.0.0.1:%s/:_authToken=%s\n' "$REGISTRY" "$PORT" "$TOKE
 echo "rehearse: verdaccio pid $registry_pid at $REGISTRY"
 
 # --- 2. version, build, publish (the documented flow, with a snapshot version) ------------------
+# In a copy of the checkout (tracked and untracked files, not the ignored ones), so `changeset
+# version` and the builds never touch the repository: tests and chaos runs may use it meanwhile
+# (.ci/run runs them side by side), and an interrupted rehearsal leaves nothing to restore.
+step "copy of the checkout, pnpm install (offline from the store)"
+COPY="$WORK/repo"
+mkdir -p "$COPY"
+git ls-files -z --cached --others --exclude-standard | tar --null -T - -cf - | tar -xf - -C "$COPY"
+cd "$COPY"
+pnpm install --frozen-lockfile --prefer-offline --reporter=silent
+
 step "changeset version --snapshot $TAG"
-BACKUP="$WORK/backup"
-mkdir -p "$BACKUP"
-# Everything `changeset version` may write: manifests, changelogs, the changesets it consumes.
-find .changeset packages apps examples tooling -maxdepth 2 \
-	\( -name package.json -o -name CHANGELOG.md -o -path '.changeset/*.md' \) -not -path '*/node_modules/*' \
-	-print0 | xargs -0 cp --parents -t "$BACKUP"
-restore="restore_files"
-restore_files() {
-	find packages apps examples tooling -maxdepth 2 -name CHANGELOG.md -not -path '*/node_modules/*' -delete
-	cp -a "$BACKUP/." "$ROOT/"
-	echo "rehearse: restored the files changeset version changed"
-}
 pnpm changeset version --snapshot "$TAG"
 
 mapfile -t PUBLISHED < <(node -e '
@@ -131,7 +127,7 @@ version_of() { printf '%s\n' "${PUBLISHED[@]}" | sed -n "s|^$1@||p"; }
 echo "rehearse: ${#PUBLISHED[@]} packages at $(version_of @vvm/ttlstorage)"
 
 step "build and changeset publish --tag $TAG"
-pnpm turbo run build --filter='./packages/*' --output-logs=errors-only
+pnpm turbo run build --filter='./packages/*' --filter=@vvm/vvm-host --output-logs=errors-only
 if ! npm_config_userconfig="$WORK/publish.npmrc" npm_config_registry="$REGISTRY" \
 	pnpm changeset publish --tag "$TAG" --no-git-tag >"$WORK/publish.log" 2>&1; then
 	cat "$WORK/publish.log" >&2
@@ -147,8 +143,6 @@ for dir in examples/*/; do
 	[ -f "$dir/package.json" ] || continue
 	(cd "$dir" && pnpm pack --pack-destination "$WORK/examples" >/dev/null)
 done
-eval "$restore"
-restore=""
 
 # --- 3. what the registry serves ----------------------------------------------------------------
 step "published tarballs: manifests, publint --strict, attw --profile esm-only"
@@ -188,9 +182,8 @@ install_set sequencer @vvm/isequencer @vvm/seqstorage
 
 # --- 5. the examples -----------------------------------------------------------------------------
 step "vvm-host for the host-command-fetch example (level storage in the temp dir)"
-pnpm turbo run build --filter=@vvm/vvm-host --output-logs=errors-only
 HOST_PORT="$(free_port)"
-node apps/vvm-host/dist/cli.mjs --storage level --data-dir "$WORK/host-data" --http-port "$HOST_PORT" \
+node "$COPY/apps/vvm-host/dist/cli.mjs" --storage level --data-dir "$WORK/host-data" --http-port "$HOST_PORT" \
 	--work-interval-ms 0 >"$WORK/host.log" 2>&1 &
 host_pid=$!
 wait_for_url "http://127.0.0.1:$HOST_PORT/readyz" "$host_pid" "$WORK/host.log"

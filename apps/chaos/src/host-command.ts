@@ -1,39 +1,14 @@
 // How the chaos tool starts vvm-host: the built CLI (fast start-up) when it is up to date, or the
-// sources through tsx.
-import { existsSync, readdirSync, statSync } from "node:fs";
-import { dirname, join, resolve } from "node:path";
+// sources through tsx (the rule is the host's own: @vvm/vvm-host/launch).
+import { dirname, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
+import type { HostBuild } from "@vvm/vvm-host/launch";
+import { HOST_DIR, hostCliArgs } from "@vvm/vvm-host/launch";
 import type { HostCommand } from "./chaos-host.ts";
 import type { ChaosOptions } from "./options.ts";
 
 /** The repository root (this file is apps/chaos/src/host-command.ts). */
 export const REPO_ROOT: string = resolve(dirname(fileURLToPath(import.meta.url)), "../../..");
-const HOST_DIR = join(REPO_ROOT, "apps/vvm-host");
-
-function newestMtime(dir: string): number {
-	if (!existsSync(dir)) return 0;
-	let newest = 0;
-	for (const entry of readdirSync(dir, { withFileTypes: true })) {
-		const path = join(dir, entry.name);
-		newest = Math.max(newest, entry.isDirectory() ? newestMtime(path) : statSync(path).mtimeMs);
-	}
-	return newest;
-}
-
-/**
- * `"dist"` when apps/vvm-host and every package have a build newer than their sources, else
- * `"source"` (a stale build could lack the mutants, or a fix).
- */
-export function chooseHostBuild(hostFrom: ChaosOptions["hostFrom"]): "dist" | "source" {
-	if (hostFrom !== "auto") return hostFrom;
-	if (!existsSync(join(HOST_DIR, "dist/cli.mjs"))) return "source";
-	const packages = join(REPO_ROOT, "packages");
-	const dirs = [HOST_DIR, ...readdirSync(packages).map((p) => join(packages, p))];
-	const fresh = dirs.every(
-		(dir) => newestMtime(join(dir, "dist")) >= newestMtime(join(dir, "src")),
-	);
-	return fresh ? "dist" : "source";
-}
 
 /** The environment of a host: this one's, without any VVM_/CASSANDRA_/DYNAMODB_ setting. */
 function baseEnv(): Record<string, string> {
@@ -55,7 +30,7 @@ function baseEnv(): Record<string, string> {
  */
 export function hostCommand(
 	options: ChaosOptions,
-	build: "dist" | "source",
+	build: HostBuild,
 	storageArgs: readonly string[],
 	extraEnv: Readonly<Record<string, string>>,
 ): HostCommand {
@@ -100,17 +75,5 @@ export function hostCommand(
 			? { VVM_UNSAFE_MUTANTS: options.unsafeMutants.join(",") }
 			: {}),
 	};
-	return build === "dist"
-		? {
-				command: process.execPath,
-				args: [join(HOST_DIR, "dist/cli.mjs"), ...args],
-				cwd: HOST_DIR,
-				env,
-			}
-		: {
-				command: process.execPath,
-				args: ["--import", "tsx", "--conditions=@vvm/source", "src/cli.ts", ...args],
-				cwd: HOST_DIR,
-				env,
-			};
+	return { command: process.execPath, args: [...hostCliArgs(build), ...args], cwd: HOST_DIR, env };
 }

@@ -2,6 +2,8 @@
 // changes is reached; then everything is stopped and the checker reads the run's files.
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import type { HostBuild } from "@vvm/vvm-host/launch";
+import { chooseHostBuild } from "@vvm/vvm-host/launch";
 import type { HostLine } from "./chaos-host.ts";
 import { ChaosHost } from "./chaos-host.ts";
 import type { CheckReport } from "./checker.ts";
@@ -13,7 +15,7 @@ import { createEventLog } from "./events.ts";
 import { startFaults } from "./fault-injector.ts";
 import type { HostClocks } from "./host-clocks.ts";
 import { createHostClocks } from "./host-clocks.ts";
-import { chooseHostBuild, hostCommand, REPO_ROOT } from "./host-command.ts";
+import { hostCommand, REPO_ROOT } from "./host-command.ts";
 import type { LineFile } from "./jsonl-file.ts";
 import { openLineFile } from "./jsonl-file.ts";
 import type { LoadStats } from "./load.ts";
@@ -29,7 +31,7 @@ import { openStorageBackend } from "./storage-backend.ts";
 export interface RunResult {
 	readonly options: ChaosOptions;
 	readonly outDir: string;
-	readonly build: "dist" | "source";
+	readonly build: HostBuild;
 	readonly storage: string;
 	readonly elapsedMs: number;
 	/** Why the run ended: `duration`, `changes`, `interrupted`, `no-leader`, `host-config-error`. */

@@ -1,12 +1,12 @@
-// Spawns the host from its sources (no build needed) and follows its JSON log lines.
+// Spawns the host (its build when up to date, else its sources: src/launch.ts) and follows its
+// JSON log lines.
 import type { ChildProcess } from "node:child_process";
 import { spawn } from "node:child_process";
-import { dirname, resolve } from "node:path";
 import { createInterface } from "node:readline";
-import { fileURLToPath } from "node:url";
+import { chooseHostBuild, HOST_DIR, hostCliArgs } from "../../src/launch.ts";
 import { systemMonotonicMs } from "../../src/logger.ts";
 
-export const APP_DIR: string = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
+export const APP_DIR: string = HOST_DIR;
 
 export interface LogLine {
 	readonly level: number;
@@ -41,15 +41,11 @@ export function spawnHost(
 	args: readonly string[],
 	env: Readonly<Record<string, string>> = {},
 ): HostProcess {
-	const child = spawn(
-		process.execPath,
-		["--import", "tsx", "--conditions=@vvm/source", "src/cli.ts", ...args],
-		{
-			cwd: APP_DIR,
-			env: { ...process.env, VVM_STORAGE: "", CI: process.env.CI ?? "", ...env },
-			stdio: ["ignore", "pipe", "pipe"],
-		},
-	);
+	const child = spawn(process.execPath, [...hostCliArgs(chooseHostBuild()), ...args], {
+		cwd: APP_DIR,
+		env: { ...process.env, VVM_STORAGE: "", CI: process.env.CI ?? "", ...env },
+		stdio: ["ignore", "pipe", "pipe"],
+	});
 	const lines: LogLine[] = [];
 	const stderr: string[] = [];
 	const waiters = new Set<{ predicate: (l: LogLine) => boolean; resolve: (l: LogLine) => void }>();
@@ -149,15 +145,11 @@ export async function runCli(
 	args: readonly string[],
 	env: Readonly<Record<string, string>> = {},
 ): Promise<{ code: number | null; stdout: string; stderr: string }> {
-	const child = spawn(
-		process.execPath,
-		["--import", "tsx", "--conditions=@vvm/source", "src/cli.ts", ...args],
-		{
-			cwd: APP_DIR,
-			env: { ...process.env, VVM_STORAGE: "", ...env },
-			stdio: ["ignore", "pipe", "pipe"],
-		},
-	);
+	const child = spawn(process.execPath, [...hostCliArgs(chooseHostBuild()), ...args], {
+		cwd: APP_DIR,
+		env: { ...process.env, VVM_STORAGE: "", ...env },
+		stdio: ["ignore", "pipe", "pipe"],
+	});
 	let stdout = "";
 	let stderr = "";
 	child.stdout.on("data", (d: Buffer) => {
