@@ -13,7 +13,8 @@
 # prefixed ([dyn] / [cas]) and kept whole in .test-results/chaos-<series>.log. Each run's time is
 # printed. CHAOS_PARALLEL=0 runs the series one after the other. The 100-change runs stop at 100
 # changes; their --duration is only the deadline (side by side on 2 cores they take ~7 min).
-# Arguments name the series to run (`chaos-ci.sh cas`), whatever CHAOS_CAS_CLUSTER says.
+# Arguments name the series to run (`chaos-ci.sh cas`; dyn is dyn_main and mutant), whatever
+# CHAOS_CAS_CLUSTER says.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
@@ -31,9 +32,17 @@ run() {
 }
 
 dyn_series() {
-	run dyn "1. 100 leadership changes over DynamoDB Local" --changes 100 --duration 600 --hosts 6 --num-vvm 3
+	dyn_main_series
+	mutant_series
+}
+
+mutant_series() {
 	run dyn "2. the checker catches the combined mutant" --mutants killer+lease-check+lease-timer \
 		--duration 45 --faults stop-long=3,proxy-hold=2,proxy-drop=1,kill=1
+}
+
+dyn_main_series() {
+	run dyn "1. 100 leadership changes over DynamoDB Local" --changes 100 --duration 600 --hosts 6 --num-vvm 3
 	for level in 0 1 2; do
 		run dyn "3. commands at level $level over DynamoDB Local: no acknowledged command lost, reverted or applied twice" \
 			--workload commands --trust-level "$level" --clients 16 --duration 45 --seed "ci-dyn-L$level"
@@ -62,9 +71,13 @@ series() {
 
 t_all=$(date +%s)
 if [ "$#" -gt 0 ]; then
-	# Named series only, one after the other (.ci/run runs each in its own lane): dyn, cas.
+	# Named series only, one after the other (.ci/run spreads them over its lanes): dyn (1-4),
+	# dyn_main (1, 3, 4), mutant (2), cas (5).
 	for name in "$@"; do
-		case "$name" in dyn | cas) series "$name" ;; *) echo "chaos-ci: unknown series '$name' (dyn, cas)" >&2; exit 2 ;; esac
+		case "$name" in
+		dyn | dyn_main | mutant | cas) series "$name" ;;
+		*) echo "chaos-ci: unknown series '$name' (dyn, dyn_main, mutant, cas)" >&2; exit 2 ;;
+		esac
 	done
 elif [ "${CHAOS_CAS_CLUSTER:-0}" != 1 ]; then
 	series dyn

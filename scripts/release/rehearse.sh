@@ -24,7 +24,8 @@
 # Needs a bootstrapped checkout (pnpm and node on PATH) and the real servers: Cassandra
 # (CASSANDRA_CONTACT_POINTS, default 127.0.0.1:9042), DynamoDB Local (DYNAMODB_ENDPOINT, default
 # http://127.0.0.1:8000) and PostgreSQL (PGHOST/PGPORT/PGUSER/PGDATABASE, default 127.0.0.1:54329,
-# vvm/vvm). KEEP_REHEARSAL=1 keeps the temp directory for inspection.
+# vvm/vvm). KEEP_REHEARSAL=1 keeps the temp directory for inspection. VVM_REHEARSAL_PREBUILT=1 (set
+# by .ci/run after its build step) publishes the checkout's build instead of building again.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 HERE="$ROOT/scripts/release"
@@ -127,7 +128,17 @@ version_of() { printf '%s\n' "${PUBLISHED[@]}" | sed -n "s|^$1@||p"; }
 echo "rehearse: ${#PUBLISHED[@]} packages at $(version_of @vvm/ttlstorage)"
 
 step "build and changeset publish --tag $TAG"
-pnpm turbo run build --filter='./packages/*' --filter=@vvm/vvm-host --output-logs=errors-only
+if [ "${VVM_REHEARSAL_PREBUILT:-0}" = 1 ]; then
+	# .ci/run built these very sources a moment ago; the snapshot version is the only change, and
+	# no build output holds a version: the checkout's dist/ folders are what a build here gives.
+	for dist in "$ROOT"/packages/*/dist "$ROOT"/apps/vvm-host/dist; do
+		rel="${dist#"$ROOT"/}"
+		cp -a "$dist" "$COPY/$rel"
+	done
+	echo "rehearse: using the checkout's build (VVM_REHEARSAL_PREBUILT=1)"
+else
+	pnpm turbo run build --filter='./packages/*' --filter=@vvm/vvm-host --output-logs=errors-only
+fi
 if ! npm_config_userconfig="$WORK/publish.npmrc" npm_config_registry="$REGISTRY" \
 	pnpm changeset publish --tag "$TAG" --no-git-tag >"$WORK/publish.log" 2>&1; then
 	cat "$WORK/publish.log" >&2

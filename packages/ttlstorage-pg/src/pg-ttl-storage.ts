@@ -30,6 +30,7 @@ import {
 import type { PgPhase } from "./errors.ts";
 import { DRIVER_NAME, isConnectionError, isRetryableConflict, mapPgError } from "./errors.ts";
 import type { PgPool, PgPoolClient, PgQueryResult } from "./pool.ts";
+import { guardConnection, guardConnections } from "./pool.ts";
 import { resolveNames } from "./schema.ts";
 import type { LowerBound, PgStatements, Statement } from "./statements.ts";
 import { pgStatements } from "./statements.ts";
@@ -187,6 +188,7 @@ class PgTTLStorageImpl implements PgTTLStorage {
 		this.#pageSize = options.pageSize ?? 1000;
 		this.#prepare = options.prepare ?? true;
 		this.#log = libraryLogger(options.logger, { pkg: "@vvm/ttlstorage-pg" });
+		guardConnections(options.pool);
 		this.#arm();
 	}
 
@@ -241,8 +243,7 @@ class PgTTLStorageImpl implements PgTTLStorage {
 			} catch (error) {
 				throw mapPgError(error, { operation, phase: "connect" });
 			}
-			// The query rejects with the error of a connection that breaks; the event is the same one.
-			client.on("error", ignore);
+			guardConnection(client);
 			try {
 				const result = await client.query(config);
 				client.release();
@@ -251,8 +252,6 @@ class PgTTLStorageImpl implements PgTTLStorage {
 				client.release(isConnectionError(error) ? toError(error) : undefined);
 				if (attempt < CONFLICT_TRIES && isRetryableConflict(error)) continue;
 				throw mapPgError(error, { operation, phase });
-			} finally {
-				client.removeListener("error", ignore);
 			}
 		}
 	}
@@ -573,7 +572,6 @@ class PgTTLStorageImpl implements PgTTLStorage {
 }
 
 const toError = (e: unknown): Error => (e instanceof Error ? e : new Error(String(e)));
-const ignore = (): void => {};
 
 /**
  * Creates the PostgreSQL TTL storage over a caller-owned node-postgres `Pool`. Every operation is

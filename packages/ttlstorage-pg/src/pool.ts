@@ -40,4 +40,36 @@ export interface PgPoolClient {
  */
 export interface PgPool {
 	connect(): Promise<PgPoolClient>;
+	/**
+	 * node-postgres' `acquire` event, emitted as a connection is handed out. The driver listens so
+	 * a connection has an `error` listener before anything can be emitted on it (see
+	 * `guardConnections`); a pool without `on` works too, with that short gap.
+	 */
+	on?(event: "acquire", listener: (client: PgPoolClient) => void): unknown;
+}
+
+const ignore = (): void => {};
+
+const guarded = new WeakSet<PgPoolClient>();
+const guardedPools = new WeakSet<PgPool>();
+
+/**
+ * Gives a connection one `error` listener for good. node-postgres emits `error` on a connection
+ * that breaks even while a query on it fails with the same error (the driver sees the query's),
+ * and a `FATAL` the server sends right behind a new connection's handshake (pg_terminate_backend,
+ * a shutdown) is emitted while the client reads that same chunk, after the pool handed the
+ * connection over and before the driver's code runs: with no listener the process would crash
+ * (seen under load in CI). The pool's own listener still reports errors of idle connections.
+ */
+export function guardConnection(client: PgPoolClient): void {
+	if (guarded.has(client)) return;
+	guarded.add(client);
+	client.on("error", ignore);
+}
+
+/** Guards every connection `pool` hands out, at its `acquire` event (once per pool). */
+export function guardConnections(pool: PgPool): void {
+	if (guardedPools.has(pool) || pool.on === undefined) return;
+	guardedPools.add(pool);
+	pool.on("acquire", guardConnection);
 }

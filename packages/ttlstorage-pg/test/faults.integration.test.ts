@@ -98,7 +98,15 @@ function race(storages: readonly TTLStorage[], durationSeconds: number, holdMs?:
 		async stop(): Promise<RaceReport> {
 			stopped = true;
 			await Promise.all(loops);
-			await Promise.all(electors.map(({ elections }) => elections.cleanup()));
+			// A release whose delete fails (an injected fault can hit it) makes cleanup() reject with
+			// the storage errors (an AggregateError); they are recorded like the others.
+			await Promise.all(
+				electors.map(({ elections }) =>
+					elections
+						.cleanup()
+						.catch((e: unknown) => (e instanceof AggregateError ? e.errors : [e]).forEach(record)),
+				),
+			);
 			return report;
 		},
 	};
