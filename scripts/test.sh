@@ -62,7 +62,8 @@ workers="${VVM_TEST_WORKERS:-$(node -p 'Math.max(2, require("node:os").available
 timing=(
 	apps/vvm-host/test/clock-faults.integration.test.ts
 	apps/vvm-host/test/failover.integration.test.ts
-	apps/vvm-host/test/leases-multiprocess.integration.test.ts
+	apps/vvm-host/test/leases-multiprocess-cas.integration.test.ts
+	apps/vvm-host/test/leases-multiprocess-dyn.integration.test.ts
 	packages/ielections/test/process-killer.test.ts
 )
 select=(--exclude '**/*.cluster.integration.test.ts')

@@ -211,8 +211,7 @@ for tarball in "$WORK"/examples/*.tgz; do
 		cd "$dir"
 		{ grep -E '"(@vvm/[^"]+|cassandra-driver|@aws-sdk/client-dynamodb|pg|classic-level|vitest)"' package.json || true; } | sed 's/^/  /'
 		npm install "${npm_quiet[@]}"
-		npx tsc --noEmit -p tsconfig.json
-		npx tsc -p tsconfig.json # dist/: plain ESM JavaScript
+		npx tsc -p tsconfig.json # type-checked (any error fails), and dist/: plain ESM JavaScript
 		for node_bin in "${NODES[@]}"; do
 			echo "  on Node $("$node_bin" -v)"
 			if [ "$name" = custom-ttl-storage ]; then

@@ -128,7 +128,9 @@ describe("/metrics of a host", () => {
 			};
 			expect(leases.served).toEqual([0, 1, 2]);
 			expect(sample(text, "vvm_leases_held")).toBe(3);
-			expect(sample(text, "vvm_leases_granted_total")).toBe(3);
+			// At least the three held now: on a saturated machine a lease can lapse before its
+			// renewal and be granted again (seen in CI: 6), which the counter counts too.
+			expect(sample(text, "vvm_leases_granted_total")).toBeGreaterThanOrEqual(3);
 			expect(sample(text, "vvm_leases_placement_driver_active")).toBe(1);
 			expect(
 				sample(text, `vvm_leases_active_actor{actor="${address}/${leases.incarnation}"}`),

@@ -119,7 +119,9 @@ function expectSafe(report: RaceReport, codes: readonly string[]): void {
 			`faults: ${expect.getState().currentTestName}: ${report.acquisitions} acquisitions, ${report.overlaps.length} overlaps, errors ${JSON.stringify(Object.fromEntries(report.codes))}\n`,
 		);
 	expect(report.overlaps).toEqual([]);
-	expect(report.uncoded).toEqual([]);
+	expect(
+		report.uncoded.map((e) => (e instanceof Error ? (e.stack ?? String(e)) : String(e))),
+	).toEqual([]);
 	for (const code of report.codes.keys()) expect(codes).toContain(code);
 	expect(report.acquisitions).toBeGreaterThan(0);
 }

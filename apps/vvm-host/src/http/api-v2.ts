@@ -32,25 +32,44 @@ export interface ApiV2Deps {
 type BodyRead = { readonly fields: Record<string, unknown> } | { readonly refused: ApiErrorReply };
 
 /** Reads a JSON object body, at most {@link MAX_BODY_BYTES}; a bad one is a 400 naming `body`. */
-async function readJsonBody(req: IncomingMessage): Promise<BodyRead> {
-	const chunks: Buffer[] = [];
-	let size = 0;
-	for await (const chunk of req) {
-		size += (chunk as Buffer).length;
-		if (size > MAX_BODY_BYTES) {
-			const tooLarge = hostRefusal(413, `body: larger than ${MAX_BODY_BYTES} bytes`, {
-				field: "body",
-			});
-			return { refused: { ...tooLarge, headers: { connection: "close" } } };
-		}
-		chunks.push(chunk as Buffer);
-	}
+function readJsonBody(req: IncomingMessage): Promise<BodyRead> {
+	// Plain 'data'/'end' listeners: the stream's async iterator costs a promise per chunk, and a
+	// create's body is one chunk.
+	return new Promise((resolve, reject) => {
+		const chunks: Buffer[] = [];
+		let size = 0;
+		const onData = (chunk: Buffer): void => {
+			size += chunk.length;
+			if (size > MAX_BODY_BYTES) {
+				req.off("data", onData);
+				req.off("end", onEnd);
+				req.off("error", reject);
+				req.resume(); // drained, not kept
+				const tooLarge = hostRefusal(413, `body: larger than ${MAX_BODY_BYTES} bytes`, {
+					field: "body",
+				});
+				resolve({ refused: { ...tooLarge, headers: { connection: "close" } } });
+				return;
+			}
+			chunks.push(chunk);
+		};
+		const onEnd = (): void => {
+			req.off("error", reject);
+			resolve(parseJsonBody(chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks)));
+		};
+		req.on("data", onData);
+		req.once("end", onEnd);
+		req.once("error", reject);
+	});
+}
+
+function parseJsonBody(bytes: Buffer): BodyRead {
 	const bad = (message: string): BodyRead => ({
 		refused: hostRefusal(400, `body: ${message}`, { field: "body" }),
 	});
 	let value: unknown;
 	try {
-		value = JSON.parse(Buffer.concat(chunks).toString("utf8"));
+		value = JSON.parse(bytes.toString("utf8"));
 	} catch (error) {
 		return bad(`is not JSON (${error instanceof Error ? error.message : String(error)})`);
 	}
@@ -249,7 +268,9 @@ export function apiV2Route(deps: ApiV2Deps): Route {
 			if (token !== undefined) headers["vvm-fencing-token"] = token.toString();
 			const seconds = elapsed(started);
 			deps.metrics.observe(route.kind, outcome, reply.status, seconds);
-			if (isWrite(route)) {
+			const warn = reply.status === 409 || reply.status >= 500;
+			// The line is built only when it is written (debug is off by default: a create's hot path).
+			if (isWrite(route) && (warn || deps.logger.isLevelEnabled("debug"))) {
 				const offset = headers["vvm-plog-offset"];
 				const line = {
 					event: "command",
@@ -262,8 +283,7 @@ export function apiV2Route(deps: ApiV2Deps): Route {
 					outcome,
 					ms: Math.round(seconds * 10_000) / 10,
 				};
-				if (reply.status === 409 || reply.status >= 500)
-					deps.logger.warn(line, `command ${outcome}`);
+				if (warn) deps.logger.warn(line, `command ${outcome}`);
 				else deps.logger.debug(line, `command ${outcome}`);
 			}
 			return { ...reply, headers };

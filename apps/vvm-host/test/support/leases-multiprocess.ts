@@ -8,11 +8,11 @@ import { execFileSync } from "node:child_process";
 import { DeleteTableCommand, DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { hostPort, requireServer } from "@vvm/vitest-config/servers";
 import { afterAll, describe, expect, it } from "vitest";
-import { systemMonotonicMs } from "../src/logger.ts";
-import type { HostProcess, LogLine } from "./support/host-process.ts";
-import { APP_DIR, killHard, spawnHost } from "./support/host-process.ts";
-import type { ServedLine } from "./support/served-log.ts";
-import { checkNoOverlap, summarize } from "./support/served-log.ts";
+import { systemMonotonicMs } from "../../src/logger.ts";
+import type { HostProcess, LogLine } from "./host-process.ts";
+import { APP_DIR, killHard, spawnHost } from "./host-process.ts";
+import type { ServedLine } from "./served-log.ts";
+import { checkNoOverlap, summarize } from "./served-log.ts";
 
 const ENDPOINT = process.env.DYNAMODB_ENDPOINT ?? "http://127.0.0.1:8000";
 const DYN = hostPort(ENDPOINT, 8000);
@@ -21,6 +21,9 @@ const CAS = hostPort(CAS_POINTS.split(",")[0] ?? "127.0.0.1:9042", 9042);
 const RUN = `${process.pid.toString(36)}${Date.now().toString(36)}`;
 
 /** A storage shared by host processes: DynamoDB Local, or the real Cassandra. */
+/** Which storage a file of this suite runs on. */
+export type BackendName = "dyn" | "cas";
+
 interface Backend {
 	readonly name: string;
 	readonly skip: false | string;
@@ -30,8 +33,9 @@ interface Backend {
 
 const TABLE = `vvm_leases_mp_${RUN}`;
 const KEYSPACE = `vvm_leases_mp_${RUN}`;
-const backends: Backend[] = [
-	{
+/** The backends, each built (its server checked) only when its file runs. */
+const backends: Record<BackendName, () => Promise<Backend>> = {
+	dyn: async () => ({
 		name: "DynamoDB Local",
 		skip: await requireServer({
 			name: "DynamoDB Local",
@@ -50,8 +54,8 @@ const backends: Backend[] = [
 			await client.send(new DeleteTableCommand({ TableName: TABLE })).catch(() => {});
 			client.destroy();
 		},
-	},
-	{
+	}),
+	cas: async () => ({
 		name: "Cassandra",
 		skip: await requireServer({
 			name: "Cassandra",
@@ -66,8 +70,8 @@ const backends: Backend[] = [
 			const script = `const c = require("cassandra-driver"); const client = new c.Client({ contactPoints: ${JSON.stringify(CAS_POINTS.split(","))}, localDataCenter: ${JSON.stringify(process.env.CASSANDRA_LOCAL_DC ?? "datacenter1")} }); client.execute("DROP KEYSPACE IF EXISTS ${KEYSPACE}").finally(() => client.shutdown());`;
 			execFileSync(process.execPath, ["-e", script], { cwd: APP_DIR, stdio: "ignore" });
 		},
-	},
-];
+	}),
+};
 
 const PARTITIONS = 12;
 const LEASE_MS = 2_000;
@@ -77,9 +81,12 @@ const TICK_MS = LEASE_MS / 10; // tick, poll and heartbeat: a tenth of the lease
 const BOUND_MS = LEASE_MS + TICK_MS + TICK_MS;
 const spawned: HostProcess[] = [];
 
+/** The backend of the file that runs (one per file). */
+const built: Backend[] = [];
+
 afterAll(async () => {
 	for (const h of spawned) killHard(h);
-	for (const b of backends) if (!b.skip) await b.cleanup().catch(() => {});
+	for (const b of built) if (!b.skip) await b.cleanup().catch(() => {});
 });
 
 interface Host {
@@ -259,83 +266,94 @@ async function darkTime(
 	}
 }
 
-describe.each(backends)("leases across host processes on $name", (backend) => {
-	it.skipIf(backend.skip)(
-		"3 hosts, 12 partitions, SIGKILL and SIGSTOP: never served twice at once; the dead host's partitions serve again elsewhere",
-		{
-			timeout: 240_000,
-		},
-		async () => {
-			// The first host creates the table or keyspace alone; the others join it together.
-			const mine = spawned.length; // this backend's hosts are spawned from here on
-			const first = await startHost(backend);
-			let live: Host[] = [first, ...(await Promise.all([startHost(backend), startHost(backend)]))];
-			const load = startLoad(() => live);
-			await untilBalanced(live);
-			const kills: Dark[] = [];
-			const pauses: Dark[] = [];
-			const rounds: string[] = [];
+/**
+ * The suite on one backend (one test file each, so CI runs the two side by side):
+ * `await leasesAcrossProcesses("dyn")` at the top of a test file.
+ */
+export async function leasesAcrossProcesses(which: BackendName): Promise<void> {
+	const backend = await backends[which]();
+	built.push(backend);
+	describe(`leases across host processes on ${backend.name}`, () => {
+		it.skipIf(backend.skip)(
+			"3 hosts, 12 partitions, SIGKILL and SIGSTOP: never served twice at once; the dead host's partitions serve again elsewhere",
+			{
+				timeout: 240_000,
+			},
+			async () => {
+				// The first host creates the table or keyspace alone; the others join it together.
+				const mine = spawned.length; // this backend's hosts are spawned from here on
+				const first = await startHost(backend);
+				let live: Host[] = [
+					first,
+					...(await Promise.all([startHost(backend), startHost(backend)])),
+				];
+				const load = startLoad(() => live);
+				await untilBalanced(live);
+				const kills: Dark[] = [];
+				const pauses: Dark[] = [];
+				const rounds: string[] = [];
 
-			// Three kills: the active placement driver's host first, then plain holders.
-			for (let round = 0; round < 3; round++) {
-				const views = await untilBalanced(live);
-				const index =
-					round === 0 ? views.findIndex((v) => v.metrics.placementDriverActive) : round % 3;
-				const victim = live[index] as Host;
-				const held = (views[index] as LeasesBody).served;
-				const killedAt = systemMonotonicMs();
-				process.kill(victim.proc.pid, "SIGKILL");
-				live = live.filter((h) => h !== victim);
-				const dark = await darkTime(victim.proc, held, killedAt);
-				kills.push(dark);
-				rounds.push(`kill ${victim.proc.name}${round === 0 ? " (driver)" : ""}: ${show(dark)}`);
-				expect((await victim.proc.exited).signal).toBe("SIGKILL");
-				live = [...live, await startHost(backend)];
-			}
+				// Three kills: the active placement driver's host first, then plain holders.
+				for (let round = 0; round < 3; round++) {
+					const views = await untilBalanced(live);
+					const index =
+						round === 0 ? views.findIndex((v) => v.metrics.placementDriverActive) : round % 3;
+					const victim = live[index] as Host;
+					const held = (views[index] as LeasesBody).served;
+					const killedAt = systemMonotonicMs();
+					process.kill(victim.proc.pid, "SIGKILL");
+					live = live.filter((h) => h !== victim);
+					const dark = await darkTime(victim.proc, held, killedAt);
+					kills.push(dark);
+					rounds.push(`kill ${victim.proc.name}${round === 0 ? " (driver)" : ""}: ${show(dark)}`);
+					expect((await victim.proc.exited).signal).toBe("SIGKILL");
+					live = [...live, await startHost(backend)];
+				}
 
-			// Two pauses of twice the lease interval: a plain holder, then the active driver's host.
-			for (let round = 0; round < 2; round++) {
-				const views = await untilBalanced(live);
-				const driver = views.findIndex((v) => v.metrics.placementDriverActive);
-				const index = round === 0 ? (driver + 1) % live.length : driver;
-				const victim = live[index] as Host;
-				const held = (views[index] as LeasesBody).served;
-				const stoppedAt = systemMonotonicMs();
-				process.kill(victim.proc.pid, "SIGSTOP");
-				const dark = await darkTime(victim.proc, held, stoppedAt);
-				pauses.push(dark);
-				rounds.push(`pause ${victim.proc.name}${round === 1 ? " (driver)" : ""}: ${show(dark)}`);
-				const sinceStop = systemMonotonicMs() - stoppedAt;
-				await new Promise((r) => setTimeout(r, Math.max(0, 2 * LEASE_MS - sinceStop)));
-				process.kill(victim.proc.pid, "SIGCONT");
-			}
-			await untilBalanced(live);
-			const totals = await load.stop();
+				// Two pauses of twice the lease interval: a plain holder, then the active driver's host.
+				for (let round = 0; round < 2; round++) {
+					const views = await untilBalanced(live);
+					const driver = views.findIndex((v) => v.metrics.placementDriverActive);
+					const index = round === 0 ? (driver + 1) % live.length : driver;
+					const victim = live[index] as Host;
+					const held = (views[index] as LeasesBody).served;
+					const stoppedAt = systemMonotonicMs();
+					process.kill(victim.proc.pid, "SIGSTOP");
+					const dark = await darkTime(victim.proc, held, stoppedAt);
+					pauses.push(dark);
+					rounds.push(`pause ${victim.proc.name}${round === 1 ? " (driver)" : ""}: ${show(dark)}`);
+					const sinceStop = systemMonotonicMs() - stoppedAt;
+					await new Promise((r) => setTimeout(r, Math.max(0, 2 * LEASE_MS - sinceStop)));
+					process.kill(victim.proc.pid, "SIGCONT");
+				}
+				await untilBalanced(live);
+				const totals = await load.stop();
 
-			for (const h of live) process.kill(h.proc.pid, "SIGTERM");
-			for (const h of live) expect((await h.proc.exited).code).toBe(0);
+				for (const h of live) process.kill(h.proc.pid, "SIGTERM");
+				for (const h of live) expect((await h.proc.exited).code).toBe(0);
 
-			// Never two hosts serving one partition at overlapping times: the hosts share this
-			// machine's CLOCK_MONOTONIC (skew 0), so the check is strict; the stated skew bound is how
-			// much earlier than its lease's expiry a holder stops.
-			const served = servedLines(spawned.slice(mine));
-			const check = checkNoOverlap(served);
-			expect(check.overlaps).toEqual([]);
-			expect(check.tokenRegressions).toEqual([]);
-			// The test did exercise handovers: every kill and pause moved partitions.
-			expect(check.handovers).toBeGreaterThanOrEqual(kills.length + pauses.length);
-			for (let p = 0; p < PARTITIONS; p++) {
-				expect(served.some((s) => s.partition === p)).toBe(true);
-			}
-			// The command processor took writes, so the partitions that moved had a PLog to actualize.
-			expect(totals.creates).toBeGreaterThan(PARTITIONS);
-			const stats = (ds: Dark[], k: keyof Dark) =>
-				summarize(ds.map((d) => d[k]))
-					.map((x) => Math.round(x))
-					.join("/");
-			console.log(
-				`[leases-failover] ${backend.name}: ${rounds.join("; ")}. Min/median/max ms until deployed and actualized elsewhere | until a command was served there: kills ${stats(kills, "deployedMs")} | ${stats(kills, "servedMs")}, pauses ${stats(pauses, "deployedMs")} | ${stats(pauses, "servedMs")}; actualization of one partition ${stats([...kills, ...pauses], "actualizeMs")}; bound ${BOUND_MS} ms (lease ${LEASE_MS} + tick ${TICK_MS} + poll ${TICK_MS}); ${served.length} probes served and ${totals.creates} records created of ${totals.requests} requests, ${check.handovers} handovers, smallest gap between two holders ${Math.round(check.minGapMs)} ms`,
-			);
-		},
-	);
-});
+				// Never two hosts serving one partition at overlapping times: the hosts share this
+				// machine's CLOCK_MONOTONIC (skew 0), so the check is strict; the stated skew bound is how
+				// much earlier than its lease's expiry a holder stops.
+				const served = servedLines(spawned.slice(mine));
+				const check = checkNoOverlap(served);
+				expect(check.overlaps).toEqual([]);
+				expect(check.tokenRegressions).toEqual([]);
+				// The test did exercise handovers: every kill and pause moved partitions.
+				expect(check.handovers).toBeGreaterThanOrEqual(kills.length + pauses.length);
+				for (let p = 0; p < PARTITIONS; p++) {
+					expect(served.some((s) => s.partition === p)).toBe(true);
+				}
+				// The command processor took writes, so the partitions that moved had a PLog to actualize.
+				expect(totals.creates).toBeGreaterThan(PARTITIONS);
+				const stats = (ds: Dark[], k: keyof Dark) =>
+					summarize(ds.map((d) => d[k]))
+						.map((x) => Math.round(x))
+						.join("/");
+				console.log(
+					`[leases-failover] ${backend.name}: ${rounds.join("; ")}. Min/median/max ms until deployed and actualized elsewhere | until a command was served there: kills ${stats(kills, "deployedMs")} | ${stats(kills, "servedMs")}, pauses ${stats(pauses, "deployedMs")} | ${stats(pauses, "servedMs")}; actualization of one partition ${stats([...kills, ...pauses], "actualizeMs")}; bound ${BOUND_MS} ms (lease ${LEASE_MS} + tick ${TICK_MS} + poll ${TICK_MS}); ${served.length} probes served and ${totals.creates} records created of ${totals.requests} requests, ${check.handovers} handovers, smallest gap between two holders ${Math.round(check.minGapMs)} ms`,
+				);
+			},
+		);
+	});
+}
