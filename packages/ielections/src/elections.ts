@@ -543,8 +543,10 @@ class ElectionsImpl<K, V> implements Elections<K, V> {
 				void this.#end(
 					leader,
 					"ELECTIONS_STORAGE_ERROR",
-					new Error(
-						`[@vvm/ielections] no renewal of ${leader.keyString} succeeded before its lease deadline`,
+					// A coded error, as every error this package hands out (the `lost` event carries it).
+					new ElectionsError(
+						"ELECTIONS_STORAGE_ERROR",
+						`no renewal of ${leader.keyString} succeeded before its lease deadline (a storage call hung past it)`,
 					),
 				);
 			},

@@ -221,6 +221,8 @@ describe("lease deadline (beyond seed 001)", () => {
 		expect(ElectionsError.is(reason)).toBe(true);
 		expect(reason.code).toBe("ELECTIONS_STORAGE_ERROR");
 		expect(String((reason.cause as Error).message)).toContain("lease deadline");
+		// The cause carries a code too: it is the `lost` event's `error`.
+		expect(ElectionsError.is(reason.cause) && reason.cause.code).toBe("ELECTIONS_STORAGE_ERROR");
 		// The killer stays armed (never cancelled), at the pre-CAS deadline of the hanging attempt:
 		// the record's expiry (d after the insert was sent) minus the margin, and it says why.
 		expect(killer.deadline).toBe(t0 + d * 1000 - d * 25);
