@@ -64,7 +64,9 @@ export const dynamoTable: ServerSetup<DynamoServer> = {
 		const client = new DynamoDBClient(dynamoEnv());
 		const tableName = uniqueName("vvm_matrix");
 		try {
-			await ensureDynamoTTLTable(client, tableName);
+			// A generous request timeout: DynamoDB Local shares a saturated CI machine with the chaos
+			// runs (a CreateTable took over the 5 s default there once).
+			await ensureDynamoTTLTable(client, tableName, { requestTimeoutMs: 60_000 });
 		} catch (error) {
 			client.destroy();
 			throw error;
