@@ -38,7 +38,8 @@ export function chooseHostBuild(from: "auto" | HostBuild = "auto"): HostBuild {
 			join(HOST_DIR, "src"),
 			...(existsSync(packages) ? readdirSync(packages).map((p) => join(packages, p, "src")) : []),
 		];
-		fresh = existsSync(cli) && sources.every((dir) => newestMtime(dir) <= statSync(cli).mtimeMs);
+		const built = existsSync(cli) ? statSync(cli).mtimeMs : 0;
+		fresh = built > 0 && sources.every((dir) => newestMtime(dir) <= built);
 	}
 	return fresh ? "dist" : "source";
 }

@@ -2,6 +2,7 @@ import { TTLStorageError } from "@vvm/ttlstorage";
 import { DRIVER_NAME, isConnectionError, mapPgError } from "./errors.ts";
 import { validatePgIdentifier } from "./names.ts";
 import type { PgPool, PgPoolClient } from "./pool.ts";
+import { guardConnection, guardConnections } from "./pool.ts";
 
 /** Default schema. */
 export const DEFAULT_SCHEMA = "public";
@@ -90,14 +91,14 @@ export async function ensurePgSchema(
 		throw new TypeError("[@vvm/ttlstorage-pg] pool must be a node-postgres Pool");
 	const operation = "ensurePgSchema";
 	let client: PgPoolClient;
+	guardConnections(pool);
 	try {
 		client = await pool.connect();
 	} catch (error) {
 		throw mapPgError(error, { operation, phase: "connect" });
 	}
 	let broken: unknown;
-	const ignore = (): void => {}; // the statement that fails reports it
-	client.on("error", ignore);
+	guardConnection(client); // the statement that fails reports it
 	try {
 		const q = (text: string, values: unknown[] = []) => client.query({ text, values });
 		await q("BEGIN");
@@ -146,6 +147,5 @@ export async function ensurePgSchema(
 		throw mapPgError(error, { operation, phase: "write" });
 	} finally {
 		client.release(broken instanceof Error ? broken : broken !== undefined);
-		client.removeListener("error", ignore);
 	}
 }

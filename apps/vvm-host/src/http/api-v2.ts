@@ -32,44 +32,25 @@ export interface ApiV2Deps {
 type BodyRead = { readonly fields: Record<string, unknown> } | { readonly refused: ApiErrorReply };
 
 /** Reads a JSON object body, at most {@link MAX_BODY_BYTES}; a bad one is a 400 naming `body`. */
-function readJsonBody(req: IncomingMessage): Promise<BodyRead> {
-	// Plain 'data'/'end' listeners: the stream's async iterator costs a promise per chunk, and a
-	// create's body is one chunk.
-	return new Promise((resolve, reject) => {
-		const chunks: Buffer[] = [];
-		let size = 0;
-		const onData = (chunk: Buffer): void => {
-			size += chunk.length;
-			if (size > MAX_BODY_BYTES) {
-				req.off("data", onData);
-				req.off("end", onEnd);
-				req.off("error", reject);
-				req.resume(); // drained, not kept
-				const tooLarge = hostRefusal(413, `body: larger than ${MAX_BODY_BYTES} bytes`, {
-					field: "body",
-				});
-				resolve({ refused: { ...tooLarge, headers: { connection: "close" } } });
-				return;
-			}
-			chunks.push(chunk);
-		};
-		const onEnd = (): void => {
-			req.off("error", reject);
-			resolve(parseJsonBody(chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks)));
-		};
-		req.on("data", onData);
-		req.once("end", onEnd);
-		req.once("error", reject);
-	});
-}
-
-function parseJsonBody(bytes: Buffer): BodyRead {
+async function readJsonBody(req: IncomingMessage): Promise<BodyRead> {
+	const chunks: Buffer[] = [];
+	let size = 0;
+	for await (const chunk of req) {
+		size += (chunk as Buffer).length;
+		if (size > MAX_BODY_BYTES) {
+			const tooLarge = hostRefusal(413, `body: larger than ${MAX_BODY_BYTES} bytes`, {
+				field: "body",
+			});
+			return { refused: { ...tooLarge, headers: { connection: "close" } } };
+		}
+		chunks.push(chunk as Buffer);
+	}
 	const bad = (message: string): BodyRead => ({
 		refused: hostRefusal(400, `body: ${message}`, { field: "body" }),
 	});
 	let value: unknown;
 	try {
-		value = JSON.parse(bytes.toString("utf8"));
+		value = JSON.parse(Buffer.concat(chunks).toString("utf8"));
 	} catch (error) {
 		return bad(`is not JSON (${error instanceof Error ? error.message : String(error)})`);
 	}
