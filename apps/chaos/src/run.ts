@@ -13,6 +13,8 @@ import type { CommandLoad } from "./command-load.ts";
 import { startCommandLoad } from "./command-load.ts";
 import { createEventLog } from "./events.ts";
 import { startFaults } from "./fault-injector.ts";
+import type { FinalRecovery } from "./final-recovery.ts";
+import { recoverAllPartitions } from "./final-recovery.ts";
 import type { HostClocks } from "./host-clocks.ts";
 import { createHostClocks } from "./host-clocks.ts";
 import { hostCommand, REPO_ROOT } from "./host-command.ts";
@@ -46,6 +48,8 @@ export interface RunResult {
 	readonly commands?: CommandReport;
 	/** commands: partitions deployed after the first time every partition was served. */
 	readonly partitionMoves?: number;
+	/** commands: what the final recovery (every partition deployed once more) applied before the check. */
+	readonly finalRecovery?: FinalRecovery;
 }
 
 /** The host's cluster application ID (`HOST_APP_ID` of vvm-host): the commands checker's keys. */
@@ -263,14 +267,21 @@ export async function runChaos(
 		events.emit("run-end", { reason: stopReason });
 		for (const f of files) f.close();
 		let commandReport: CommandReport | undefined;
+		let finalRecovery: FinalRecovery | undefined;
 		if (commands && clients !== undefined) {
-			say("[chaos] checking the clients' history against the storage");
 			const direct = await backend.checkerStorage();
 			try {
-				commandReport = await checkCommandHistory(await readHistory(outDir), direct.storage, {
-					appId: HOST_APP_ID,
-					partitions: options.partitions,
+				const scope = { appId: HOST_APP_ID, partitions: options.partitions };
+				say("[chaos] final recovery: every partition deployed once more, as its next holder would");
+				finalRecovery = await recoverAllPartitions(direct.storage, {
+					...scope,
+					trustLevel: options.trustLevel,
 				});
+				say(
+					`[chaos] final recovery: ${finalRecovery.actualizedEvents} PLog events read past the stored offsets, ${finalRecovery.reappliedEvents} of them (re)applied`,
+				);
+				say("[chaos] checking the clients' history against the storage");
+				commandReport = await checkCommandHistory(await readHistory(outDir), direct.storage, scope);
 			} finally {
 				await direct.close();
 			}
@@ -293,6 +304,7 @@ export async function runChaos(
 			hostStarts: hosts.reduce((n, h) => n + h.starts, 0),
 			report,
 			...(commandReport === undefined ? {} : { commands: commandReport, partitionMoves }),
+			...(finalRecovery === undefined ? {} : { finalRecovery }),
 		};
 		writeFileSync(join(outDir, RUN_FILES.report), `${JSON.stringify(result, null, "\t")}\n`);
 		return result;

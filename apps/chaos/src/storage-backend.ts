@@ -188,7 +188,13 @@ async function openCassandra(options: ChaosOptions): Promise<StorageBackend> {
 		proxiesOf: (i) => proxies[i] ?? [],
 		async checkerStorage() {
 			return {
-				storage: createCassandraTTLStorage({ client: admin, keyspace }),
+				// ALL, with every node up again: a write that reached one replica only (its
+				// coordinator timed out) is seen by the final recovery and the checker alike.
+				storage: createCassandraTTLStorage({
+					client: admin,
+					keyspace,
+					readConsistency: cassandra.types.consistencies.all,
+				}),
 				close: async () => {},
 			};
 		},

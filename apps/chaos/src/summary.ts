@@ -2,6 +2,7 @@
 import type { CheckReport, Distribution, Overlap } from "./checker.ts";
 import type { CommandReport } from "./command-checker.ts";
 import { FAULT_KINDS } from "./faults-catalog.ts";
+import type { FinalRecovery } from "./final-recovery.ts";
 import type { RunResult } from "./run.ts";
 
 const ms = (v: number | undefined): string => (v === undefined ? "-" : `${Math.round(v)} ms`);
@@ -51,7 +52,11 @@ export function reportLines(r: CheckReport): string[] {
 }
 
 /** The commands checker's findings, as lines. */
-function commandLines(c: CommandReport, partitionMoves: number | undefined): string[] {
+function commandLines(
+	c: CommandReport,
+	partitionMoves: number | undefined,
+	recovery: FinalRecovery | undefined,
+): string[] {
 	const kinds = Object.entries(c.anomalyKinds)
 		.map(([k, n]) => `${k} ${n}`)
 		.join(", ");
@@ -59,6 +64,12 @@ function commandLines(c: CommandReport, partitionMoves: number | undefined): str
 		`commands verdict:    ${c.ok ? "PASS" : "FAIL"}: ${c.anomalies.length} anomalies${kinds === "" ? "" : ` (${kinds})`}`,
 		`operations:          ${c.ops} (${c.creates} creates, ${c.updates} updates): acknowledged ${c.acknowledged}, unknown ${c.unknown} (${c.unknownApplied} of them applied), nothing written ${c.notWritten}, rejected ${c.rejected}; ${c.retried} retried, ${c.replays} answers replayed by idempotency key`,
 		`storage:             ${c.events} events (${c.markedEvents} marked corrupted); checkCpStorage problems ${c.storageProblems.length}${partitionMoves === undefined ? "" : `; partition moves ${partitionMoves}`}`,
+		...(recovery === undefined
+			? []
+			: [
+					`final recovery:      ${recovery.partitions} partitions deployed once more before the check: ${recovery.actualizedEvents} PLog events read past the stored offsets, ${recovery.reappliedEvents} of them (re)applied, ${recovery.corruptedOffsets} corrupted offsets; as stored before it: ${recovery.before.length === 0 ? "no problem" : `${recovery.before.length} problems (below)`}`,
+					...recovery.before.slice(0, 5).map((l) => `  before recovery: ${l}`),
+				]),
 		...c.anomalies.slice(0, 10).map((a) => `  anomaly: ${a}`),
 	];
 }
@@ -72,7 +83,7 @@ export function summaryText(result: RunResult): string {
 			`run:                 ${(result.elapsedMs / 1000).toFixed(1)} s, ended by ${result.stopReason}`,
 			`cluster:             ${o.hosts} hosts (${result.build}), --placement leases, ${o.partitions} partitions, lease ${o.leaseIntervalMs} ms (skew ${o.leaseMaxClockSkewMs} ms), trust level ${o.trustLevel}, ${result.hostStarts} host starts; ${result.storage}`,
 			`clients:             ${o.clients} over ${o.workspaces} workspaces`,
-			...commandLines(result.commands, result.partitionMoves),
+			...commandLines(result.commands, result.partitionMoves, result.finalRecovery),
 			...reportLines(result.report).filter((l) => /^(faults|host exits|hosts ran mutants)/.test(l)),
 			`logs:                ${result.outDir}`,
 		].join("\n");
