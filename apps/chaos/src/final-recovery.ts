@@ -50,8 +50,7 @@ export async function recoverAllPartitions(
 	let corruptedOffsets = 0;
 	try {
 		// All at once: on Cassandra a raise waits out the previous epoch's stamp reservation.
-		const ids = Array.from({ length: options.partitions }, (_, p) => p);
-		const partitions = ids.map((p) => cp.deploy(p));
+		const partitions = Array.from({ length: options.partitions }, (_, p) => cp.deploy(p));
 		await Promise.all(partitions.map((p) => p.ready()));
 		for (const partition of partitions) {
 			const s = partition.stats();

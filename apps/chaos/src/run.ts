@@ -277,9 +277,6 @@ export async function runChaos(
 					...scope,
 					trustLevel: options.trustLevel,
 				});
-				say(
-					`[chaos] final recovery: ${finalRecovery.actualizedEvents} PLog events read past the stored offsets, ${finalRecovery.reappliedEvents} of them (re)applied`,
-				);
 				say("[chaos] checking the clients' history against the storage");
 				commandReport = await checkCommandHistory(await readHistory(outDir), direct.storage, scope);
 			} finally {
