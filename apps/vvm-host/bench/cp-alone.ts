@@ -4,6 +4,7 @@
 // CPU from /proc; it prints one JSON line per phase ({ phase, ok, seconds, latencies summary }).
 //
 //   node --import tsx bench/cp-alone.ts <level|mem|cas|dyn|pg> <trustLevel> <seconds> <workspaces> <concurrency>
+import { readFileSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -131,15 +132,23 @@ async function main(): Promise<void> {
 			return false;
 		}
 	};
+	/** This process's main thread's CPU so far, µs (the JavaScript; drivers' threads excluded). */
+	const mainThreadCpuUs = (): number => {
+		const stat = readFileSync(`/proc/self/task/${process.pid}/stat`, "utf8");
+		const f = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+		return ((Number(f[11]) + Number(f[12])) / 100) * 1e6; // USER_HZ ticks
+	};
 	const report = (
 		phase: string,
 		latencies: number[],
 		ok: number,
 		seconds: number,
 		cpu0: NodeJS.CpuUsage,
+		main0: number,
 	): void => {
 		latencies.sort((a, b) => a - b);
 		const cpu = process.cpuUsage(cpu0);
+		const main = mainThreadCpuUs() - main0;
 		console.log(
 			JSON.stringify({
 				phase,
@@ -150,6 +159,7 @@ async function main(): Promise<void> {
 				p99: quantile(latencies, 0.99),
 				// This process, every thread (the storage driver's too), per command.
 				cpuUs: (cpu.user + cpu.system) / Math.max(1, latencies.length),
+				mainCpuUs: main / Math.max(1, latencies.length),
 			}),
 		);
 	};
@@ -159,6 +169,7 @@ async function main(): Promise<void> {
 		let ok = 0;
 		let next = 1;
 		const cpu0 = process.cpuUsage();
+		const main0 = mainThreadCpuUs();
 		const t0 = performance.now();
 		await Promise.all(
 			Array.from({ length: CONCURRENCY }, async () => {
@@ -170,12 +181,13 @@ async function main(): Promise<void> {
 				}
 			}),
 		);
-		report("warmup", latencies, ok, (performance.now() - t0) / 1000, cpu0);
+		report("warmup", latencies, ok, (performance.now() - t0) / 1000, cpu0, main0);
 	}
 	{
 		const latencies: number[] = [];
 		let ok = 0;
 		const cpu0 = process.cpuUsage();
+		const main0 = mainThreadCpuUs();
 		const t0 = performance.now();
 		const end = t0 + SECONDS * 1000;
 		await Promise.all(
@@ -188,7 +200,7 @@ async function main(): Promise<void> {
 				}
 			}),
 		);
-		report("warm", latencies, ok, (performance.now() - t0) / 1000, cpu0);
+		report("warm", latencies, ok, (performance.now() - t0) / 1000, cpu0, main0);
 	}
 	await cp.close();
 	await close();

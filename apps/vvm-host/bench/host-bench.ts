@@ -18,6 +18,8 @@
 //   pnpm bench --quick               # level only, shorter runs, 2 000 workspaces: a minute or two
 //   BENCH_STORAGES=level BENCH_LEVELS=0 BENCH_SECONDS=6 BENCH_ROUNDS=3 pnpm bench
 //   BENCH_VARIANTS=fenced,unfenced pnpm bench   # also the test-only unfenced mutant (fence cost)
+//   BENCH_PROFILE=/tmp/prof pnpm bench --quick   # each host process writes a V8 CPU profile there
+//   BENCH_HOST_NODE_OPTIONS=--perf-basic-prof pnpm bench --quick   # node options of the hosts
 //   BENCH_WORKSPACES=10000 BENCH_REMOTE_WORKSPACES=2000 BENCH_COLD_WORKSPACES=5000 BENCH_CONCURRENCY=16
 import { spawn } from "node:child_process";
 import { existsSync, readFileSync } from "node:fs";
@@ -57,6 +59,8 @@ const REMOTE_WORKSPACES = num(env.BENCH_REMOTE_WORKSPACES, QUICK ? 300 : 2_000);
 const COLD_WORKSPACES = num(env.BENCH_COLD_WORKSPACES, QUICK ? 1_000 : 5_000);
 const STORAGES = list(env.BENCH_STORAGES, QUICK ? "level" : "level,cas,dyn,pg") as Storage[];
 const PARTITIONS = 10;
+/** Where the hosts write V8 CPU profiles (`--cpu-prof`), if set: for "where the time goes". */
+const PROFILE_DIR = env.BENCH_PROFILE;
 const HOST_DIR = join(import.meta.dirname, "..");
 const CLI = join(HOST_DIR, "dist/cli.mjs");
 const BODY = '{"name":"Ada Lovelace"}';
@@ -119,9 +123,9 @@ async function cleanup(storage: Storage, tag: string): Promise<void> {
 	}
 }
 
-/** CPU time of a process so far, ms (user + system, every thread). */
-function cpuMsOf(pid: number): number {
-	const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+/** CPU time of a process so far, ms (user + system, every thread; or its main thread's alone). */
+function cpuMsOf(pid: number, mainThread = false): number {
+	const stat = readFileSync(mainThread ? `/proc/${pid}/task/${pid}/stat` : `/proc/${pid}/stat`, "utf8");
 	const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
 	return ((Number(fields[11]) + Number(fields[12])) / CLK_TCK) * 1000;
 }
@@ -181,6 +185,8 @@ async function startHost(data: HostData, level: number, variant: Variant): Promi
 	const child = spawn(
 		process.execPath,
 		[
+			...(PROFILE_DIR === undefined ? [] : ["--cpu-prof", `--cpu-prof-dir=${PROFILE_DIR}`]),
+			...list(env.BENCH_HOST_NODE_OPTIONS, ""),
 			CLI,
 			...storageArgs,
 			"--http-port",
@@ -361,6 +367,8 @@ interface Measured {
 	readonly p99: number;
 	/** The server process's CPU per request, µs (every thread). */
 	readonly hostCpuUs: number;
+	/** Of which its main thread's (JavaScript, HTTP; the rest is libuv's and V8's threads). */
+	readonly hostMainCpuUs: number;
 	/** The client's own CPU per request, µs (0 where the caller is in the same process). */
 	readonly clientCpuUs: number;
 	readonly errors: number;
@@ -379,6 +387,7 @@ async function load(
 	let ok = 0;
 	let next = 0;
 	const cpu0 = cpuMsOf(server.pid);
+	const main0 = cpuMsOf(server.pid, true);
 	const client0 = process.cpuUsage();
 	const t0 = performance.now();
 	const end = t0 + SECONDS * 1000;
@@ -405,6 +414,7 @@ async function load(
 	);
 	const elapsed = (performance.now() - t0) / 1000;
 	const hostCpuMs = cpuMsOf(server.pid) - cpu0;
+	const hostMainCpuMs = cpuMsOf(server.pid, true) - main0;
 	const client = process.cpuUsage(client0);
 	latencies.sort((a, b) => a - b);
 	const q = (p: number): number => latencies[Math.floor(p * (latencies.length - 1))] ?? 0;
@@ -415,6 +425,7 @@ async function load(
 		p50: q(0.5),
 		p99: q(0.99),
 		hostCpuUs: (hostCpuMs * 1000) / Math.max(1, total),
+		hostMainCpuUs: (hostMainCpuMs * 1000) / Math.max(1, total),
 		clientCpuUs: (client.user + client.system) / Math.max(1, total),
 		errors: total - ok,
 	};
@@ -461,6 +472,7 @@ async function cpAlone(
 			p50: number;
 			p99: number;
 			cpuUs: number;
+			mainCpuUs: number;
 		};
 		phases.set(r.phase, {
 			total: r.total,
@@ -468,6 +480,7 @@ async function cpAlone(
 			p50: r.p50,
 			p99: r.p99,
 			hostCpuUs: r.cpuUs,
+			hostMainCpuUs: r.mainCpuUs,
 			clientCpuUs: 0,
 			errors: r.total - r.ok,
 		});
@@ -514,7 +527,7 @@ function rowText(r: Row, reference: number): string {
 	const perSecond = m((x) => x.perSecond);
 	const errors = r.runs.reduce((n, x) => n + x.errors, 0);
 	const client = m((x) => x.clientCpuUs);
-	return `| ${r.label} | ${Math.round(perSecond).toLocaleString("en")} | ${r.label === BARE ? "" : `${((100 * perSecond) / reference).toFixed(1)} %`} | ${m((x) => x.p50).toFixed(2)} | ${m((x) => x.p99).toFixed(2)} | ${Math.round(m((x) => x.hostCpuUs))} | ${client === 0 ? "(in process)" : Math.round(client)} | ${errors} |`;
+	return `| ${r.label} | ${Math.round(perSecond).toLocaleString("en")} | ${r.label === BARE ? "" : `${((100 * perSecond) / reference).toFixed(1)} %`} | ${m((x) => x.p50).toFixed(2)} | ${m((x) => x.p99).toFixed(2)} | ${Math.round(m((x) => x.hostCpuUs))} | ${Math.round(m((x) => x.hostMainCpuUs))} | ${client === 0 ? "(in process)" : Math.round(client)} | ${errors} |`;
 }
 
 async function hostRuns(storage: Storage, level: number, variant: Variant, round: number) {
@@ -591,9 +604,9 @@ async function main(): Promise<void> {
 	const reference = med(BARE, (m) => m.perSecond) ?? 0;
 	console.log("");
 	console.log(
-		"| server | creates/s | of bare | p50 ms | p99 ms | server CPU µs/req | client CPU µs/req | non-201 |",
+		"| server | creates/s | of bare | p50 ms | p99 ms | server CPU µs/req | of which main thread | client CPU µs/req | non-201 |",
 	);
-	console.log("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |");
+	console.log("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |");
 	for (const r of rows.values()) console.log(rowText(r, reference));
 	console.log("");
 	// The goals of issue 24, checked on this run.

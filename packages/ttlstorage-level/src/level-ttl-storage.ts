@@ -109,6 +109,7 @@ export interface LevelTTLStorage extends TTLStorage {
 }
 
 const EMPTY = new Uint8Array(0);
+const NO_READS: readonly Uint8Array[] = [];
 
 /** A group whose batch was issued: `landed` settles when it landed (`undefined`) or failed. */
 interface Written {
@@ -614,7 +615,11 @@ class LevelTTLStorageImpl implements LevelTTLStorage {
 		await this.#write("putBatch", items);
 	}
 
-	/** Unconditional writes of already validated items, in one group (refused whole when fenced out). */
+	/**
+	 * Unconditional writes of already validated items, in one group (refused whole when fenced out).
+	 * They read nothing: a replaced record's index entry is left for the cleaner, which drops an
+	 * entry whose record's expiry differs (a put of numbers or an event costs no LevelDB read).
+	 */
 	#write(operation: string, items: readonly BatchItem[]): Promise<void> {
 		if (items.length === 0) {
 			this.#open(operation);
@@ -622,23 +627,15 @@ class LevelTTLStorageImpl implements LevelTTLStorage {
 		}
 		const keys = items.map((item) => dataKey(item.pKey, item.cCols));
 		const fences = LevelTTLStorageImpl.#fencesOf(items.map((item) => item.fence));
-		// The records replaced are read with the group, so each one's index entry is removed exactly.
-		return this.#enqueue(operation, keys, LevelTTLStorageImpl.#scopesOf(fences), (view) => {
+		return this.#enqueue(operation, NO_READS, LevelTTLStorageImpl.#scopesOf(fences), (view) => {
 			this.#checkFences(view, fences, operation);
 			const now = this.#clock.now();
-			const lks = keys.map(lockKeyOf);
-			// Decoded first: a corrupt record fails the write before the view changes.
-			const olds = lks.map((lk) => view.record(lk));
-			const seen = new Map<string, Decoded | undefined>();
 			items.forEach((item, i) => {
-				const key = keys[i] as Uint8Array;
-				const lk = lks[i] as string;
-				const old = seen.has(lk) ? seen.get(lk) : olds[i];
 				const next = { expireAt: expireAtMs(now, item.ttlSeconds ?? 0), value: item.value };
-				this.#rewrite(view.ops, key, old, next);
-				seen.set(lk, next);
+				const key = keys[i] as Uint8Array;
+				this.#rewrite(view.ops, key, undefined, next);
+				view.set(lockKeyOf(key), next);
 			});
-			for (const [lk, record] of seen) view.set(lk, record);
 		});
 	}
 
@@ -651,10 +648,13 @@ class LevelTTLStorageImpl implements LevelTTLStorage {
 		}
 		const keys = items.map((item) => dataKey(item.pKey, item.cCols));
 		const fences = LevelTTLStorageImpl.#fencesOf(items.map((item) => item.fence));
-		return this.#enqueue(operation, keys, LevelTTLStorageImpl.#scopesOf(fences), (view) => {
+		// Only the conditions read; an unconditional item is a put (see #write).
+		const reads = keys.filter((_, i) => (items[i] as ConditionalBatchItem).expected !== undefined);
+		return this.#enqueue(operation, reads, LevelTTLStorageImpl.#scopesOf(fences), (view) => {
 			this.#checkFences(view, fences, operation);
 			const now = this.#clock.now();
 			const lks = keys.map(lockKeyOf);
+			// An unconditional item's key may be read by another job of the group: the view has it then.
 			const olds = lks.map((lk) => view.record(lk));
 			for (let i = 0; i < items.length; i++) {
 				const expected = (items[i] as ConditionalBatchItem).expected;
@@ -839,9 +839,9 @@ class LevelTTLStorageImpl implements LevelTTLStorage {
  * - Every record stores its expiry, checked on every read and condition with the injected clock
  *   (`now >= expireAt` is expired).
  * - A background cleaner on the clock's timer deletes records that are expired now, walking the
- *   expiry index; every rewrite removes the record's previous index entry, and the cleaner
- *   re-checks each record under its lock, so a renewed record is never deleted while live (unlike
- *   voedger's bbolt driver).
+ *   expiry index; every conditional rewrite removes the record's previous index entry (a put
+ *   leaves it, unread), and the cleaner re-checks each record's stored expiry in its group, so a
+ *   renewed or replaced record is never deleted while live (unlike voedger's bbolt driver).
  *
  * @example
  * ```ts

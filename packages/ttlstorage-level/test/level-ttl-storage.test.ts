@@ -279,7 +279,6 @@ describe("lifecycle and options", () => {
 			get: storage.get(p, k),
 			queryTTL: storage.queryTTL(p, k),
 			insertIfNotExists: storage.insertIfNotExists(p, k, v, 1),
-			put: storage.put(p, k, v),
 			read: (async () => {
 				for await (const _ of storage.read(p));
 			})(),
@@ -293,6 +292,9 @@ describe("lifecycle and options", () => {
 			expect((error as TTLStorageError).code, op).toBe("TTLSTORAGE_FAILED");
 			expect((error as Error).message, op).toMatch(/corrupt record/);
 		}
+		// A put reads nothing: it replaces the corrupt record.
+		await storage.put(p, k, utf8("repaired"));
+		expect(await storage.get(p, k)).toEqual(utf8("repaired"));
 	});
 
 	it("separates keyspaces by prefix on one database", async () => {
@@ -325,7 +327,7 @@ describe("lifecycle and options", () => {
 		expect(seen).toEqual(Array.from({ length: n }, (_, i) => i).filter((i) => i % 100 !== 0));
 	});
 
-	it("putBatch with the same key twice keeps the last item and one index entry", async () => {
+	it("putBatch with the same key twice keeps the last item; the cleaner drops the stale index entries", async () => {
 		const db = new MemoryLevel();
 		const clock = new MockClock(0);
 		const storage = make(db, clock);
@@ -336,9 +338,17 @@ describe("lifecycle and options", () => {
 		]);
 		expect(await storage.get(p, k)).toEqual(utf8("second"));
 		expect(await storage.queryTTL(p, k)).toBe(20);
-		expect(await rawKeys(db, "x")).toHaveLength(1);
+		// Puts read nothing: the entries of "old" (50 s) and "first" (10 s) stay until their time.
+		expect(await rawKeys(db, "x")).toHaveLength(3);
+		clock.advance(15_000);
+		expect(await storage.runCleaner()).toBe(0);
+		expect(await rawKeys(db, "x")).toHaveLength(2);
 		await storage.put(p, k, utf8("plain"));
+		clock.advance(60_000);
+		// Both entries are due and neither is the record's: dropped, the record kept.
+		expect(await storage.runCleaner()).toBe(0);
 		expect(await rawKeys(db, "x")).toEqual([]);
+		expect(await storage.get(p, k)).toEqual(utf8("plain"));
 	});
 
 	it("group commit: writes called together go in one LevelDB batch; later calls of a key win", async () => {
