@@ -125,7 +125,10 @@ async function cleanup(storage: Storage, tag: string): Promise<void> {
 
 /** CPU time of a process so far, ms (user + system, every thread; or its main thread's alone). */
 function cpuMsOf(pid: number, mainThread = false): number {
-	const stat = readFileSync(mainThread ? `/proc/${pid}/task/${pid}/stat` : `/proc/${pid}/stat`, "utf8");
+	const stat = readFileSync(
+		mainThread ? `/proc/${pid}/task/${pid}/stat` : `/proc/${pid}/stat`,
+		"utf8",
+	);
 	const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
 	return ((Number(fields[11]) + Number(fields[12])) / CLK_TCK) * 1000;
 }
@@ -286,7 +289,20 @@ async function startBare(): Promise<Server> {
 		server.keepAliveTimeout = 1000; // as the host's
 		server.listen(0, "127.0.0.1", () => console.log(server.address().port));
 		process.on("SIGTERM", () => { server.closeAllConnections(); server.close(() => process.exit(0)); });`;
-	const child = spawn(process.execPath, ["-e", code], { stdio: ["ignore", "pipe", "inherit"] });
+	return startPrinter(["-e", code]);
+}
+
+/** The host's HTTP layer over a stub partition (bench/http-stub.ts): no processor, no storage. */
+function startStub(): Promise<Server> {
+	return startPrinter(["--import", "tsx", join(HOST_DIR, "bench/http-stub.ts")]);
+}
+
+/** A server process that prints its port on its first line. */
+async function startPrinter(args: string[]): Promise<Server> {
+	const child = spawn(process.execPath, args, {
+		cwd: HOST_DIR,
+		stdio: ["ignore", "pipe", "inherit"],
+	});
 	const port = await new Promise<number>((resolve) => {
 		createInterface({ input: child.stdout }).once("line", (l) => resolve(Number(l)));
 	});
@@ -517,6 +533,7 @@ const med = (label: string, f: (m: Measured) => number): number | undefined => {
 };
 
 const BARE = "bare node:http, same request and answer size (reference)";
+const STUB = "the host's HTTP layer over a stub partition (no processor, no storage)";
 const hostLabel = (s: Storage, level: number, variant: Variant, phase: "warm" | "cold") =>
 	`host on ${s}, level ${level}${variant === "unfenced" ? ", unfenced (test-only mutant)" : ""}, ${phase}`;
 const cpLabel = (s: Storage | "mem", level: number, phase: "warm" | "cold") =>
@@ -584,6 +601,15 @@ async function main(): Promise<void> {
 			record(BARE, await load(b, WORKSPACES));
 		} finally {
 			await b.stop();
+		}
+		progress(
+			`round ${round + 1}/${ROUNDS} the host's HTTP layer over a stub partition, ${SECONDS} s`,
+		);
+		const stub = await startStub();
+		try {
+			record(STUB, await load(stub, WORKSPACES));
+		} finally {
+			await stub.stop();
 		}
 		for (const storage of storages)
 			for (const level of LEVELS) {

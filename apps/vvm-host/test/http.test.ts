@@ -4,7 +4,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import type { OperatorState } from "../src/http/operator-routes.ts";
 import { operatorRoutes } from "../src/http/operator-routes.ts";
 import type { HttpServer } from "../src/http/router.ts";
-import { createRouteTable, startHttpServer } from "../src/http/router.ts";
+import { createRouteTable, requestUrl, startHttpServer } from "../src/http/router.ts";
 import { createLeaseWorker } from "../src/lease-worker.ts";
 import { createHostMetrics } from "../src/metrics.ts";
 
@@ -132,5 +132,32 @@ describe("/leadership and /metrics report leader only with a valid lease", () =>
 		const text = await (await fetch(`${base}/metrics`)).text();
 		expect(text).toMatch(/^vvm_leader 0$/m);
 		expect(text).toMatch(/^vvm_leadership_held 0$/m);
+	});
+});
+
+describe("requestUrl: what new URL() makes of a request target, cheaper for a plain path", () => {
+	const targets = [
+		"/api/v2/apps/vvm/demo/workspaces/1001/docs/app1pkg.Customer",
+		"/api/v2/apps/vvm/demo/workspaces/1001/docs/app1pkg.Customer/322685000131072",
+		"/api/v2/apps/vvm/demo/workspaces/1001/wlog?offset=3&count=2",
+		"/api/v2/apps/vvm/demo/workspaces/1001/../../x",
+		"/api/v2/./apps",
+		"/api/v2/%2e%2E/metrics",
+		"/api/v2/apps/vvm/demo/workspaces/1%30/docs/a%2Eb",
+		"/a b/é/<x>",
+		"/a\\b",
+		"//double//slash/",
+		"/x#frag",
+		"/readyz",
+		"/",
+		"*",
+		"http://other.example/metrics?x=1",
+	];
+	it.each(targets)("%s", (target) => {
+		const fast = requestUrl(target);
+		const full = new URL(target, "http://localhost");
+		expect(fast.pathname).toBe(full.pathname);
+		expect(fast.search).toBe(full.search);
+		expect([...fast.searchParams]).toEqual([...full.searchParams]);
 	});
 });

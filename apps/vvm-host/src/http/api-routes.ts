@@ -79,13 +79,16 @@ export function parseApiRoute(
 ): ApiRoute | ApiRouteError {
 	const notFound: ApiRouteError = { kind: "error", status: 404, message: `no route ${pathname}` };
 	if (!pathname.startsWith(PREFIX)) return notFound;
-	let parts: string[];
+	const parts = pathname.slice(PREFIX.length).split("/");
 	try {
-		parts = pathname.slice(PREFIX.length).split("/").map(decodeURIComponent);
+		// Decoded in place, and only where there is something to decode (a create's path has not).
+		for (let i = 0; i < parts.length; i++)
+			if ((parts[i] as string).includes("%")) parts[i] = decodeURIComponent(parts[i] as string);
 	} catch {
 		return bad("path", "is not valid percent-encoding");
 	}
-	const [owner, app, workspaces, rawWsid, section, name, rawId, ...rest] = parts;
+	const [owner, app, workspaces, rawWsid, section, name, rawId] = parts;
+	const more = parts.length > 7;
 	if (
 		owner === undefined ||
 		app === undefined ||
@@ -111,7 +114,7 @@ export function parseApiRoute(
 					allow,
 					message: `method ${method} not allowed on ${pathname}`,
 				};
-	if (rest.length > 0) return notFound;
+	if (more) return notFound;
 	if (section === "wlog" && name === undefined) {
 		const refused = allowed(["GET"]);
 		if (refused !== undefined) return refused;

@@ -31,26 +31,52 @@ export interface ApiV2Deps {
 /** A request body read as a JSON object, or the refusal to answer instead. */
 type BodyRead = { readonly fields: Record<string, unknown> } | { readonly refused: ApiErrorReply };
 
-/** Reads a JSON object body, at most {@link MAX_BODY_BYTES}; a bad one is a 400 naming `body`. */
-async function readJsonBody(req: IncomingMessage): Promise<BodyRead> {
-	const chunks: Buffer[] = [];
-	let size = 0;
-	for await (const chunk of req) {
-		size += (chunk as Buffer).length;
-		if (size > MAX_BODY_BYTES) {
-			const tooLarge = hostRefusal(413, `body: larger than ${MAX_BODY_BYTES} bytes`, {
-				field: "body",
-			});
-			return { refused: { ...tooLarge, headers: { connection: "close" } } };
-		}
-		chunks.push(chunk as Buffer);
-	}
+/**
+ * Reads a JSON object body, at most {@link MAX_BODY_BYTES}; a bad one is a 400 naming `body`.
+ * Plain `data`/`end` listeners: a create's body is one chunk, and the stream's async iterator
+ * costs a promise per chunk and an end-of-stream watcher per request (a few µs on the hot path,
+ * measured with the benchmark's stub row).
+ */
+function readJsonBody(req: IncomingMessage): Promise<BodyRead> {
+	return new Promise((resolve, reject) => {
+		let first: Buffer | undefined;
+		let more: Buffer[] | undefined;
+		let size = 0;
+		const onData = (chunk: Buffer): void => {
+			size += chunk.length;
+			if (size > MAX_BODY_BYTES) {
+				req.off("data", onData);
+				req.off("end", onEnd);
+				req.off("error", reject);
+				req.resume(); // drained, not kept
+				const tooLarge = hostRefusal(413, `body: larger than ${MAX_BODY_BYTES} bytes`, {
+					field: "body",
+				});
+				resolve({ refused: { ...tooLarge, headers: { connection: "close" } } });
+				return;
+			}
+			if (first === undefined) first = chunk;
+			else if (more === undefined) more = [first, chunk];
+			else more.push(chunk);
+		};
+		const onEnd = (): void => {
+			req.off("error", reject);
+			const bytes = more !== undefined ? Buffer.concat(more) : first;
+			resolve(parseJsonBody(bytes === undefined ? "" : bytes.toString("utf8")));
+		};
+		req.on("data", onData);
+		req.once("end", onEnd);
+		req.once("error", reject);
+	});
+}
+
+function parseJsonBody(text: string): BodyRead {
 	const bad = (message: string): BodyRead => ({
 		refused: hostRefusal(400, `body: ${message}`, { field: "body" }),
 	});
 	let value: unknown;
 	try {
-		value = JSON.parse(Buffer.concat(chunks).toString("utf8"));
+		value = JSON.parse(text);
 	} catch (error) {
 		return bad(`is not JSON (${error instanceof Error ? error.message : String(error)})`);
 	}
@@ -112,16 +138,16 @@ async function run(
 	idempotencyKey: string | undefined,
 ): Promise<Reply> {
 	const ok = (status: number, result: CommandResult): Reply => {
-		const { plogOffset, replayed, ...api } = result;
-		return {
-			status,
-			body: api,
-			headers: {
-				"vvm-plog-offset": String(plogOffset),
-				// The first execution's answer, replayed: nothing was written by this request.
-				...(replayed === true ? { "idempotent-replayed": "true" } : {}),
-			},
+		// The API's fields only (not plogOffset, replayed): picked, not copied with a rest pattern.
+		const body: Record<string, unknown> = {
+			CurrentWLogOffset: result.CurrentWLogOffset,
+			NewIDs: result.NewIDs,
 		};
+		if (result.Result !== undefined) body.Result = result.Result;
+		const headers: Record<string, string> = { "vvm-plog-offset": String(result.plogOffset) };
+		// The first execution's answer, replayed: nothing was written by this request.
+		if (result.replayed === true) headers["idempotent-replayed"] = "true";
+		return { status, body, headers };
 	};
 	const key = idempotencyKey === undefined ? {} : { idempotencyKey };
 	switch (route.kind) {
@@ -244,7 +270,7 @@ export function apiV2Route(deps: ApiV2Deps): Route {
 				return refused;
 			}
 			const { reply, outcome, partition, token } = await answer(deps, route, request);
-			const headers: Record<string, string> = { ...reply.headers };
+			const headers: Record<string, string> = Object.assign({}, reply.headers);
 			if (partition !== undefined) headers["vvm-partition"] = String(partition);
 			if (token !== undefined) headers["vvm-fencing-token"] = token.toString();
 			const seconds = elapsed(started);
