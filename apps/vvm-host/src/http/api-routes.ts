@@ -55,6 +55,12 @@ function qname(raw: string, field: string): string | ApiRouteError {
 	return isQName(raw) ? raw : bad(field, `must be a qualified name pkg.Name, got "${raw}"`);
 }
 
+const notFoundOf = (pathname: string): ApiRouteError => ({
+	kind: "error",
+	status: 404,
+	message: `no route ${pathname}`,
+});
+
 /** The paths {@link parseApiRoute} handles: everything under it (one prefix route). */
 export const API_PREFIX = "/api/v2/";
 
@@ -77,8 +83,7 @@ export function parseApiRoute(
 	pathname: string,
 	search: URLSearchParams = new URLSearchParams(),
 ): ApiRoute | ApiRouteError {
-	const notFound: ApiRouteError = { kind: "error", status: 404, message: `no route ${pathname}` };
-	if (!pathname.startsWith(PREFIX)) return notFound;
+	if (!pathname.startsWith(PREFIX)) return notFoundOf(pathname);
 	const parts = pathname.slice(PREFIX.length).split("/");
 	try {
 		// Decoded in place, and only where there is something to decode (a create's path has not).
@@ -95,7 +100,7 @@ export function parseApiRoute(
 		workspaces !== "workspaces" ||
 		rawWsid === undefined
 	)
-		return notFound;
+		return notFoundOf(pathname);
 	if (owner !== HOST_APP.owner || app !== HOST_APP.app)
 		return {
 			kind: "error",
@@ -114,7 +119,7 @@ export function parseApiRoute(
 					allow,
 					message: `method ${method} not allowed on ${pathname}`,
 				};
-	if (more) return notFound;
+	if (more) return notFoundOf(pathname);
 	if (section === "wlog" && name === undefined) {
 		const refused = allowed(["GET"]);
 		if (refused !== undefined) return refused;
@@ -144,5 +149,5 @@ export function parseApiRoute(
 			? { kind: "read", wsid, table, id }
 			: { kind: "update", wsid, table, id };
 	}
-	return notFound;
+	return notFoundOf(pathname);
 }
