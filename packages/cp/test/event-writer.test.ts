@@ -60,6 +60,6 @@ describe("EventWriter under ordered fencing", () => {
 			);
 			// Nothing changed: the newer holder's entries stay.
 			for (const k of [b.plogKey(e), b.wlogKey(e)])
-				expect(await storage.get(k.pKey, k.cCols)).toEqual(bytes);
+				expect(await storage.get(k.pKey, k.cCols)).toEqual(new Uint8Array(bytes));
 		});
 });

@@ -67,7 +67,9 @@ export function prefixEnd(prefix: Bytes): Uint8Array | undefined {
 
 /** A data value: expiry then the user's bytes. @internal */
 export function encodeValue(expireAt: number, value: Bytes): Uint8Array {
-	const out = new Uint8Array(EXPIRY_BYTES + value.length);
+	// From node's buffer pool (one slab per few KiB of values): LevelDB copies it, nothing keeps it,
+	// and a small value costs no allocation of its own.
+	const out = Buffer.allocUnsafe(EXPIRY_BYTES + value.length);
 	writeU64(out, 0, expireAt);
 	out.set(value, EXPIRY_BYTES);
 	return out;
