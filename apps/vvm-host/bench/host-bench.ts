@@ -20,6 +20,7 @@
 //   BENCH_VARIANTS=fenced,unfenced pnpm bench   # also the test-only unfenced mutant (fence cost)
 //   BENCH_PROFILE=/tmp/prof pnpm bench --quick   # each host process writes a V8 CPU profile there
 //   BENCH_HOST_NODE_OPTIONS=--perf-basic-prof pnpm bench --quick   # node options of the hosts
+//   BENCH_BASELINE=/tmp/old-checkout pnpm bench   # also that checkout's built host, same rounds
 //   BENCH_WORKSPACES=10000 BENCH_REMOTE_WORKSPACES=2000 BENCH_COLD_WORKSPACES=5000 BENCH_CONCURRENCY=16
 import { spawn } from "node:child_process";
 import { existsSync, readFileSync } from "node:fs";
@@ -37,7 +38,7 @@ type Storage = "level" | "cas" | "dyn" | "pg";
 const PG_PORT = Number(process.env.PG_PORT ?? 54329);
 const PG_URL = `postgres://vvm@127.0.0.1:${PG_PORT}/vvm`;
 const portOf: Record<Exclude<Storage, "level">, number> = { cas: 9042, dyn: 8000, pg: PG_PORT };
-type Variant = "fenced" | "unfenced";
+type Variant = "fenced" | "unfenced" | "baseline";
 
 const env = process.env;
 const QUICK = process.argv.includes("--quick");
@@ -51,7 +52,15 @@ const SECONDS = num(env.BENCH_SECONDS, QUICK ? 3 : 6);
 const CONCURRENCY = num(env.BENCH_CONCURRENCY, 16);
 const ROUNDS = num(env.BENCH_ROUNDS, QUICK ? 1 : 2);
 const LEVELS = list(env.BENCH_LEVELS, "0,2").map(Number) as (0 | 1 | 2)[];
-const VARIANTS = list(env.BENCH_VARIANTS, "fenced") as Variant[];
+/**
+ * Another checkout of the repository with a built host (`BENCH_BASELINE=/path/to/checkout`): its
+ * host runs beside this one, in the same rounds, as rows marked "baseline" (before/after a change).
+ */
+const BASELINE = env.BENCH_BASELINE;
+const VARIANTS = [
+	...(list(env.BENCH_VARIANTS, "fenced") as Variant[]),
+	...(BASELINE === undefined ? [] : (["baseline"] as const)),
+];
 const WORKSPACES = num(env.BENCH_WORKSPACES, QUICK ? 2_000 : 10_000);
 /** Cassandra and DynamoDB Local are slower: fewer workspaces to warm up. */
 const REMOTE_WORKSPACES = num(env.BENCH_REMOTE_WORKSPACES, QUICK ? 300 : 2_000);
@@ -185,12 +194,14 @@ async function startHost(data: HostData, level: number, variant: Variant): Promi
 							"--dyn-region",
 							"us-east-1",
 						];
+	const hostDir =
+		variant === "baseline" && BASELINE !== undefined ? join(BASELINE, "apps/vvm-host") : HOST_DIR;
 	const child = spawn(
 		process.execPath,
 		[
 			...(PROFILE_DIR === undefined ? [] : ["--cpu-prof", `--cpu-prof-dir=${PROFILE_DIR}`]),
 			...list(env.BENCH_HOST_NODE_OPTIONS, ""),
-			CLI,
+			join(hostDir, "dist/cli.mjs"),
 			...storageArgs,
 			"--http-port",
 			"0",
@@ -205,7 +216,7 @@ async function startHost(data: HostData, level: number, variant: Variant): Promi
 			...(variant === "unfenced" ? ["--unsafe-allow-mutants"] : []),
 		],
 		{
-			cwd: HOST_DIR,
+			cwd: hostDir,
 			stdio: ["ignore", "pipe", "inherit"],
 			env: {
 				...env,
@@ -535,7 +546,13 @@ const med = (label: string, f: (m: Measured) => number): number | undefined => {
 const BARE = "bare node:http, same request and answer size (reference)";
 const STUB = "the host's HTTP layer over a stub partition (no processor, no storage)";
 const hostLabel = (s: Storage, level: number, variant: Variant, phase: "warm" | "cold") =>
-	`host on ${s}, level ${level}${variant === "unfenced" ? ", unfenced (test-only mutant)" : ""}, ${phase}`;
+	`host on ${s}, level ${level}${variantNote(variant)}, ${phase}`;
+const variantNote = (variant: Variant): string =>
+	variant === "unfenced"
+		? ", unfenced (test-only mutant)"
+		: variant === "baseline"
+			? ", baseline (BENCH_BASELINE)"
+			: "";
 const cpLabel = (s: Storage | "mem", level: number, phase: "warm" | "cold") =>
 	`@vvm/cp alone on ${s}, level ${level}, ${phase}`;
 
@@ -549,7 +566,7 @@ function rowText(r: Row, reference: number): string {
 
 async function hostRuns(storage: Storage, level: number, variant: Variant, round: number) {
 	const workspaces = storage === "level" ? WORKSPACES : REMOTE_WORKSPACES;
-	const what = `round ${round + 1}/${ROUNDS} host on ${storage}, level ${level}${variant === "unfenced" ? " (unfenced)" : ""}`;
+	const what = `round ${round + 1}/${ROUNDS} host on ${storage}, level ${level}${variantNote(variant)}`;
 	const data = await newHostData(storage);
 	try {
 		let host = await startHost(data, level, variant);
@@ -689,6 +706,24 @@ async function main(): Promise<void> {
 				host >= 0.8 * alone,
 				`host on ${s} ≥ 80 % of @vvm/cp alone on ${s}, level 0 (${Math.round(host)} vs ${Math.round(alone)} creates/s: ${((100 * host) / alone).toFixed(0)} %)`,
 			);
+	}
+	if (BASELINE !== undefined) {
+		console.log(`\nthis checkout against the baseline (${BASELINE}), medians of the same rounds:`);
+		for (const st of storages)
+			for (const level of LEVELS)
+				for (const phase of ["warm", "cold"] as const) {
+					const now = hostLabel(st, level, "fenced", phase);
+					const base = hostLabel(st, level, "baseline", phase);
+					const c1 = med(now, (m) => m.hostCpuUs);
+					const c0 = med(base, (m) => m.hostCpuUs);
+					const r1 = med(now, (m) => m.perSecond);
+					const r0 = med(base, (m) => m.perSecond);
+					if (c1 === undefined || c0 === undefined || r1 === undefined || r0 === undefined)
+						continue;
+					console.log(
+						`- host on ${st}, level ${level}, ${phase}: CPU ${Math.round(c0)} -> ${Math.round(c1)} µs/create (${((100 * (c1 - c0)) / c0).toFixed(0)} %), ${Math.round(r0)} -> ${Math.round(r1)} creates/s (${((100 * (r1 - r0)) / r0).toFixed(0)} %)`,
+					);
+				}
 	}
 	console.log(
 		`\nload average at the end: ${loadavg()

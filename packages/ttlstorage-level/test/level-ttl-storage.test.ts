@@ -267,14 +267,15 @@ describe("lifecycle and options", () => {
 
 	it("rejects a corrupt stored record with TTLSTORAGE_FAILED in every operation, read included", async () => {
 		const db = new MemoryLevel();
-		const storage = make(db, new MockClock(0));
-		await storage.put(p, k, v);
-		// A data value shorter than its 8-byte expiry header, written past the driver.
+		await make(db, new MockClock(0)).put(p, k, v);
+		// A data value shorter than its 8-byte expiry header, written past the driver; then a driver
+		// that has not written it (a driver's own last group stands for what it wrote until then).
 		const [key] = await rawKeys(db, "d");
 		await db
 			.sublevel("ttl", view)
 			.sublevel<Uint8Array, Uint8Array>("d", view)
 			.put(key as Uint8Array, new Uint8Array([1, 2, 3]));
+		const storage = make(db, new MockClock(0));
 		const failures: Record<string, Promise<unknown>> = {
 			get: storage.get(p, k),
 			queryTTL: storage.queryTTL(p, k),
