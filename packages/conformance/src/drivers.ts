@@ -25,12 +25,19 @@ import {
 } from "./servers.ts";
 
 /** The level driver over classic-level (LevelDB on disk), a temp directory per storage. */
-function onDisk(): Pick<DriverConfig<undefined>, "createStorage" | "disposeStorage"> {
+function onDisk(
+	syncReads = true,
+): Pick<DriverConfig<undefined>, "createStorage" | "disposeStorage"> {
 	const dirs = new WeakMap<TTLStorage, string>();
 	return {
 		createStorage: async ({ clock }: StorageContext) => {
 			const dir = await mkdtemp(join(tmpdir(), "vvm-matrix-level-"));
-			const storage = createLevelTTLStorage({ db: new ClassicLevel(dir), clock, ownsDb: true });
+			const storage = createLevelTTLStorage({
+				db: new ClassicLevel(dir),
+				clock,
+				ownsDb: true,
+				syncReads,
+			});
 			dirs.set(storage, dir);
 			return storage;
 		},
@@ -115,6 +122,18 @@ export const drivers: readonly MatrixDriver[] = [
 					elections: onlyForCp,
 					deposedLeader: onlyForCp,
 					leases: onlyForCp,
+				},
+			},
+			{
+				// The default reads on the calling thread (getSync); this one on libuv's pool.
+				label: "classic-level on disk, syncReads off",
+				supports: { atomicBatches: true, fencing: "epoch", putBatchIf: true },
+				...onDisk(false),
+				leaveOut: {
+					elections: "reads are the storage contract's: the ttlstorage suite covers them",
+					cp: "reads are the storage contract's: the ttlstorage suite covers them",
+					deposedLeader: "reads are the storage contract's: the ttlstorage suite covers them",
+					leases: "reads are the storage contract's: the ttlstorage suite covers them",
 				},
 			},
 		],

@@ -93,6 +93,15 @@ export interface LevelTTLStorageOptions {
 	/** Close `db` in {@link TTLStorage.close}. Default `false`: the caller owns the database. */
 	readonly ownsDb?: boolean;
 	/**
+	 * Read on the calling thread (`getSync`) where the database can: a group's reads and point
+	 * reads then cost no trip to a libuv worker (a LevelDB lookup of a few keys takes a few µs of
+	 * CPU; the trip about 50 µs, most of it waking threads), at the price of blocking the event
+	 * loop while a lookup reads a block from disk. Default `true` (used when the database supports
+	 * `getSync`, as `classic-level` 3 and `memory-level` 3 do); `false` reads with `getMany` on
+	 * libuv's pool.
+	 */
+	readonly syncReads?: boolean;
+	/**
 	 * Where a failed background cleaner run is logged (at `error`; the cleaner keeps running): any
 	 * pino-compatible logger. Default: nothing is logged.
 	 */
@@ -153,6 +162,8 @@ class LevelTTLStorageImpl implements LevelTTLStorage {
 	readonly #clock: Clock;
 	readonly #intervalMs: number;
 	readonly #ownsDb: boolean;
+	/** `syncReads` and the database supports `getSync`. */
+	readonly #syncReads: boolean;
 	readonly #log: Logger;
 	/** Epoch of each fenced scope seen by this process (the stored fence record, cached). */
 	readonly #epochs = new Map<string, bigint>();
@@ -192,6 +203,12 @@ class LevelTTLStorageImpl implements LevelTTLStorage {
 				`[@vvm/ttlstorage-level] cleanupIntervalMs must be a positive number of ms, got ${String(interval)}`,
 			);
 		}
+		const syncReads = options.syncReads ?? true;
+		if (typeof syncReads !== "boolean") {
+			throw new TypeError(
+				`[@vvm/ttlstorage-level] syncReads must be a boolean, got ${String(syncReads)}`,
+			);
+		}
 		const prefix = options.prefix ?? "ttl";
 		if (typeof prefix !== "string" || prefix.length === 0) {
 			throw new TypeError("[@vvm/ttlstorage-level] prefix must be a non-empty string");
@@ -205,6 +222,8 @@ class LevelTTLStorageImpl implements LevelTTLStorage {
 		this.#clock = options.clock ?? systemClock;
 		this.#intervalMs = interval;
 		this.#ownsDb = options.ownsDb ?? false;
+		this.#syncReads =
+			syncReads && (this.#data as { supports?: { getSync?: boolean } }).supports?.getSync === true;
 		this.#log = libraryLogger(options.logger, { pkg: "@vvm/ttlstorage-level" });
 		this.#arm();
 	}
@@ -343,7 +362,7 @@ class LevelTTLStorageImpl implements LevelTTLStorage {
 		let stored: readonly (Uint8Array | undefined)[] = [];
 		let readFailure: unknown;
 		try {
-			if (reads.keys.length > 0) stored = await this.#data.getMany(reads.keys);
+			if (reads.keys.length > 0) stored = await this.#readMany(reads.keys);
 		} catch (error) {
 			readFailure = error ?? new Error("getMany failed");
 		}
@@ -574,6 +593,18 @@ class LevelTTLStorageImpl implements LevelTTLStorage {
 	}
 
 	/**
+	 * Stored values of `keys`: read on this thread where it can (see `syncReads`), else with one
+	 * `getMany` on libuv's pool (also while the database is still opening: `getSync` does not wait).
+	 */
+	#readMany(
+		keys: readonly Uint8Array[],
+	): Promise<(Uint8Array | undefined)[]> | (Uint8Array | undefined)[] {
+		if (this.#syncReads && this.#data.status === "open")
+			return keys.map((key) => this.#data.getSync(key));
+		return this.#data.getMany(keys as Uint8Array[]);
+	}
+
+	/**
 	 * The point reads that arrive while one `getMany` is at LevelDB go together in the next one: a
 	 * workspace's numbers, or the reads of several partitions, cost one call into LevelDB, not one
 	 * each. Each sees every write that landed before it was called (its `getMany` starts later).
@@ -584,7 +615,7 @@ class LevelTTLStorageImpl implements LevelTTLStorage {
 			const reads = this.#reads;
 			this.#reads = [];
 			try {
-				const values = await this.#data.getMany(reads.map((r) => r.key));
+				const values = await this.#readMany(reads.map((r) => r.key));
 				reads.forEach((r, i) => {
 					r.resolve(values[i]);
 				});

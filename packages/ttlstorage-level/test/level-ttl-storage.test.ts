@@ -379,38 +379,58 @@ describe("lifecycle and options", () => {
 		expect(await storage.get(p, utf8("chain"))).toEqual(utf8("2"));
 	});
 
-	it("point reads called together go in one getMany, and see every write that landed before", async () => {
-		const db = new MemoryLevel();
-		const clock = new MockClock(0);
-		const storage = make(db, clock);
-		await storage.putBatch([
-			{ pKey: p, cCols: utf8("a"), value: utf8("A") },
-			{ pKey: p, cCols: utf8("b"), value: utf8("B"), ttlSeconds: 1 },
-		]);
-		const inner = db as unknown as { _getMany: (...a: unknown[]) => Promise<unknown> };
-		const getMany = inner._getMany.bind(db);
-		let calls = 0;
-		inner._getMany = (...a: unknown[]) => {
-			calls++;
-			return getMany(...a);
-		};
-		clock.advance(1_000);
-		const reads = await Promise.all([
-			storage.get(p, utf8("a")),
-			storage.get(p, utf8("b")),
-			storage.get(p, utf8("missing")),
-		]);
-		expect(reads).toEqual([utf8("A"), undefined, undefined]);
-		expect(calls).toBe(1);
-		await storage.put(p, utf8("a"), utf8("A2"));
-		expect(await storage.get(p, utf8("a"))).toEqual(utf8("A2"));
-	});
+	it.each([
+		{ syncReads: false, getMany: 1, getSync: 0 },
+		{ syncReads: true, getMany: 0, getSync: 3 },
+	])(
+		"point reads (syncReads $syncReads): called together, one getMany or none; each sees every write that landed before",
+		async ({ syncReads, getMany: manyCalls, getSync: syncCalls }) => {
+			const db = new MemoryLevel();
+			const clock = new MockClock(0);
+			const storage = make(db, clock, { syncReads });
+			await storage.putBatch([
+				{ pKey: p, cCols: utf8("a"), value: utf8("A") },
+				{ pKey: p, cCols: utf8("b"), value: utf8("B"), ttlSeconds: 1 },
+			]);
+			const inner = db as unknown as {
+				_getMany: (...a: unknown[]) => Promise<unknown>;
+				_getSync: (...a: unknown[]) => unknown;
+			};
+			const getMany = inner._getMany.bind(db);
+			const getSync = inner._getSync.bind(db);
+			const calls = { getMany: 0, getSync: 0 };
+			inner._getMany = (...a: unknown[]) => {
+				calls.getMany++;
+				return getMany(...a);
+			};
+			inner._getSync = (...a: unknown[]) => {
+				calls.getSync++;
+				return getSync(...a);
+			};
+			clock.advance(1_000);
+			const reads = await Promise.all([
+				storage.get(p, utf8("a")),
+				storage.get(p, utf8("b")),
+				storage.get(p, utf8("missing")),
+			]);
+			expect(reads).toEqual([utf8("A"), undefined, undefined]);
+			expect(calls).toEqual({ getMany: manyCalls, getSync: syncCalls });
+			await storage.put(p, utf8("a"), utf8("A2"));
+			expect(await storage.get(p, utf8("a"))).toEqual(utf8("A2"));
+			// A group's reads (an insert's) go the same way.
+			expect(await storage.insertIfNotExists(p, utf8("c"), v, 0)).toBe(true);
+			expect(calls.getMany).toBe(syncReads ? 0 : 3);
+		},
+	);
 
 	it("rejects bad options with TypeError or RangeError", () => {
 		const db = new MemoryLevel();
 		expect(() => createLevelTTLStorage({ db, cleanupIntervalMs: 0 })).toThrow(RangeError);
 		expect(() => createLevelTTLStorage({ db, cleanupIntervalMs: Number.NaN })).toThrow(RangeError);
 		expect(() => createLevelTTLStorage({ db, prefix: "" })).toThrow(TypeError);
+		expect(() => createLevelTTLStorage({ db, syncReads: "yes" as unknown as boolean })).toThrow(
+			/syncReads must be a boolean/,
+		);
 		expect(() => createLevelTTLStorage({ db: {} as AnyAbstractLevel })).toThrow(TypeError);
 	});
 });
