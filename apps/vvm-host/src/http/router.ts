@@ -58,8 +58,7 @@ class PlainUrl implements RequestUrl {
  * which is what `new URL` would make of it, at a fraction of the cost; anything else is parsed.
  */
 export function requestUrl(target: string): RequestUrl {
-	if (PLAIN_PATH.test(target) && !DOT_SEGMENT.test(target))
-		return new PlainUrl(target);
+	if (PLAIN_PATH.test(target) && !DOT_SEGMENT.test(target)) return new PlainUrl(target);
 	return new URL(target, "http://localhost");
 }
 
