@@ -1,3 +1,4 @@
+import { setImmediate as nextTurn } from "node:timers";
 import type { Clock, TimerHandle } from "@vvm/clock";
 import { systemClock } from "@vvm/clock";
 import type { Logger } from "@vvm/log";
@@ -36,7 +37,6 @@ import {
 	validateSwapArgs,
 	validateWriteOptions,
 } from "@vvm/ttlstorage";
-import { setImmediate as nextTurn } from "node:timers";
 import type { AbstractLevel, AbstractSublevel } from "abstract-level";
 import {
 	cColsOf,
