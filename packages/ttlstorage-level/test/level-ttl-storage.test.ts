@@ -276,19 +276,24 @@ describe("lifecycle and options", () => {
 			.sublevel<Uint8Array, Uint8Array>("d", view)
 			.put(key as Uint8Array, new Uint8Array([1, 2, 3]));
 		const storage = make(db, new MockClock(0));
-		const failures: Record<string, Promise<unknown>> = {
-			get: storage.get(p, k),
-			queryTTL: storage.queryTTL(p, k),
-			insertIfNotExists: storage.insertIfNotExists(p, k, v, 1),
-			read: (async () => {
-				for await (const _ of storage.read(p));
-			})(),
-		};
-		for (const [op, run] of Object.entries(failures)) {
-			const error = await run.then(
+		// Each outcome is caught where it is started: a rejection must not wait for the loop below.
+		const outcome = (run: Promise<unknown>): Promise<unknown> =>
+			run.then(
 				() => "resolved",
 				(e: unknown) => e,
 			);
+		const failures: Record<string, Promise<unknown>> = {
+			get: outcome(storage.get(p, k)),
+			queryTTL: outcome(storage.queryTTL(p, k)),
+			insertIfNotExists: outcome(storage.insertIfNotExists(p, k, v, 1)),
+			read: outcome(
+				(async () => {
+					for await (const _ of storage.read(p));
+				})(),
+			),
+		};
+		for (const [op, settled] of Object.entries(failures)) {
+			const error = await settled;
 			expect(TTLError.is(error), `${op}: ${String(error)}`).toBe(true);
 			expect((error as TTLStorageError).code, op).toBe("TTLSTORAGE_FAILED");
 			expect((error as Error).message, op).toMatch(/corrupt record/);
