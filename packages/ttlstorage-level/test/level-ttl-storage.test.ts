@@ -428,6 +428,35 @@ describe("lifecycle and options", () => {
 		},
 	);
 
+	it("syncReads: a read before the database opened waits for it (getMany); a failed getSync rejects with TTLSTORAGE_FAILED", async () => {
+		const db = new MemoryLevel();
+		const inner = db as unknown as {
+			_getMany: (...a: unknown[]) => Promise<unknown>;
+			_getSync: (...a: unknown[]) => unknown;
+		};
+		const getMany = inner._getMany.bind(db);
+		let manyCalls = 0;
+		inner._getMany = (...a: unknown[]) => {
+			manyCalls++;
+			return getMany(...a);
+		};
+		const storage = make(db, new MockClock(0));
+		expect(db.status).toBe("opening");
+		expect(await storage.get(p, k)).toBeUndefined();
+		expect(manyCalls).toBe(1);
+		inner._getSync = () => {
+			throw new Error("disk gone");
+		};
+		const error = await storage.get(p, k).then(
+			() => "resolved",
+			(e: unknown) => e,
+		);
+		expect(TTLError.is(error), String(error)).toBe(true);
+		expect((error as TTLStorageError).code).toBe("TTLSTORAGE_FAILED");
+		expect((error as Error).message).toMatch(/disk gone/);
+		expect(manyCalls).toBe(1);
+	});
+
 	it("rejects bad options with TypeError or RangeError", () => {
 		const db = new MemoryLevel();
 		expect(() => createLevelTTLStorage({ db, cleanupIntervalMs: 0 })).toThrow(RangeError);
