@@ -161,6 +161,8 @@ async function runSuites<S>(driver: DriverFactory<S>): Promise<void> {
 		if (runs("deposedLeader"))
 			deposedLeaderSuite(`deposed leader over ${title}`, {
 				...onSystemClock,
+				// A server's storages open the same data: each deposed holder gets its own driver.
+				storagesShareData: driver.gate !== undefined,
 				skip,
 				...tune.deposedLeader,
 			});

@@ -195,6 +195,8 @@ export interface PartitionContext {
 	readonly conditionalBatches: boolean;
 	/** Fence every write by the partition's epoch (the storage supports it, and not switched off). */
 	readonly fencing: boolean;
+	/** `fencing`, by a storage that orders fenced writes per record (`supports.fencing: "ordered"`). */
+	readonly orderedFencing: boolean;
 	/** Test-only mutant: no fence and no lease check at all (`unsafeUnfenced`). */
 	readonly unsafeUnfenced: boolean;
 	readonly idempotencyTtlSeconds: number;
@@ -333,6 +335,7 @@ export class AppPartitionImpl implements AppPartition {
 			level: ctx.trustLevel,
 			atomicBatches: ctx.atomicBatches,
 			conditionalBatches: ctx.conditionalBatches,
+			claimRecovered: ctx.orderedFencing,
 			idempotencyTtlSeconds: ctx.idempotencyTtlSeconds,
 		});
 		// The numbers go unfenced: the workspace's WLog heals any that went back (a deposed holder's
@@ -416,6 +419,12 @@ export class AppPartitionImpl implements AppPartition {
 		// apply, or be overwritten by it (it was not acknowledged).
 		if (!this.#mayWrite()) throw leaseEnded(this.partitionId, "no");
 		const writer = this.#writerReady;
+		try {
+			await writer.claimPLog(this.partitionId, offset, bytes, decoded?.event);
+		} catch (error) {
+			if (isFenced(error)) this.#depose(error);
+			throw error;
+		}
 		if (decoded === undefined) {
 			this.#counters.corruptedOffsets++;
 			this.#ctx.log.warn(

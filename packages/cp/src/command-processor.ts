@@ -159,6 +159,8 @@ class CommandProcessorImpl implements CommandProcessor {
 	readonly #options: CommandProcessorOptions;
 	readonly #coalescer: CoalescingStorage | undefined;
 	readonly #fencing: boolean;
+	/** Fenced, and the storage orders fenced writes per record (`supports.fencing: "ordered"`). */
+	readonly #orderedFencing: boolean;
 	readonly #idempotencyTtl: number;
 	#closed = false;
 
@@ -184,13 +186,10 @@ class CommandProcessorImpl implements CommandProcessor {
 			options.unsafeUnfenced !== true &&
 			options.storage.supports?.fencing !== undefined &&
 			typeof options.storage.raiseFence === "function";
+		this.#orderedFencing = this.#fencing && options.storage.supports?.fencing === "ordered";
 		// A batch that drops its superseded items and writes the rest is not all or nothing: a
 		// deposed holder's level 2 batch would leave the effects of an event nobody sees.
-		if (
-			options.atomicBatches === true &&
-			this.#fencing &&
-			options.storage.supports?.fencing === "ordered"
-		)
+		if (options.atomicBatches === true && this.#orderedFencing)
 			throw new TypeError(
 				'[@vvm/cp] atomicBatches: a storage with "ordered" fencing writes a fenced batch item by item (a superseded item is dropped, the rest lands), so its batches are not all or nothing',
 			);
@@ -246,6 +245,7 @@ class CommandProcessorImpl implements CommandProcessor {
 				atomicBatches: o.atomicBatches ?? o.storage.supports?.atomicBatches === true,
 				conditionalBatches: o.conditionalBatches ?? typeof o.storage.putBatchIf === "function",
 				fencing: this.#fencing,
+				orderedFencing: this.#orderedFencing,
 				unsafeUnfenced: o.unsafeUnfenced === true,
 				idempotencyTtlSeconds: this.#idempotencyTtl,
 				clock: o.clock ?? systemClock,

@@ -114,6 +114,11 @@ export interface EventWriterOptions {
 	readonly atomicBatches: boolean;
 	/** Levels 0/1: write an event and its effects with one `putBatchIf` of `storage`. */
 	readonly conditionalBatches?: boolean;
+	/**
+	 * The storage orders fenced writes per record (`"ordered"` fencing): at level 2 recovery then
+	 * re-writes each PLog entry of an older epoch under `fence` (see {@link EventWriter.claimPLog}).
+	 */
+	readonly claimRecovered?: boolean;
 	/** How long an idempotency key is kept, s. */
 	readonly idempotencyTtlSeconds: number;
 }
@@ -131,6 +136,8 @@ export class EventWriter {
 	readonly #level: SequencesTrustLevel;
 	readonly #atomic: boolean;
 	readonly #putBatchIf: PutBatchIf | undefined;
+	/** The epoch recovery claims PLog entries for (level 2, `claimRecovered`, fenced). */
+	readonly #claimEpoch: bigint | undefined;
 	readonly #keyTtl: number;
 
 	constructor(o: EventWriterOptions) {
@@ -145,7 +152,30 @@ export class EventWriter {
 			o.conditionalBatches === true && o.level !== 2
 				? o.storage.putBatchIf?.bind(o.storage)
 				: undefined;
+		this.#claimEpoch = o.claimRecovered === true && o.level === 2 ? o.fence?.epoch : undefined;
 		this.#keyTtl = o.idempotencyTtlSeconds;
+	}
+
+	/**
+	 * Recovery read `bytes` at PLog `offset` (an event of `event`'s epoch, or a value that is none)
+	 * and is about to apply it. Level 2 over `"ordered"` fencing puts the entry back under this
+	 * holder's epoch first: the driver compares epochs per record, so a deposed holder's late put
+	 * of an epoch between the entry's and ours would otherwise replace an event this holder applied
+	 * (and its client may have been answered from the idempotency key). What lands between the read
+	 * and this put was not acknowledged (its holder's lease ended before ours began), so putting
+	 * back what was read loses nothing. Levels 0/1 insert PLog entries (a late insert finds the key
+	 * taken); `"epoch"` drivers refuse every older epoch once the fence is raised.
+	 */
+	async claimPLog(
+		partitionId: number,
+		offset: number,
+		bytes: Uint8Array,
+		event: StoredEvent | undefined,
+	): Promise<void> {
+		const epoch = this.#claimEpoch;
+		if (epoch === undefined || (event !== undefined && epochOf(event) >= epoch)) return;
+		const { pKey, cCols } = cpKeys.plog(this.#appId, partitionId, offset);
+		await this.#writes.put(pKey, cCols, bytes);
 	}
 
 	plogKey(event: StoredEvent): StorageKey {

@@ -8,12 +8,14 @@ import { randomInt } from "node:crypto";
 import type { BatchItem, Bytes, TTLStorage, WriteOptions } from "@vvm/ttlstorage";
 import { TTLStorageError } from "@vvm/ttlstorage";
 import { describe, expect, it } from "vitest";
+import type { AppPartition } from "../app-partition.ts";
 import type { CommandProcessor, CommandProcessorOptions } from "../command-processor.ts";
 import { createCommandProcessor } from "../command-processor.ts";
 import { CpError } from "../errors.ts";
 import { decodeRecordValue } from "../event.ts";
 import type { SequencesTrustLevel } from "../event-writer.ts";
 import { cpKeys, hex } from "../keys.ts";
+import type { CommandResult } from "../request.ts";
 import type { AcknowledgedCommand, CheckReport } from "./checker.ts";
 import { checkCpStorage } from "./checker.ts";
 import { createCrashableStorage } from "./crashable-storage.ts";
@@ -451,6 +453,122 @@ async function runLateUpdate(
 	return { fields, report, aLogged, replayed: retry.replayed === true };
 }
 
+/**
+ * Two deposed holders with a PLog write of the same offset in flight: A (epoch 10) and B (epoch
+ * 20) each deployed, found offset X free and wrote their command's event there, held below the
+ * process; each lost its lease before the write was confirmed. A's lands, then C (epoch 30)
+ * deploys and applies it in its actualization (A's client retries with its key: committed), then
+ * B's lands. B's epoch is above A's but below C's: it must not replace the event C applied.
+ * Resolves to the checker's report, the acknowledged creates' contents, how A and B ended, and
+ * whether C applied A's event (a driver may refuse A's write itself: then nothing is at stake).
+ */
+async function runTwoDeposed(
+	storage: TTLStorage,
+	trustLevel: SequencesTrustLevel,
+	extra: Partial<CommandProcessorOptions>,
+	/** Each deposed holder's own driver over the same data, as separate processes have. */
+	process?: { open(): Promise<TTLStorage>; dispose(storage: TTLStorage): Promise<void> },
+): Promise<{
+	report: CheckReport;
+	contentLost: string[];
+	outcomes: string[];
+	aApplied: boolean;
+	aReplayed: boolean;
+}> {
+	const appId = randomInt(1, 0xffff_fff0);
+	const processor = (s: TTLStorage): CommandProcessor =>
+		createCommandProcessor({ storage: s, appId, partitions: 1, trustLevel, ...extra });
+	const acked: AcknowledgedCommand[] = [];
+	const names = new Map<string, string>();
+	const create = async (
+		p: AppPartition,
+		wsid: number,
+		name: string,
+		idempotencyKey: string,
+	): Promise<CommandResult> => {
+		// A client retries 503 and 409 (a re-actualization) with its key.
+		for (let attempt = 0; ; attempt++) {
+			try {
+				const result = await p.createRecord({
+					wsid,
+					table: "app1pkg.Customer",
+					fields: { name },
+					idempotencyKey,
+				});
+				acked.push({ wsid, result });
+				names.set(`${wsid}/${result.NewIDs["1"]}`, name);
+				return result;
+			} catch (e) {
+				if (attempt >= 10 || !CpError.is(e) || (e.code !== "CP_BUSY" && e.code !== "CP_CONFLICT"))
+					throw e;
+				await p.ready();
+			}
+		}
+	};
+	const outcome = (run: Promise<unknown>): Promise<string> =>
+		run.then(
+			() => "ok",
+			(e: unknown) => (CpError.is(e) ? `${e.code}/${e.committed}` : String(e)),
+		);
+	/** A deposed holder: its command's PLog write is held until `release`. */
+	const deposed = async (epoch: bigint, wsid: number, name: string) => {
+		let open!: () => void;
+		const gate = new Promise<void>((resolve) => {
+			open = resolve;
+		});
+		const held: Held[] = [];
+		let holding = false;
+		let valid = true;
+		const own = process === undefined ? storage : await process.open();
+		const cp = processor(
+			gated(own, (items) => holding && kindOf(items) === "cp", gate, "alive", held),
+		);
+		const p = cp.deploy(PARTITION, { lease: { epoch, valid: () => valid } });
+		await p.ready();
+		holding = true;
+		const command = outcome(
+			p.createRecord({ wsid, table: "app1pkg.Customer", fields: { name }, idempotencyKey: name }),
+		);
+		await waitFor(() => held.length > 0, `${name}'s PLog write to be held`);
+		// Its lease ends (by its own clock, before anyone else is granted the partition).
+		valid = false;
+		const closed = cp.close();
+		return {
+			async release(): Promise<string> {
+				open();
+				await Promise.all(held.map((h) => h.landed));
+				const answer = await command;
+				await closed;
+				if (own !== storage) await process?.dispose(own);
+				return answer;
+			},
+		};
+	};
+	const a = await deposed(10n, W1, "A");
+	const b = await deposed(20n, W2, "B");
+	const outcomes = [await a.release()];
+	const c = processor(storage);
+	const pc = c.deploy(PARTITION, { lease: { epoch: 30n, valid: () => true } });
+	await pc.ready();
+	// Whether A's event landed (no fence stopped it) and C applied it in its actualization.
+	const aApplied = pc.stats().reappliedEvents > 0;
+	const aRetry = await create(pc, W1, "A", "A");
+	outcomes.push(await b.release());
+	await create(pc, W2, "B", "B");
+	await create(pc, W1, "C", "C");
+	await c.close();
+	const report = await checkCpStorage({ storage, appId, partitions: 1, acknowledged: acked });
+	const contentLost: string[] = [];
+	for (const [key, name] of names) {
+		const [wsid, id] = key.split("/").map(Number) as [number, number];
+		const k = cpKeys.record(appId, wsid, id);
+		const bytes = await storage.get(k.pKey, k.cCols);
+		const r = bytes === undefined ? undefined : decodeRecordValue(bytes);
+		if (r?.f.name !== name) contentLost.push(`${key}: ${String(r?.f.name)}, not ${name}`);
+	}
+	return { report, contentLost, outcomes, aApplied, aReplayed: aRetry.replayed === true };
+}
+
 const wlogOffsets = (acks: readonly AcknowledgedCommand[], wsid: number): number[] =>
 	acks.filter((x) => x.wsid === wsid).map((x) => x.result.CurrentWLogOffset);
 
@@ -504,6 +622,13 @@ export interface DeposedSuiteOptions {
 	readonly createStorage: () => TTLStorage | Promise<TTLStorage>;
 	/** After each case; default `close()`. */
 	readonly disposeStorage?: (storage: TTLStorage) => void | Promise<void>;
+	/**
+	 * Every `createStorage()` opens the same data (a server's keyspace, table or schema): the
+	 * two-deposed-holders case then gives each deposed holder its own driver, as separate processes
+	 * have (a driver may refuse what it knows a newer epoch superseded). Default `false`: one
+	 * instance for all (e.g. mem, whose every storage is empty).
+	 */
+	readonly storagesShareData?: boolean;
 	/** Skip the whole suite with this reason. */
 	readonly skip?: false | string;
 	/** Per-case timeout; default 60 s. */
@@ -599,6 +724,35 @@ export function deposedLeaderSuite(name: string, options: DeposedSuiteOptions): 
 					},
 					options.timeoutMs ?? 60_000,
 				);
+		for (const level of [0, 1, 2] as const)
+			it(
+				`level ${level}: two deposed holders' late PLog writes of one offset: the event the next holder applied stays`,
+				async () => {
+					const storage = await options.createStorage();
+					try {
+						const dispose = options.disposeStorage ?? ((s: TTLStorage) => s.close());
+						const out = await runTwoDeposed(
+							storage,
+							level,
+							options.processorOptions ?? {},
+							options.storagesShareData === true
+								? { open: async () => options.createStorage(), dispose: async (s) => dispose(s) }
+								: undefined,
+						);
+						// Neither deposed holder acknowledged its command (each lease ended first).
+						for (const o of out.outcomes)
+							expect(o).toMatch(/^CP_(CLOSED|STORAGE|BUSY)\/(no|unknown)$/);
+						// Where A's event landed (no fence stopped it), C applied it: A's retry replays
+						// its answer; else the retry runs the command anew.
+						expect(out.aReplayed).toBe(out.aApplied);
+						expect(out.contentLost).toEqual([]);
+						expect(out.report.problems).toEqual([]);
+					} finally {
+						await (options.disposeStorage ?? ((s: TTLStorage) => s.close()))(storage);
+					}
+				},
+				options.timeoutMs ?? 60_000,
+			);
 	};
 	// The caller's reason (e.g. "Cassandra is not reachable at …") is shown in the skipped title;
 	// real-server gates throw instead of skipping in CI (see @vvm/vitest-config/servers).
