@@ -172,6 +172,63 @@ function gated(
 	};
 }
 
+/** A gate for {@link gated}: held writes wait for `gate` until `open()`. */
+function newGate(): { gate: Promise<void>; open: () => void } {
+	let open!: () => void;
+	const gate = new Promise<void>((resolve) => {
+		open = resolve;
+	});
+	return { gate, open };
+}
+
+/** How a command ended: `ok`, or the CpError's `code/committed`. */
+const outcomeOf = (run: Promise<unknown>): Promise<string> =>
+	run.then(
+		() => "ok",
+		(e: unknown) => (CpError.is(e) ? `${e.code}/${e.committed}` : String(e)),
+	);
+
+/**
+ * Runs `command` until it is not answered 503 or 409 (a re-actualization), as a client retries
+ * once the partition is ready again; each such code goes to `errors`. Throws after 10 attempts.
+ */
+async function retryBusy<T>(
+	command: () => Promise<T>,
+	ready: () => Promise<void>,
+	errors: string[] = [],
+): Promise<T> {
+	for (let attempt = 1; ; attempt++) {
+		try {
+			return await command();
+		} catch (e) {
+			if (attempt >= 10 || !CpError.is(e) || (e.code !== "CP_BUSY" && e.code !== "CP_CONFLICT"))
+				throw e;
+			errors.push(e.code);
+			await ready();
+		}
+	}
+}
+
+/**
+ * The checker compares numbers; a late event with the same numbers and other content is seen
+ * here: each acknowledged create's record must hold the name its client sent. Returns those that
+ * do not (`wsid/id: found`).
+ */
+async function namesLost(
+	storage: TTLStorage,
+	appId: number,
+	expected: Iterable<{ wsid: number; id: number; name: string }>,
+): Promise<string[]> {
+	const lost: string[] = [];
+	for (const { wsid, id, name } of expected) {
+		const k = cpKeys.record(appId, wsid, id);
+		const bytes = await storage.get(k.pKey, k.cCols);
+		const r = bytes === undefined ? undefined : decodeRecordValue(bytes);
+		if (r?.f.name !== name) lost.push(`${wsid}/${id}: ${String(r?.f.name)}`);
+	}
+	return lost;
+}
+
 /** Polls the stored next PLog offset until it is `offset` (a flush landed); fails after 20 s. */
 async function storedOffsetReaches(
 	storage: TTLStorage,
@@ -228,10 +285,7 @@ async function runDeposedLeader(
 	};
 
 	// Leader A: a process view (killable) behind the gate.
-	let open!: () => void;
-	const gate = new Promise<void>((resolve) => {
-		open = resolve;
-	});
+	const { gate, open } = newGate();
 	const held: Held[] = [];
 	let holding: "none" | "seq" | "all" = "none";
 	const hold = (items: readonly Item[]): boolean => {
@@ -257,10 +311,7 @@ async function runDeposedLeader(
 	holding = "all";
 	// Its content differs from B's command that takes the same offsets: a late write that lands
 	// is then visible as such.
-	const aCommand = create(a, W1, "deposed A").then(
-		() => "ok",
-		(e: unknown) => (CpError.is(e) ? `${e.code}/${e.committed}` : String(e)),
-	);
+	const aCommand = outcomeOf(create(a, W1, "deposed A"));
 	await waitFor(() => held.some((h) => h.kind === "cp"), "A's PLog write to be held");
 
 	// A is deposed: its lease ends (by its own clock, before anyone else is granted the partition),
@@ -322,29 +373,23 @@ async function runDeposedLeader(
 	const cOut: CAttempt[] = [];
 	for (const wsid of [W1, W2, W1, W2]) {
 		const errors: string[] = [];
-		for (let attempt = 0; attempt < 10; attempt++) {
-			try {
-				cOut.push({ ...(await ack(c, wsid)), errors });
-				break;
-			} catch (e) {
-				if (!CpError.is(e) || (e.code !== "CP_BUSY" && e.code !== "CP_CONFLICT")) throw e;
-				errors.push(e.code);
-				await pc.ready();
-			}
-		}
+		cOut.push({
+			...(await retryBusy(
+				() => ack(c, wsid),
+				() => pc.ready(),
+				errors,
+			)),
+			errors,
+		});
 	}
 	await c.close();
 	const report = await checkCpStorage({ storage, appId, partitions: 1, acknowledged: acked });
-	// The checker compares numbers; a late event with the same numbers and other content is seen
-	// here: every acknowledged create's record holds the name its client sent (`n<wsid>`).
-	const contentLost: string[] = [];
-	for (const { wsid, result } of acked) {
-		const id = result.NewIDs["1"] as number;
-		const k = cpKeys.record(appId, wsid, id);
-		const bytes = await storage.get(k.pKey, k.cCols);
-		const r = bytes === undefined ? undefined : decodeRecordValue(bytes);
-		if (r?.f.name !== `n${wsid}`) contentLost.push(`${wsid}/${id}: ${String(r?.f.name)}`);
-	}
+	// Every acknowledged create's record holds the name its client sent (`n<wsid>`).
+	const contentLost = await namesLost(
+		storage,
+		appId,
+		acked.map(({ wsid, result }) => ({ wsid, id: result.NewIDs["1"] as number, name: `n${wsid}` })),
+	);
 	return {
 		late,
 		storedOffset: { beforeRelease, afterRelease },
@@ -380,10 +425,7 @@ async function runLateUpdate(
 		unfenced ? {} : { lease: { epoch, valid } };
 	const processor = (s: TTLStorage): CommandProcessor =>
 		createCommandProcessor({ storage: s, appId, partitions: 1, trustLevel, ...extra });
-	let open!: () => void;
-	const gate = new Promise<void>((resolve) => {
-		open = resolve;
-	});
+	const { gate, open } = newGate();
 	const held: Held[] = [];
 	let holding = false;
 	const hold = (items: readonly Item[]): boolean =>
@@ -467,7 +509,10 @@ async function runTwoDeposed(
 	trustLevel: SequencesTrustLevel,
 	extra: Partial<CommandProcessorOptions>,
 	/** Each deposed holder's own driver over the same data, as separate processes have. */
-	process?: { open(): Promise<TTLStorage>; dispose(storage: TTLStorage): Promise<void> },
+	ownDriver?: {
+		open(): TTLStorage | Promise<TTLStorage>;
+		dispose(storage: TTLStorage): void | Promise<void>;
+	},
 ): Promise<{
 	report: CheckReport;
 	contentLost: string[];
@@ -479,54 +524,32 @@ async function runTwoDeposed(
 	const processor = (s: TTLStorage): CommandProcessor =>
 		createCommandProcessor({ storage: s, appId, partitions: 1, trustLevel, ...extra });
 	const acked: AcknowledgedCommand[] = [];
-	const names = new Map<string, string>();
-	const create = async (
-		p: AppPartition,
-		wsid: number,
-		name: string,
-		idempotencyKey: string,
-	): Promise<CommandResult> => {
-		// A client retries 503 and 409 (a re-actualization) with its key.
-		for (let attempt = 0; ; attempt++) {
-			try {
-				const result = await p.createRecord({
-					wsid,
-					table: "app1pkg.Customer",
-					fields: { name },
-					idempotencyKey,
-				});
-				acked.push({ wsid, result });
-				names.set(`${wsid}/${result.NewIDs["1"]}`, name);
-				return result;
-			} catch (e) {
-				if (attempt >= 10 || !CpError.is(e) || (e.code !== "CP_BUSY" && e.code !== "CP_CONFLICT"))
-					throw e;
-				await p.ready();
-			}
-		}
-	};
-	const outcome = (run: Promise<unknown>): Promise<string> =>
-		run.then(
-			() => "ok",
-			(e: unknown) => (CpError.is(e) ? `${e.code}/${e.committed}` : String(e)),
+	const names: { wsid: number; id: number; name: string }[] = [];
+	// A client retries 503 and 409 (a re-actualization) with its key.
+	const create = async (p: AppPartition, wsid: number, name: string): Promise<CommandResult> => {
+		const command = { wsid, table: "app1pkg.Customer", fields: { name }, idempotencyKey: name };
+		const result = await retryBusy(
+			() => p.createRecord(command),
+			() => p.ready(),
 		);
+		acked.push({ wsid, result });
+		names.push({ wsid, id: result.NewIDs["1"] as number, name });
+		return result;
+	};
 	/** A deposed holder: its command's PLog write is held until `release`. */
 	const deposed = async (epoch: bigint, wsid: number, name: string) => {
-		let open!: () => void;
-		const gate = new Promise<void>((resolve) => {
-			open = resolve;
-		});
+		const { gate, open } = newGate();
 		const held: Held[] = [];
 		let holding = false;
 		let valid = true;
-		const own = process === undefined ? storage : await process.open();
+		const own = ownDriver === undefined ? storage : await ownDriver.open();
 		const cp = processor(
 			gated(own, (items) => holding && kindOf(items) === "cp", gate, "alive", held),
 		);
 		const p = cp.deploy(PARTITION, { lease: { epoch, valid: () => valid } });
 		await p.ready();
 		holding = true;
-		const command = outcome(
+		const command = outcomeOf(
 			p.createRecord({ wsid, table: "app1pkg.Customer", fields: { name }, idempotencyKey: name }),
 		);
 		await waitFor(() => held.length > 0, `${name}'s PLog write to be held`);
@@ -539,7 +562,7 @@ async function runTwoDeposed(
 				await Promise.all(held.map((h) => h.landed));
 				const answer = await command;
 				await closed;
-				if (own !== storage) await process?.dispose(own);
+				if (own !== storage) await ownDriver?.dispose(own);
 				return answer;
 			},
 		};
@@ -552,20 +575,13 @@ async function runTwoDeposed(
 	await pc.ready();
 	// Whether A's event landed (no fence stopped it) and C applied it in its actualization.
 	const aApplied = pc.stats().reappliedEvents > 0;
-	const aRetry = await create(pc, W1, "A", "A");
+	const aRetry = await create(pc, W1, "A");
 	outcomes.push(await b.release());
-	await create(pc, W2, "B", "B");
-	await create(pc, W1, "C", "C");
+	await create(pc, W2, "B");
+	await create(pc, W1, "C");
 	await c.close();
 	const report = await checkCpStorage({ storage, appId, partitions: 1, acknowledged: acked });
-	const contentLost: string[] = [];
-	for (const [key, name] of names) {
-		const [wsid, id] = key.split("/").map(Number) as [number, number];
-		const k = cpKeys.record(appId, wsid, id);
-		const bytes = await storage.get(k.pKey, k.cCols);
-		const r = bytes === undefined ? undefined : decodeRecordValue(bytes);
-		if (r?.f.name !== name) contentLost.push(`${key}: ${String(r?.f.name)}, not ${name}`);
-	}
+	const contentLost = await namesLost(storage, appId, names);
 	return { report, contentLost, outcomes, aApplied, aReplayed: aRetry.replayed === true };
 }
 
@@ -651,6 +667,16 @@ export interface DeposedSuiteOptions {
  * ```
  */
 export function deposedLeaderSuite(name: string, options: DeposedSuiteOptions): void {
+	const dispose = options.disposeStorage ?? ((s: TTLStorage) => s.close());
+	/** A case on a fresh storage, disposed of whatever happens. */
+	const withStorage = async (run: (storage: TTLStorage) => Promise<void>): Promise<void> => {
+		const storage = await options.createStorage();
+		try {
+			await run(storage);
+		} finally {
+			await dispose(storage);
+		}
+	};
 	const body = (): void => {
 		for (const unfenced of [false, true])
 			for (const level of [0, 1, 2] as const)
@@ -659,9 +685,8 @@ export function deposedLeaderSuite(name: string, options: DeposedSuiteOptions): 
 					if (unfenced && mode === "killed") continue;
 					it(
 						`level ${level}, A ${mode}${unfenced ? ", unfenced (mutant: must be caught)" : ""}`,
-						async () => {
-							const storage = await options.createStorage();
-							try {
+						() =>
+							withStorage(async (storage) => {
 								const out = await runDeposedLeader(storage, level, mode, {
 									...options.processorOptions,
 									...(unfenced ? { unsafeUnfenced: true } : {}),
@@ -685,10 +710,7 @@ export function deposedLeaderSuite(name: string, options: DeposedSuiteOptions): 
 									);
 								if (out.unfenced) expectUnfencedCaught(out, level);
 								else expectFenced(out);
-							} finally {
-								await (options.disposeStorage ?? ((s: TTLStorage) => s.close()))(storage);
-							}
-						},
+							}),
 						options.timeoutMs ?? 60_000,
 					);
 				}
@@ -696,9 +718,8 @@ export function deposedLeaderSuite(name: string, options: DeposedSuiteOptions): 
 			for (const level of [0, 1, 2] as const)
 				it(
 					`level ${level}: a late update of A does not undo B's acknowledged update${unfenced ? "; unfenced (mutant)" : ""}`,
-					async () => {
-						const storage = await options.createStorage();
-						try {
+					() =>
+						withStorage(async (storage) => {
 							const { fields, report, aLogged, replayed } = await runLateUpdate(storage, level, {
 								...options.processorOptions,
 								...(unfenced ? { unsafeUnfenced: true } : {}),
@@ -718,25 +739,20 @@ export function deposedLeaderSuite(name: string, options: DeposedSuiteOptions): 
 								expect(replayed).toBe(aLogged);
 								expect(report.problems).toEqual([]);
 							}
-						} finally {
-							await (options.disposeStorage ?? ((s: TTLStorage) => s.close()))(storage);
-						}
-					},
+						}),
 					options.timeoutMs ?? 60_000,
 				);
 		for (const level of [0, 1, 2] as const)
 			it(
 				`level ${level}: two deposed holders' late PLog writes of one offset: the event the next holder applied stays`,
-				async () => {
-					const storage = await options.createStorage();
-					try {
-						const dispose = options.disposeStorage ?? ((s: TTLStorage) => s.close());
+				() =>
+					withStorage(async (storage) => {
 						const out = await runTwoDeposed(
 							storage,
 							level,
 							options.processorOptions ?? {},
 							options.storagesShareData === true
-								? { open: async () => options.createStorage(), dispose: async (s) => dispose(s) }
+								? { open: options.createStorage, dispose }
 								: undefined,
 						);
 						// Neither deposed holder acknowledged its command (each lease ended first).
@@ -747,10 +763,7 @@ export function deposedLeaderSuite(name: string, options: DeposedSuiteOptions): 
 						expect(out.aReplayed).toBe(out.aApplied);
 						expect(out.contentLost).toEqual([]);
 						expect(out.report.problems).toEqual([]);
-					} finally {
-						await (options.disposeStorage ?? ((s: TTLStorage) => s.close()))(storage);
-					}
-				},
+					}),
 				options.timeoutMs ?? 60_000,
 			);
 	};
