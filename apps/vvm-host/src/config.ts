@@ -18,6 +18,26 @@ import { parseUnsafeMutants, UNSAFE_MUTANTS_ENV, UNSAFE_MUTANTS_FLAG } from "./u
 
 export { ConfigError } from "./options.ts";
 
+/** The flag that lets the host listen beyond loopback although it authenticates nobody. */
+const INSECURE_NO_AUTH_FLAG = "insecure-no-auth";
+
+/**
+ * Whether a listen address reaches this machine only: `localhost`, 127.0.0.0/8, `::1` (`0.0.0.0`
+ * and `::` listen on every interface, so they are not).
+ */
+export function isLoopback(host: string): boolean {
+	const h = host
+		.trim()
+		.toLowerCase()
+		.replace(/^\[(.*)\]$/, "$1");
+	return (
+		h === "localhost" ||
+		h === "::1" ||
+		/^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(h) ||
+		/^::ffff:127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(h)
+	);
+}
+
 /** The values of `--placement`. */
 const PLACEMENT_MODES: readonly ["static", "leases"] = ["static", "leases"];
 
@@ -261,6 +281,9 @@ export function helpText(): string {
 		"      show this help",
 		"  -V, --version",
 		"      show the version",
+		`  --${INSECURE_NO_AUTH_FLAG}`,
+		"      listen on a non-loopback --http-host although the host authenticates nobody (without",
+		"      it such a host refuses to start, exit 2); put an authenticating proxy in front",
 		`  --${UNSAFE_MUTANTS_FLAG}`,
 		`      TEST ONLY (pnpm chaos --mutants): lets ${UNSAFE_MUTANTS_ENV}=killer,lease-check,lease-timer`,
 		"      break leadership safety on purpose; never in production",
@@ -345,6 +368,7 @@ export function parseHostConfig(
 		help: { type: "boolean", short: "h" },
 		version: { type: "boolean", short: "V" },
 		[UNSAFE_MUTANTS_FLAG]: { type: "boolean" },
+		[INSECURE_NO_AUTH_FLAG]: { type: "boolean" },
 	};
 	for (const s of ALL_SPECS) options[s.flag] = { type: "string" };
 	let values: Record<string, string | boolean | (string | boolean)[] | undefined>;
@@ -368,6 +392,10 @@ export function parseHostConfig(
 	}
 	if (storage === undefined) throw new ConfigError(`--storage ${host.storage} is unknown`);
 	const http = sectionOf(read, "http").values as unknown as HttpConfig;
+	if (!isLoopback(http.host) && values[INSECURE_NO_AUTH_FLAG] !== true)
+		throw new ConfigError(
+			`${sectionOf(read, "http").name("host")} ${http.host} is not a loopback address, and the host does not authenticate requests: anyone who reaches the port could write and read every workspace. Listen on 127.0.0.1 behind an authenticating reverse proxy, or pass --${INSECURE_NO_AUTH_FLAG} to listen there anyway`,
+		);
 	const leadership = sectionOf(read, "leadership");
 	const cp = sectionOf(read, "cp");
 	const placement = sectionOf(read, "placement");

@@ -184,4 +184,29 @@ describe("API v2 over the command processor", () => {
 		await closing;
 		expect([503]).toContain(closed.status);
 	});
+
+	it("bounds a WLog reply in bytes and says where to continue; the pages together are the log", async () => {
+		const { base } = await serve({ serving: [1] });
+		const ws = `${base}/1001`;
+		// 80 events of about 61 KB (under the 62 KiB event limit): about 4.9 MB, above the 4 MiB
+		// a reply holds.
+		const text = "a".repeat(4000);
+		const cuds = Array.from({ length: 15 }, (_, i) => ({
+			fields: { "sys.ID": i + 1, "sys.QName": "app1pkg.Note", text },
+		}));
+		for (let i = 0; i < 80; i++)
+			expect((await post(`${ws}/commands/sys.CUD`, { cuds })).status).toBe(200);
+		const first = await fetch(`${ws}/wlog?count=100`);
+		const page1 = (await first.json()) as { results: { offset: number }[]; next?: number };
+		expect(page1.results.length).toBeGreaterThan(0);
+		expect(page1.results.length).toBeLessThan(80);
+		expect(Number(first.headers.get("content-length"))).toBeLessThanOrEqual(4 * 1024 * 1024 + 64);
+		expect(page1.next).toBe((page1.results.at(-1)?.offset ?? 0) + 1);
+		const second = await fetch(`${ws}/wlog?offset=${page1.next}&count=100`);
+		const page2 = (await second.json()) as { results: { offset: number }[]; next?: number };
+		expect(page2.next).toBeUndefined();
+		expect([...page1.results, ...page2.results].map((e) => e.offset)).toEqual(
+			Array.from({ length: 80 }, (_, i) => i + 1),
+		);
+	});
 });

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { ConfigError, helpText, parseHostConfig } from "../src/config.ts";
+import { ConfigError, helpText, isLoopback, parseHostConfig } from "../src/config.ts";
 import { hostConfig as config } from "./support/config.ts";
 
 describe("parseHostConfig", () => {
@@ -137,5 +137,34 @@ describe("parseHostConfig", () => {
 		}
 		expect(text).toContain("VVM_LEADERSHIP_SECONDS");
 		expect(text).toContain("Exit codes");
+	});
+
+	it("refuses a non-loopback --http-host without --insecure-no-auth, naming both", () => {
+		for (const host of ["0.0.0.0", "::", "192.0.2.1", "example.org"]) {
+			expect(() => parseHostConfig(["--http-host", host], {})).toThrow(ConfigError);
+			expect(() => parseHostConfig(["--http-host", host], {})).toThrow(
+				`--http-host ${host} is not a loopback address`,
+			);
+			expect(() => parseHostConfig(["--http-host", host], {})).toThrow("--insecure-no-auth");
+		}
+		expect(() => parseHostConfig([], { VVM_HTTP_HOST: "0.0.0.0" })).toThrow(
+			"VVM_HTTP_HOST 0.0.0.0 is not a loopback address",
+		);
+		const open = parseHostConfig(["--http-host", "0.0.0.0", "--insecure-no-auth"], {});
+		expect(open.help === false && open.config.http.host).toBe("0.0.0.0");
+	});
+
+	it.each([
+		["127.0.0.1", true],
+		["127.1.2.3", true],
+		["localhost", true],
+		["::1", true],
+		["[::1]", true],
+		["0.0.0.0", false],
+		["::", false],
+		["10.0.0.1", false],
+		["128.0.0.1", false],
+	])("isLoopback(%s) is %s", (host, loopback) => {
+		expect(isLoopback(host)).toBe(loopback);
 	});
 });

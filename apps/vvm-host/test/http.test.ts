@@ -1,3 +1,4 @@
+import { connect } from "node:net";
 import type { VVM, VVMLeadership } from "@vvm/orch";
 import { pino } from "pino";
 import { afterEach, describe, expect, it } from "vitest";
@@ -159,5 +160,41 @@ describe("requestUrl: what new URL() makes of a request target, cheaper for a pl
 		expect(fast.pathname).toBe(full.pathname);
 		expect(fast.search).toBe(full.search);
 		expect([...fast.searchParams]).toEqual([...full.searchParams]);
+	});
+});
+
+describe("the HTTP layer's error boundary", () => {
+	/** Raw bytes in, the status line out (the socket closes after one answer). */
+	const statusLine = (port: number, request: string): Promise<string> =>
+		new Promise((resolve, reject) => {
+			let out = "";
+			const socket = connect(port, "127.0.0.1", () => socket.write(request));
+			socket.on("data", (d: Buffer) => {
+				out += d.toString("latin1");
+			});
+			socket.on("close", () => resolve(out.split("\r\n")[0] ?? ""));
+			socket.on("error", reject);
+		});
+
+	it("answers a target the URL parser refuses with 400, and a reply that cannot be encoded with 500; it serves on", async () => {
+		const table = createRouteTable([
+			{ method: "GET", path: "/ok", handle: () => ({ status: 200, body: { ok: true } }) },
+			// JSON.stringify throws on a BigInt, as it throws RangeError on a string too long.
+			{ method: "GET", path: "/unencodable", handle: () => ({ status: 200, body: { n: 1n } }) },
+		]);
+		const http = await startHttpServer(table, "127.0.0.1", 0);
+		servers.push(http);
+		for (const target of ["//", "///", "/\\", "//%zz", "//a:99999/x"])
+			expect(
+				await statusLine(
+					http.port,
+					`GET ${target} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n`,
+				),
+				target,
+			).toBe("HTTP/1.1 400 Bad Request");
+		const broken = await fetch(`http://127.0.0.1:${http.port}/unencodable`);
+		expect(broken.status).toBe(500);
+		expect(await broken.json()).toMatchObject({ code: "HOST_INTERNAL", committed: "unknown" });
+		expect((await fetch(`http://127.0.0.1:${http.port}/ok`)).status).toBe(200);
 	});
 });

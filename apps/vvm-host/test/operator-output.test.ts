@@ -96,6 +96,7 @@ describe("the host tells the operator what is going on", () => {
 			"192.0.2.1", // TEST-NET-1: never a local address
 			"--http-port",
 			"0",
+			"--insecure-no-auth", // not loopback: without it the host refuses before binding
 		]);
 		expect(code).toBe(1);
 		expect(stderr).toContain("check --http-host");

@@ -1,3 +1,4 @@
+import { isUtf8 } from "node:buffer";
 import type { IncomingMessage } from "node:http";
 import type { PartitionPlacement } from "@vvm/appparts";
 import type { AppPartition, CommandResult } from "@vvm/cp";
@@ -62,6 +63,15 @@ function readJsonBody(req: IncomingMessage): Promise<BodyRead> {
 		const onEnd = (): void => {
 			req.off("error", reject);
 			const bytes = more !== undefined ? Buffer.concat(more) : first;
+			// Decoding would put U+FFFD in place of bytes that are not UTF-8: refused, not altered.
+			if (bytes !== undefined && !isUtf8(bytes)) {
+				resolve({
+					refused: hostRefusal(400, "body: is not valid UTF-8 (send JSON in UTF-8)", {
+						field: "body",
+					}),
+				});
+				return;
+			}
 			resolve(parseJsonBody(bytes === undefined ? "" : bytes.toString("utf8")));
 		};
 		req.on("data", onData);
@@ -122,10 +132,17 @@ const isWrite = (r: ApiRoute): boolean =>
  * The `Idempotency-Key` header (IETF httpapi draft): a Structured Field string (`"…"`, with `\"`
  * and `\\` escapes), or, as many clients send it, the bare key. `@vvm/cp` validates what it holds.
  */
-function idempotencyKeyOf(req: IncomingMessage): string | undefined {
-	const raw = req.headers["idempotency-key"];
-	if (raw === undefined) return undefined;
-	const value = (Array.isArray(raw) ? raw.join(", ") : raw).trim();
+function idempotencyKeyOf(req: IncomingMessage): string | undefined | ApiErrorReply {
+	const header = req.headers["idempotency-key"];
+	if (header === undefined) return undefined;
+	// node joins repeated lines with ", " (its types allow an array): two keys are not one key
+	// "a, b" (an Item is one value).
+	const raw = Array.isArray(header) ? header.join(", ") : header;
+	if (raw.includes(",") && (req.headersDistinct["idempotency-key"]?.length ?? 0) > 1)
+		return hostRefusal(400, "Idempotency-Key: sent more than once (one key per request)", {
+			field: "Idempotency-Key",
+		});
+	const value = raw.trim();
 	if (value.length >= 2 && value.startsWith('"') && value.endsWith('"'))
 		return value.slice(1, -1).replace(/\\(["\\])/g, "$1");
 	return value;
@@ -185,18 +202,43 @@ async function run(
 				body: await part.readRecord({ wsid: route.wsid, table: route.table, id: route.id }),
 			};
 		case "wlog":
-			return {
-				status: 200,
-				headers: {},
-				body: {
-					results: await part.readWLog({
-						wsid: route.wsid,
-						from: route.offset,
-						limit: route.count,
-					}),
-				},
-			};
+			return { status: 200, headers: {}, body: await readWLogPage(part, route) };
 	}
+}
+
+/** Most bytes of a WLog read's entries in one reply (an event is at most 62 KiB). */
+const MAX_WLOG_REPLY_BYTES = 4 * 1024 * 1024;
+/** Entries read from the partition at a time while a reply fills. */
+const WLOG_CHUNK = 64;
+
+/**
+ * A WLog read bounded in bytes: entries from `offset` until `count` of them or
+ * {@link MAX_WLOG_REPLY_BYTES}, whichever comes first (always at least one). When the bound cut
+ * the page short, `next` is the offset to continue from; without `next` the read ended at `count`
+ * or at the log's end.
+ */
+async function readWLogPage(
+	part: AppPartition,
+	route: Extract<ApiRoute, { kind: "wlog" }>,
+): Promise<{ results: unknown[]; next?: number }> {
+	const results: unknown[] = [];
+	let bytes = 0;
+	let from = route.offset;
+	while (results.length < route.count) {
+		const limit = Math.min(WLOG_CHUNK, route.count - results.length);
+		const chunk = await part.readWLog({ wsid: route.wsid, from, limit });
+		for (const entry of chunk) {
+			const size = Buffer.byteLength(JSON.stringify(entry)) + 1;
+			if (results.length > 0 && bytes + size > MAX_WLOG_REPLY_BYTES)
+				return { results, next: entry.offset };
+			results.push(entry);
+			bytes += size;
+		}
+		const last = chunk.at(-1);
+		if (chunk.length < limit || last === undefined) break;
+		from = last.offset + 1;
+	}
+	return { results };
 }
 
 /** An answer of the API v2 routes before the `vvm-*` headers: its metrics outcome beside it. */
@@ -223,10 +265,11 @@ async function answer(deps: ApiV2Deps, route: ApiRoute, request: RouteRequest): 
 	if ("refused" in body) return refusedAnswer(body.refused, partition);
 	const target = locate(deps, partition, `${url.pathname}${url.search}`);
 	if ("outcome" in target) return refusedAnswer(target, partition);
+	const key = write ? idempotencyKeyOf(req) : undefined;
+	if (typeof key === "object") return refusedAnswer(key, partition);
 	const token = deps.fencingToken(partition);
 	const tokenOf = token === undefined ? {} : { token };
 	try {
-		const key = write ? idempotencyKeyOf(req) : undefined;
 		return {
 			reply: await run(route, target, body.fields, key),
 			outcome: "ok",

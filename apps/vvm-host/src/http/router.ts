@@ -144,6 +144,26 @@ function sendReply(res: ServerResponse, reply: Reply): void {
 	res.end(text);
 }
 
+/**
+ * {@link sendReply}, or a 500 when the reply cannot be written (e.g. a body too large to encode:
+ * `JSON.stringify` throws `RangeError`), or a reset once headers went out. Never throws.
+ */
+function safeReply(res: ServerResponse, reply: Reply): void {
+	try {
+		sendReply(res, reply);
+	} catch (error) {
+		if (res.headersSent) {
+			res.destroy();
+			return;
+		}
+		try {
+			sendReply(res, cpErrorReply(error));
+		} catch {
+			res.destroy();
+		}
+	}
+}
+
 /** A started HTTP server. */
 export interface HttpServer {
 	readonly port: number;
@@ -164,12 +184,21 @@ export function startHttpServer(
 	host: string,
 	port: number,
 ): Promise<HttpServer> {
+	// One error boundary around every request: nothing a request sends (a target the URL parser
+	// refuses, a reply too large to encode) can throw out of this handler and end the process.
 	const server = createServer((req, res) => {
 		const method = req.method ?? "GET";
-		const url = requestUrl(req.url ?? "/");
+		let url: RequestUrl;
+		try {
+			url = requestUrl(req.url ?? "/");
+		} catch {
+			req.resume();
+			safeReply(res, hostRefusal(400, "target: not a valid request target", { field: "target" }));
+			return;
+		}
 		table({ method, url, req }).then(
-			(reply) => sendReply(res, reply),
-			() => res.destroy(), // the table answers every error; this is a failed write
+			(reply) => safeReply(res, reply),
+			(error: unknown) => safeReply(res, cpErrorReply(error)),
 		);
 	});
 	server.keepAliveTimeout = 1_000;
