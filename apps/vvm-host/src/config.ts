@@ -9,6 +9,8 @@ import type { LeaseTimings } from "@vvm/leases";
 import { checkLeaseTimings, LEASE_DEFAULTS, MAX_GROUPS } from "@vvm/leases";
 import type { VVMTimings } from "@vvm/orch";
 import { checkVVMTimings, VVM_TIMING_DEFAULTS } from "@vvm/orch";
+import type { AuthSettings } from "./http/auth.ts";
+import { JWT_CLAIMS } from "./http/auth.ts";
 import type { OptionSpec } from "./options.ts";
 import { ConfigError, integer, intIn, nonEmpty, oneOf, ownedBy } from "./options.ts";
 import type { StorageConfig } from "./storage/index.ts";
@@ -66,6 +68,11 @@ interface PlacementConfig {
 	readonly mode: PlacementMode;
 	/** leases: lease length, skew bound and record prefix (`--lease-*`, `@vvm/leases`' rules). */
 	readonly lease: LeaseTimings;
+	/**
+	 * static: `--num-vvm-from`, the cluster's stored numVVM this host changes to `--num-vvm` at
+	 * start (once, with every VVM stopped: the host README, "Changing --num-vvm").
+	 */
+	readonly numVVMFrom?: number;
 }
 
 /** The host's validated configuration, one section per owner. */
@@ -77,6 +84,8 @@ export interface HostConfig {
 	/** The command processor's settings (`@vvm/cp`'s rules). */
 	readonly cp: CpSettings;
 	readonly placement: PlacementConfig;
+	/** Who may call the host (`--auth-*`); nothing configured: no authentication (loopback only). */
+	readonly auth: AuthSettings;
 	readonly logLevel: string;
 	/**
 	 * TEST-ONLY mutants that break safety on purpose (chaos test): `VVM_UNSAFE_MUTANTS` plus the
@@ -86,7 +95,7 @@ export interface HostConfig {
 }
 
 /** The sections read from flags (the storage's own settings are its entry's). */
-type Section = "host" | "http" | "leadership" | "cp" | "placement";
+type Section = "host" | "http" | "auth" | "leadership" | "cp" | "placement";
 
 interface SectionSpec extends OptionSpec {
 	readonly section: Section;
@@ -182,6 +191,56 @@ const SPECS: readonly SectionSpec[] = [
 			help: "demo lease-guarded worker tick; 0 disables it",
 		},
 	]),
+	...spec("auth", [
+		{
+			key: "tokensFile",
+			flag: "auth-tokens-file",
+			env: ["VVM_AUTH_TOKENS_FILE"],
+			def: undefined,
+			parse: nonEmpty,
+			help: 'static bearer tokens: a JSON file { "tokens": [{ "name", "token", "workspaces": [1001] or "*", "operator": true|false }] }',
+		},
+		{
+			key: "jwksFile",
+			flag: "auth-jwks-file",
+			env: ["VVM_AUTH_JWKS_FILE"],
+			def: undefined,
+			parse: nonEmpty,
+			help: `JWT bearer tokens verified by the keys of this JWKS file; claims ${JWT_CLAIMS.workspaces} (array of wsids or "*") and ${JWT_CLAIMS.operator} (true), exp required`,
+		},
+		{
+			key: "jwtPublicKeyFile",
+			flag: "auth-jwt-public-key",
+			env: ["VVM_AUTH_JWT_PUBLIC_KEY"],
+			def: undefined,
+			parse: nonEmpty,
+			help: "JWT bearer tokens verified by this PEM public key (SPKI), instead of a JWKS file",
+		},
+		{
+			key: "jwtAlgorithm",
+			flag: "auth-jwt-algorithm",
+			env: ["VVM_AUTH_JWT_ALGORITHM"],
+			def: "ES256",
+			parse: oneOf(["ES256", "ES384", "ES512", "RS256", "RS384", "RS512", "PS256", "EdDSA"]),
+			help: "the algorithm of --auth-jwt-public-key",
+		},
+		{
+			key: "jwtIssuer",
+			flag: "auth-jwt-issuer",
+			env: ["VVM_AUTH_JWT_ISSUER"],
+			def: undefined,
+			parse: nonEmpty,
+			help: "the iss a JWT must carry (unset: any)",
+		},
+		{
+			key: "jwtAudience",
+			flag: "auth-jwt-audience",
+			env: ["VVM_AUTH_JWT_AUDIENCE"],
+			def: undefined,
+			parse: nonEmpty,
+			help: "the aud a JWT must carry (unset: any)",
+		},
+	]),
 	...spec("host", [
 		{
 			key: "logLevel",
@@ -249,7 +308,15 @@ const SPECS: readonly SectionSpec[] = [
 			env: ["VVM_LEASE_NAMESPACE"],
 			def: LEASE_DEFAULTS.namespace,
 			parse: nonEmpty,
-			help: "leases: prefix of the lease records on the storage (hosts of one cluster use the same)",
+			help: "prefix of the lease records and of both placements' partition-epoch and numVVM records on the storage (hosts of one cluster use the same, in either --placement)",
+		},
+		{
+			key: "numVVMFrom",
+			flag: "num-vvm-from",
+			env: ["VVM_NUM_FROM"],
+			def: undefined,
+			parse: intIn(1, 0xffff_ffff),
+			help: "static: change the cluster's stored num-vvm from this value to --num-vvm at start; once, with every VVM stopped (README: Changing --num-vvm)",
 		},
 	]),
 ];
@@ -392,9 +459,19 @@ export function parseHostConfig(
 	}
 	if (storage === undefined) throw new ConfigError(`--storage ${host.storage} is unknown`);
 	const http = sectionOf(read, "http").values as unknown as HttpConfig;
-	if (!isLoopback(http.host) && values[INSECURE_NO_AUTH_FLAG] !== true)
+	const auth = sectionOf(read, "auth");
+	const authSettings = auth.values as AuthSettings;
+	if (authSettings.jwksFile !== undefined && authSettings.jwtPublicKeyFile !== undefined)
 		throw new ConfigError(
-			`${sectionOf(read, "http").name("host")} ${http.host} is not a loopback address, and the host does not authenticate requests: anyone who reaches the port could write and read every workspace. Listen on 127.0.0.1 behind an authenticating reverse proxy, or pass --${INSECURE_NO_AUTH_FLAG} to listen there anyway`,
+			`${auth.name("jwksFile")} and ${auth.name("jwtPublicKeyFile")} exclude each other: give one`,
+		);
+	const authenticates =
+		authSettings.tokensFile !== undefined ||
+		authSettings.jwksFile !== undefined ||
+		authSettings.jwtPublicKeyFile !== undefined;
+	if (!isLoopback(http.host) && !authenticates && values[INSECURE_NO_AUTH_FLAG] !== true)
+		throw new ConfigError(
+			`${sectionOf(read, "http").name("host")} ${http.host} is not a loopback address, and no authentication is configured: anyone who reaches the port could write and read every workspace. Configure --auth-tokens-file, --auth-jwks-file or --auth-jwt-public-key, or listen on 127.0.0.1 behind an authenticating reverse proxy, or pass --${INSECURE_NO_AUTH_FLAG} to listen there anyway`,
 		);
 	const leadership = sectionOf(read, "leadership");
 	const cp = sectionOf(read, "cp");
@@ -407,12 +484,21 @@ export function parseHostConfig(
 		placement: {
 			mode: placement.values.mode as PlacementMode,
 			lease: ownedBy(() => checkLeaseTimings(placement.values, placement.name)),
+			...(placement.values.numVVMFrom === undefined
+				? {}
+				: { numVVMFrom: placement.values.numVVMFrom as number }),
 		},
+		auth: authSettings,
 		logLevel: host.logLevel,
 		unsafeMutants: ownedBy(() =>
 			parseUnsafeMutants(env[UNSAFE_MUTANTS_ENV], values[UNSAFE_MUTANTS_FLAG] === true),
 		),
 	};
+	if (config.placement.mode === "leases" && config.placement.numVVMFrom !== undefined) {
+		throw new ConfigError(
+			`${placement.name("numVVMFrom")} changes the numVVM of --placement static; --placement leases has no slots`,
+		);
+	}
 	if (config.placement.mode === "leases" && config.cp.partitions > MAX_GROUPS) {
 		throw new ConfigError(
 			`${cp.name("partitions")} ${config.cp.partitions} is more than --placement leases can place (at most ${MAX_GROUPS})`,

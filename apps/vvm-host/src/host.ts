@@ -13,6 +13,8 @@ import type { HostConfig } from "./config.ts";
 import { createCpMetrics } from "./cp-metrics.ts";
 import { createPlacement } from "./create-placement.ts";
 import { apiV2Route } from "./http/api-v2.ts";
+import type { Authenticator } from "./http/auth.ts";
+import { AuthConfigError, createAuthenticator, guardRoutes } from "./http/auth.ts";
 import type { OperatorState } from "./http/operator-routes.ts";
 import { operatorRoutes } from "./http/operator-routes.ts";
 import { partitionRoutes } from "./http/partition-routes.ts";
@@ -165,6 +167,17 @@ export async function runHost(config: HostConfig, options: RunHostOptions = {}):
 	const opened: Opened = {};
 	// Empty unless the test-only VVM_UNSAFE_MUTANTS and --unsafe-allow-mutants are both given.
 	const mutants = unsafeMutantHooks(config.unsafeMutants);
+	// Who may call the host: its files are read now, before any storage I/O; a bad one is a bad
+	// configuration (exit 2).
+	let auth: Authenticator | undefined;
+	try {
+		auth = await createAuthenticator(config.auth);
+	} catch (error) {
+		if (!(error instanceof AuthConfigError)) throw error;
+		logger.error({ event: "exit", code: EXIT.BAD_CONFIG }, error.message);
+		stderr(`vvm-host: bad configuration: ${error.message}`);
+		return EXIT.BAD_CONFIG;
+	}
 	try {
 		logger.info(
 			{ event: "starting", storage: config.storage.kind },
@@ -242,29 +255,37 @@ export async function runHost(config: HostConfig, options: RunHostOptions = {}):
 			sections: async () =>
 				state.placement === undefined ? [] : [partitionsSection(state.placement, partitions)],
 		};
-		const routes = createRouteTable([
-			apiV2Route({
-				partitions: config.cp.partitions,
-				placement: () => state.placement,
-				partition: (p) => partitions.partition(p),
-				fencingToken: (p) => partitions.fencingToken(p),
-				self: () => state.address,
-				metrics: createCpMetrics(
-					metrics.registry,
-					() => cp,
-					() => state.placement,
-				),
-				logger,
-			}),
-			...partitionRoutes({
-				mode: config.placement.mode,
-				placement: () => state.placement,
-				partitions: config.cp.partitions,
-				self: () => state.address,
-				logger,
-			}),
-			...operatorRoutes(operator),
-		]);
+		const routes = guardRoutes(
+			createRouteTable([
+				apiV2Route({
+					partitions: config.cp.partitions,
+					placement: () => state.placement,
+					partition: (p) => partitions.partition(p),
+					fencingToken: (p) => partitions.fencingToken(p),
+					self: () => state.address,
+					metrics: createCpMetrics(
+						metrics.registry,
+						() => cp,
+						() => state.placement,
+					),
+					logger,
+				}),
+				...partitionRoutes({
+					mode: config.placement.mode,
+					placement: () => state.placement,
+					partitions: config.cp.partitions,
+					self: () => state.address,
+					logger,
+				}),
+				...operatorRoutes(operator),
+			]),
+			auth,
+		);
+		if (auth !== undefined)
+			logger.info(
+				{ event: "auth" },
+				"bearer tokens required on every route but /healthz and /readyz",
+			);
 		const { host, port } = config.http;
 		try {
 			opened.http = await startHttpServer(routes, host, port);
@@ -301,6 +322,7 @@ export async function runHost(config: HostConfig, options: RunHostOptions = {}):
 		const created = createPlacement(config.placement.mode, {
 			partitions: config.cp.partitions,
 			numVVM: config.leadership.numVVM,
+			numVVMFrom: config.placement.numVVMFrom,
 			handlers: partitions.handlers,
 			leadership: () => state.vvm?.leadership(),
 			leaderOf: (slot) => leadershipStorage.get(slot),
@@ -355,7 +377,13 @@ export async function runHost(config: HostConfig, options: RunHostOptions = {}):
 		state.vvm = vvm;
 		operator.vvm = vvm;
 		if (stop.signal.aborted) return EXIT.OK; // stopped before launch: nothing held yet
-		await created.placement.start(stop.signal);
+		try {
+			// static: refuses a --num-vvm other than the cluster's stored one (create-placement.ts).
+			await created.placement.start(stop.signal);
+		} catch (error) {
+			if (stop.signal.aborted) return EXIT.OK;
+			return fail(describeError(error) ?? "the placement could not start");
+		}
 		operator.phase = "waiting";
 		return await leadSlot(vvm, config.leadership, { operator, logger, stop: stop.signal, fail });
 	} finally {

@@ -19,6 +19,7 @@ describe("parseHostConfig", () => {
 				mode: "static",
 				lease: { leaseIntervalMs: 10_000, maxClockSkewMs: 500, namespace: "vvm" },
 			},
+			auth: { jwtAlgorithm: "ES256" },
 			logLevel: "info",
 			unsafeMutants: [],
 		});
@@ -152,6 +153,12 @@ describe("parseHostConfig", () => {
 		);
 		const open = parseHostConfig(["--http-host", "0.0.0.0", "--insecure-no-auth"], {});
 		expect(open.help === false && open.config.http.host).toBe("0.0.0.0");
+		// With authentication configured, any address.
+		const authed = parseHostConfig(["--http-host", "::", "--auth-tokens-file", "/t.json"], {});
+		expect(authed.help === false && authed.config.auth.tokensFile).toBe("/t.json");
+		expect(() =>
+			parseHostConfig(["--auth-jwks-file", "/a", "--auth-jwt-public-key", "/b"], {}),
+		).toThrow("--auth-jwks-file and --auth-jwt-public-key exclude each other");
 	});
 
 	it.each([
