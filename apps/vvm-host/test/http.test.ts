@@ -197,4 +197,43 @@ describe("the HTTP layer's error boundary", () => {
 		expect(await broken.json()).toMatchObject({ code: "HOST_INTERNAL", committed: "unknown" });
 		expect((await fetch(`http://127.0.0.1:${http.port}/ok`)).status).toBe(200);
 	});
+
+	it("closes a connection whose headers do not arrive in time (408), and refuses connections over the bound", async () => {
+		const table = createRouteTable([
+			{ method: "GET", path: "/ok", handle: () => ({ status: 200, body: { ok: true } }) },
+		]);
+		const http = await startHttpServer(table, "127.0.0.1", 0, {
+			checkIntervalMs: 50,
+			headersTimeoutMs: 200,
+			requestTimeoutMs: 400,
+			maxConnections: 2,
+		});
+		servers.push(http);
+		// A slow client: half a request line, then nothing.
+		const slow = await new Promise<{ answer: string; ms: number }>((resolve, reject) => {
+			const started = performance.now();
+			let answer = "";
+			const socket = connect(http.port, "127.0.0.1", () => socket.write("GET /ok HTTP/1.1\r\nHo"));
+			socket.on("data", (d: Buffer) => {
+				answer += d.toString("latin1");
+			});
+			socket.on("close", () => resolve({ answer, ms: performance.now() - started }));
+			socket.on("error", reject);
+		});
+		expect(slow.answer.split("\r\n")[0]).toBe("HTTP/1.1 408 Request Timeout");
+		// Two idle connections hold the bound; a third is closed without an answer.
+		const idle = [0, 1].map(
+			() =>
+				new Promise<ReturnType<typeof connect>>((resolve) => {
+					const s = connect(http.port, "127.0.0.1", () => resolve(s));
+				}),
+		);
+		const held = await Promise.all(idle);
+		const third = await statusLine(
+			http.port,
+			"GET /ok HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+		).catch((e: NodeJS.ErrnoException) => e.code);
+		expect(["", "ECONNRESET"]).toContain(third);
+		for (const s of held) s.destroy();
+	});
 });

@@ -164,6 +164,16 @@ function safeReply(res: ServerResponse, reply: Reply): void {
 	}
 }
 
+/** What one client may hold of the host's HTTP server (README, Security: Limits). */
+export const HTTP_LIMITS = Object.freeze({
+	/** How often node checks the two timeouts below (its default, 30 s, would let them run late). */
+	checkIntervalMs: 1_000,
+	headersTimeoutMs: 10_000,
+	requestTimeoutMs: 30_000,
+	keepAliveTimeoutMs: 1_000,
+	maxConnections: 4_096,
+});
+
 /** A started HTTP server. */
 export interface HttpServer {
 	readonly port: number;
@@ -183,25 +193,36 @@ export function startHttpServer(
 	table: RouteTable,
 	host: string,
 	port: number,
+	limits: Partial<typeof HTTP_LIMITS> = {},
 ): Promise<HttpServer> {
+	const bound = { ...HTTP_LIMITS, ...limits };
 	// One error boundary around every request: nothing a request sends (a target the URL parser
 	// refuses, a reply too large to encode) can throw out of this handler and end the process.
-	const server = createServer((req, res) => {
-		const method = req.method ?? "GET";
-		let url: RequestUrl;
-		try {
-			url = requestUrl(req.url ?? "/");
-		} catch {
-			req.resume();
-			safeReply(res, hostRefusal(400, "target: not a valid request target", { field: "target" }));
-			return;
-		}
-		table({ method, url, req }).then(
-			(reply) => safeReply(res, reply),
-			(error: unknown) => safeReply(res, cpErrorReply(error)),
-		);
-	});
-	server.keepAliveTimeout = 1_000;
+	const server = createServer(
+		{ connectionsCheckingInterval: bound.checkIntervalMs },
+		(req, res) => {
+			const method = req.method ?? "GET";
+			let url: RequestUrl;
+			try {
+				url = requestUrl(req.url ?? "/");
+			} catch {
+				req.resume();
+				safeReply(res, hostRefusal(400, "target: not a valid request target", { field: "target" }));
+				return;
+			}
+			table({ method, url, req }).then(
+				(reply) => safeReply(res, reply),
+				(error: unknown) => safeReply(res, cpErrorReply(error)),
+			);
+		},
+	);
+	// Slow or idle clients cannot hold the host: the headers within 10 s, the whole request within
+	// 30 s, an idle keep-alive connection closed after 1 s, and at most 4 096 connections at once
+	// (more are refused at accept).
+	server.headersTimeout = bound.headersTimeoutMs;
+	server.requestTimeout = bound.requestTimeoutMs;
+	server.keepAliveTimeout = bound.keepAliveTimeoutMs;
+	server.maxConnections = bound.maxConnections;
 	return new Promise((resolvePromise, reject) => {
 		const onError = (error: Error): void => reject(error);
 		server.once("error", onError);
