@@ -15,6 +15,7 @@ import { createPlacement } from "./create-placement.ts";
 import { apiV2Route } from "./http/api-v2.ts";
 import type { Authenticator } from "./http/auth.ts";
 import { AuthConfigError, createAuthenticator, guardRoutes } from "./http/auth.ts";
+import { openApiRoute } from "./http/openapi.ts";
 import type { OperatorState } from "./http/operator-routes.ts";
 import { operatorRoutes } from "./http/operator-routes.ts";
 import { partitionRoutes } from "./http/partition-routes.ts";
@@ -30,6 +31,7 @@ import { placementStatus } from "./status-placement.ts";
 import type { OpenedStorage } from "./storage/index.ts";
 import { openStorage } from "./storage/index.ts";
 import { unsafeMutantHooks } from "./unsafe-mutants.ts";
+import { hostVersion } from "./version.ts";
 import { createWaitingReporter } from "./waiting-reporter.ts";
 
 /** The cluster application ID of the host's one application (`@vvm/cp` scopes every key by it). */
@@ -278,6 +280,7 @@ export async function runHost(config: HostConfig, options: RunHostOptions = {}):
 					logger,
 				}),
 				...operatorRoutes(operator),
+				openApiRoute(hostVersion()),
 			]),
 			auth,
 		);

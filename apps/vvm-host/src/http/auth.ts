@@ -1,7 +1,7 @@
 // Who may call the host: `Authorization: Bearer <token>`, a static token from a file or a JWT
 // verified with a public key or a JWKS file (jose). A token names the workspaces it may use and
 // whether it may call the operator routes. Off unless configured; then every route but the
-// probes (/healthz, /readyz) needs a token. Tokens are compared in constant time and never logged.
+// probes (/healthz, /readyz) and the API's description (/openapi.json) needs a token. Tokens are compared in constant time and never logged.
 import { createHash, timingSafeEqual } from "node:crypto";
 import { readFileSync } from "node:fs";
 import type { IncomingMessage } from "node:http";
@@ -58,7 +58,7 @@ export class AuthConfigError extends Error {
 }
 
 /** Routes anyone may call: probes carry no data worth a token, and orchestrators call them bare. */
-const OPEN_PATHS: ReadonlySet<string> = new Set(["/healthz", "/readyz"]);
+const OPEN_PATHS: ReadonlySet<string> = new Set(["/healthz", "/readyz", "/openapi.json"]);
 const API_WSID = /^\/api\/v2\/apps\/[^/]+\/[^/]+\/workspaces\/([0-9]{1,16})(?:\/|$)/;
 /** Static tokens shorter than this are refused: a guessable token is no authentication. */
 const MIN_TOKEN_LENGTH = 24;

@@ -164,8 +164,17 @@ function safeReply(res: ServerResponse, reply: Reply): void {
 	}
 }
 
+/** The bounds {@link startHttpServer} sets on its server. */
+export interface HttpLimits {
+	readonly checkIntervalMs: number;
+	readonly headersTimeoutMs: number;
+	readonly requestTimeoutMs: number;
+	readonly keepAliveTimeoutMs: number;
+	readonly maxConnections: number;
+}
+
 /** What one client may hold of the host's HTTP server (README, Security: Limits). */
-export const HTTP_LIMITS = Object.freeze({
+export const HTTP_LIMITS: Readonly<HttpLimits> = Object.freeze({
 	/** How often node checks the two timeouts below (its default, 30 s, would let them run late). */
 	checkIntervalMs: 1_000,
 	headersTimeoutMs: 10_000,
@@ -193,7 +202,7 @@ export function startHttpServer(
 	table: RouteTable,
 	host: string,
 	port: number,
-	limits: Partial<typeof HTTP_LIMITS> = {},
+	limits: Partial<HttpLimits> = {},
 ): Promise<HttpServer> {
 	const bound = { ...HTTP_LIMITS, ...limits };
 	// One error boundary around every request: nothing a request sends (a target the URL parser
