@@ -1,21 +1,41 @@
 #!/usr/bin/env bash
-# Debian packages some tests need (installed only when missing; needs root or sudo):
+# Debian packages some tests need, installed only when missing (needs root or sudo), with
+# --no-install-recommends (the least that serves). It says what it installs and why before it
+# does; where it cannot install, it says which tests will be skipped instead.
 #   faketime: libfaketime for the per-process clock tests of apps/vvm-host (clock-faults) and the
 #             chaos test;
-#   chromium: the headless browser the host's status-page test renders the page in.
+#   chromium: the headless browser the host's status-page test renders the page in;
+#   fuse3:    FUSE for the power-cut test (tooling/powercut: a filesystem that drops unsynced
+#             writes at a simulated power cut).
 set -euo pipefail
 missing=()
-[ -f /usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1 ] || missing+=(faketime)
-command -v chromium >/dev/null 2>&1 || missing+=(chromium)
+why=()
+if [ ! -f /usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1 ]; then
+	missing+=(faketime)
+	why+=("faketime (libfaketime: per-process clock skew in the host's clock-faults test and the chaos test)")
+fi
+if ! command -v chromium >/dev/null 2>&1; then
+	missing+=(chromium)
+	why+=("chromium (headless: the host's status-page test renders the page)")
+fi
+if ! command -v fusermount3 >/dev/null 2>&1; then
+	missing+=(fuse3)
+	why+=("fuse3 (fusermount3: the level driver's power-cut test mounts a FUSE filesystem)")
+fi
 if [ "${#missing[@]}" -eq 0 ]; then exit 0; fi
 sudo=""
 if [ "$(id -u)" != 0 ]; then
-	if command -v sudo >/dev/null 2>&1; then sudo="sudo -n"; else
-		echo "test-packages: ${missing[*]} missing and not root (no sudo): those tests will be skipped" >&2
+	if command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null; then sudo="sudo -n"; else
+		echo "test-packages: not installing ${missing[*]} (not root, no password-less sudo); the tests that need them are skipped with the reason:" >&2
+		printf 'test-packages:   %s\n' "${why[@]}" >&2
 		exit 0
 	fi
 fi
-echo "test-packages: installing ${missing[*]} from Debian"
+echo "test-packages: installing from Debian (apt-get install --no-install-recommends):"
+printf 'test-packages:   %s\n' "${why[@]}"
 export DEBIAN_FRONTEND=noninteractive
-$sudo apt-get install -y -q "${missing[@]}" >/dev/null 2>&1 ||
-	{ $sudo apt-get update -q >/dev/null 2>&1 && $sudo apt-get install -y -q "${missing[@]}" >/dev/null; }
+install() { $sudo apt-get install -y -q --no-install-recommends "${missing[@]}" >/dev/null 2>&1; }
+if ! install && ! { $sudo apt-get update -q >/dev/null 2>&1 && install; }; then
+	echo "test-packages: apt-get could not install ${missing[*]}; the tests that need them are skipped with the reason" >&2
+	exit 0
+fi
