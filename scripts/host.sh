@@ -5,10 +5,20 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
 . scripts/bootstrap.sh >&2
+# --help and --version only print: no build when one exists, and no exit line.
+for arg in "$@"; do
+	case "$arg" in
+	-h | --help | -V | --version)
+		[ -f apps/vvm-host/dist/cli.mjs ] ||
+			pnpm turbo run build --filter=@vvm/vvm-host... --output-logs=errors-only >&2
+		exec node apps/vvm-host/dist/cli.mjs "$@"
+		;;
+	esac
+done
 echo "host: building" >&2
 pnpm turbo run build --filter=@vvm/vvm-host... --output-logs=errors-only >&2
 # Not exec'd, so the host's own exit status is printed: on Ctrl-C npm (which gets the SIGINT
-# too) reports "code 130" whatever the host did; the line below says what the host did.
+# too) may report a failure of its own whatever the host did; the line below says what the host did.
 status=0
 node apps/vvm-host/dist/cli.mjs --storage level --data-dir "$ROOT/.vvm-data" "$@" || status=$?
 echo "host: vvm-host exited with code $status (0 = graceful shutdown)" >&2

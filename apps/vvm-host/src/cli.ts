@@ -15,7 +15,7 @@ async function main(): Promise<number> {
 	} catch (error) {
 		if (!(error instanceof ConfigError)) throw error;
 		process.stderr.write(
-			`vvm-host: bad configuration: ${error.message}\nRun vvm-host --help for the options.\n`,
+			`vvm-host: bad configuration: ${error.message}\nRun vvm-host --help for the options (from the repository: npm run host -- --help).\n`,
 		);
 		return EXIT.BAD_CONFIG;
 	}
