@@ -142,8 +142,15 @@ export interface AppPartition extends AsyncDisposable {
 	createRecord(request: CreateRecordRequest): Promise<CommandResult>;
 	updateRecord(request: UpdateRecordRequest): Promise<CommandResult>;
 	executeCommand(request: ExecuteCommandRequest): Promise<CommandResult>;
+	/**
+	 * Reads a record. Sees every command answered so far, `committed: "yes"` ones included: the
+	 * partition's own committed event whose effects failed is re-applied first, and a partition
+	 * that has not caught up with its PLog yet is waited for (`readWaitMs`, then `CP_BUSY`).
+	 */
 	readRecord(request: ReadRecordRequest): Promise<RecordData>;
+	/** Reads a workspace's WLog; waits as {@link AppPartition.readRecord} does. */
 	readWLog(request: ReadWLogRequest): Promise<LogEntry[]>;
+	/** Reads the partition's PLog as stored (waits for nothing). */
 	readPLog(request?: ReadPLogRequest): Promise<LogEntry[]>;
 	stats(): PartitionStats;
 	/** Undeploys: queued commands fail with `CP_CLOSED`, the sequencer is cleaned up. Idempotent. */
@@ -202,6 +209,8 @@ export interface PartitionContext {
 	readonly idempotencyTtlSeconds: number;
 	readonly clock: Clock;
 	readonly retryAfterMs: number;
+	/** How long a read waits for the partition's first actualization before `CP_BUSY`. */
+	readonly readWaitMs: number;
 	readonly maxQueued: number;
 	/** Already guarded and bound to the package (`libraryLogger`). */
 	readonly log: Logger;
@@ -245,6 +254,15 @@ export class AppPartitionImpl implements AppPartition {
 	#committing: Promise<unknown> | undefined;
 	/** Highest PLog offset whose event this process applied (all below it too). */
 	#appliedThrough = 0;
+	/**
+	 * Our event that is durable in the PLog and committed (confirmed within the lease) but whose
+	 * effects failed or were refused: reads re-apply it first, and recovery applies it.
+	 */
+	#pending: EncodedEvent | undefined;
+	/** The re-application of {@link AppPartitionImpl.#pending} in progress. */
+	#pendingRun: Promise<void> | undefined;
+	/** The first actualization read the PLog to its end: every earlier holder's event is applied. */
+	#caughtUp = false;
 	#closed = false;
 	#closePromise: Promise<void> | undefined;
 
@@ -273,6 +291,7 @@ export class AppPartitionImpl implements AppPartition {
 				const s = await seq();
 				this.#counters.actualizations++;
 				await s.actualizeSequencesFromPLog(offset, batcher, signal);
+				this.#caughtUp = true;
 			},
 		};
 		this.#handle = ctx.newSequencer(seqStorage, () => {
@@ -338,8 +357,10 @@ export class AppPartitionImpl implements AppPartition {
 			claimRecovered: ctx.orderedFencing,
 			idempotencyTtlSeconds: ctx.idempotencyTtlSeconds,
 		});
-		// The numbers go unfenced: the workspace's WLog heals any that went back (a deposed holder's
-		// late flush), so they need no conditional write on any storage.
+		// The numbers and the offset go unfenced: the sequencer flushes only past events whose
+		// effects are applied (#commit, #recover), so any holder's flush, landing whenever, can only
+		// put them back (the WLog heals a number, actualization re-applies a longer tail), never
+		// past an unapplied event (README, "Fenced writes", rule 5).
 		this.#seqStorage = createSeqStorage({
 			storage: ctx.writes,
 			// An embedded store that commits in groups (level): a range read there opens an iterator
@@ -418,6 +439,12 @@ export class AppPartitionImpl implements AppPartition {
 		// Past its lease a holder writes nothing: the event may already be the next holder's to
 		// apply, or be overwritten by it (it was not acknowledged).
 		if (!this.#mayWrite()) throw leaseEnded(this.partitionId, "no");
+		// Our own committed event whose effects failed: a read may be re-applying it already; one
+		// re-application serves both.
+		if (this.#pending?.event.o === offset) {
+			await this.#applyPending();
+			return;
+		}
 		const writer = this.#writerReady;
 		try {
 			await writer.claimPLog(this.partitionId, offset, bytes, decoded?.event);
@@ -436,33 +463,119 @@ export class AppPartitionImpl implements AppPartition {
 				},
 				`PLog offset ${offset} of partition ${this.partitionId} holds a value that is not an event of this partition; it is consumed as corrupted`,
 			);
-		} else {
+		} else if (decoded.kind === "marker") {
+			this.#counters.reappliedEvents++;
 			try {
-				if (decoded.kind === "marker") {
-					this.#counters.reappliedEvents++;
-					await writer.rollBack(decoded.event, bytes);
-				} else {
-					this.#counters.reappliedEvents++;
-					const conflict = await writer.apply({ event: decoded.event, bytes }, true);
-					if (conflict !== undefined) {
-						this.#counters.conflicts++;
-						this.#ctx.log.error(
-							{
-								event: "conflict",
-								partitionId: this.partitionId,
-								plogOffset: offset,
-								key: conflict.key,
-							},
-							`${conflict.error().message}; the event is marked corrupted`,
-						);
-					}
-				}
+				await writer.rollBack(decoded.event, bytes);
 			} catch (error) {
 				if (isFenced(error)) this.#depose(error);
 				throw error;
 			}
-		}
+		} else await this.#reapply({ event: decoded.event, bytes });
 		this.#appliedThrough = offset;
+	}
+
+	/** Re-applies a durable event idempotently (recovery mode); a conflict marks it corrupted. */
+	async #reapply(e: EncodedEvent): Promise<void> {
+		this.#counters.reappliedEvents++;
+		try {
+			const conflict = await this.#writerReady.apply(e, true);
+			if (conflict !== undefined) {
+				this.#counters.conflicts++;
+				this.#ctx.log.error(
+					{
+						event: "conflict",
+						partitionId: this.partitionId,
+						plogOffset: e.event.o,
+						key: conflict.key,
+					},
+					`${conflict.error().message}; the event is marked corrupted`,
+				);
+			}
+		} catch (error) {
+			if (isFenced(error)) this.#depose(error);
+			throw error;
+		}
+	}
+
+	/**
+	 * Re-applies {@link AppPartitionImpl.#pending} (our committed event whose effects failed), once
+	 * for every caller at a time: recovery, and reads that must see it. Rejects while this process
+	 * may not write (the next holder applies it), or with the storage error (the next call tries
+	 * again).
+	 */
+	#applyPending(): Promise<void> {
+		const pending = this.#pending;
+		if (pending === undefined) return Promise.resolve();
+		if (this.#pendingRun !== undefined) return this.#pendingRun;
+		const run = (async () => {
+			if (this.#closed || !this.#mayWrite())
+				throw (
+					this.#deposed ??
+					new CpError(
+						"CP_CLOSED",
+						`partition ${this.partitionId} may no longer write (closed or its lease ended) and has a committed event whose effects are not applied yet; the next holder applies it`,
+					)
+				);
+			await this.#reapply(pending);
+			if (this.#pending === pending) this.#pending = undefined;
+			if (pending.event.o > this.#appliedThrough) this.#appliedThrough = pending.event.o;
+		})();
+		this.#pendingRun = run;
+		const clear = (): void => {
+			if (this.#pendingRun === run) this.#pendingRun = undefined;
+		};
+		run.then(clear, clear);
+		return run;
+	}
+
+	/**
+	 * What a read of records or of a WLog waits for, so that it sees every committed event
+	 * (`committed: "yes"` included): our committed event whose effects failed is re-applied first,
+	 * and a partition that has not yet caught up with the PLog (its first actualization, which
+	 * re-applies an earlier holder's tail) is waited for, at most `readWaitMs`, then `CP_BUSY`.
+	 * `undefined` (no promise, nothing to wait for) on the usual path.
+	 */
+	#settle(): Promise<void> | undefined {
+		if (this.#pending !== undefined) return this.#settlePending();
+		if (!this.#caughtUp) return this.#awaitCaughtUp();
+		return undefined;
+	}
+
+	async #settlePending(): Promise<void> {
+		try {
+			await this.#applyPending();
+		} catch (error) {
+			if (CpError.is(error)) throw error;
+			if (isFenced(error))
+				throw (
+					this.#deposed ??
+					new CpError("CP_CLOSED", `partition ${this.partitionId} was taken over`, {
+						cause: error,
+					})
+				);
+			throw storageFailure(error, "no", "re-applying a committed event before the read");
+		}
+	}
+
+	async #awaitCaughtUp(): Promise<void> {
+		const waitMs = this.#ctx.readWaitMs;
+		const busy = (): CpError =>
+			this.#busy(
+				`partition ${this.partitionId} is still re-applying its PLog tail; a read now could miss a committed event`,
+			);
+		if (waitMs <= 0) throw busy();
+		const ctl = new AbortController();
+		const timer = this.#ctx.clock.setTimer(waitMs, () => ctl.abort());
+		try {
+			await this.ready(ctl.signal);
+		} catch (error) {
+			if (ctl.signal.aborted && !this.#caughtUp) throw busy();
+			throw error;
+		} finally {
+			timer.cancel();
+		}
+		if (!this.#caughtUp) throw busy();
 	}
 
 	async ready(signal?: AbortSignal): Promise<void> {
@@ -744,16 +857,23 @@ export class AppPartitionImpl implements AppPartition {
 		try {
 			conflict = applied ? undefined : await writer.apply(encoded, false);
 		} catch (error) {
-			// A newer holder refused an effect: it has the event (its actualization started after
-			// our PLog write landed) and applies it before serving anything.
+			// The event is durable and committed, its effects are not (all) written: until they are,
+			// reads re-apply it first (#settle), and the sequencer is NOT flushed. A flush would store
+			// a next PLog offset above an event whose effects are missing, and the next actualization
+			// (ours, or a newer holder's) would start past it and never apply it (README, "Fenced
+			// writes", the stored offset's invariant).
+			this.#pending = encoded;
 			if (!isFenced(error)) throw withPhase(error, "apply");
+			// A newer holder refused an effect: it has the event (its actualization started after
+			// our PLog write landed) and applies it before serving anything. The transaction stays
+			// open until close() cleans the sequencer up: nothing of it is ever written.
 			this.#depose(error);
-			this.sequencer.flush();
 			return answer;
 		}
 		if (conflict !== undefined) throw conflict.error(conflict.markError);
-		this.sequencer.flush();
+		// Every event up to this one is applied: only now may the stored offset pass it.
 		this.#appliedThrough = encoded.event.o;
+		this.sequencer.flush();
 		return answer;
 	}
 
@@ -895,6 +1015,8 @@ export class AppPartitionImpl implements AppPartition {
 			throw badRequest("id", `must be a real record ID (> ${MAX_RAW_ID})`);
 		if (table !== undefined && this.#ctx.app.table(table) === undefined)
 			throw new CpError("CP_NOT_FOUND", `table: no table ${table}`, { field: "table" });
+		const settling = this.#settle();
+		if (settling !== undefined) await settling;
 		const k = cpKeys.record(this.#ctx.appId, wsid, id);
 		let bytes: Uint8Array | undefined;
 		try {
@@ -926,6 +1048,8 @@ export class AppPartitionImpl implements AppPartition {
 		const { wsid } = request ?? ({} as ReadWLogRequest);
 		this.#checkWsid(wsid);
 		const { from, limit } = checkRange(request);
+		const settling = this.#settle();
+		if (settling !== undefined) await settling;
 		const appId = this.#ctx.appId;
 		return this.#readLog(
 			(bucket) => wlogPKey(appId, wsid, bucket),

@@ -44,6 +44,13 @@ export interface CommandProcessorOptions {
 	readonly onSequencerStorageError?: (error: unknown, operation: string, attempt: number) => void;
 	/** The `retryAfterMs` of `CP_BUSY`; default 1000. */
 	readonly retryAfterMs?: number;
+	/**
+	 * How long a record or WLog read waits for a partition that has not yet caught up with its
+	 * PLog (its first actualization, which applies what an earlier holder committed) before it
+	 * answers `CP_BUSY`; `0`: at once. A read never answers from storage before then, so a read after
+	 * `committed: "yes"` sees the command. Default 1000.
+	 */
+	readonly readWaitMs?: number;
 	/** Commands queued per partition before `CP_BUSY`; default 1000. */
 	readonly maxQueuedCommands?: number;
 	/**
@@ -176,6 +183,7 @@ class CommandProcessorImpl implements CommandProcessor {
 		const settings = checkCpSettings(options);
 		for (const [name, v, min] of [
 			["retryAfterMs", options.retryAfterMs, 0],
+			["readWaitMs", options.readWaitMs, 0],
 			["maxQueuedCommands", options.maxQueuedCommands, 1],
 			["writeBatchesInFlight", options.writeBatchesInFlight, 1],
 		] as const)
@@ -250,6 +258,7 @@ class CommandProcessorImpl implements CommandProcessor {
 				idempotencyTtlSeconds: this.#idempotencyTtl,
 				clock: o.clock ?? systemClock,
 				retryAfterMs: o.retryAfterMs ?? 1000,
+				readWaitMs: o.readWaitMs ?? 1000,
 				maxQueued: o.maxQueuedCommands ?? 1000,
 				log: libraryLogger(o.logger, { pkg: "@vvm/cp" }),
 				newSequencer: (storage: SeqStorage, count: () => void) =>
