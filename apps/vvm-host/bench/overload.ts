@@ -1,0 +1,302 @@
+// Overload (issue 34): the built host (level storage, default flags) under an open-loop load of
+// one-record creates at a multiple of its measured capacity. Requests go out on a fixed schedule,
+// whatever the answers (open loop: a slow host is not spared load, as clients do not spare it).
+// Reported: the offered and served rates, how many were shed (503, committed "no"), the p99 of
+// accepted creates against the unloaded p99, the host's RSS over the run; then the host stops
+// gracefully and the storage is read back: every accepted create is applied once
+// (`checkCpStorage`) and no shed create wrote anything (its unique name is in no WLog entry).
+//
+//   pnpm --filter @vvm/vvm-host overload                 # 3x capacity for 60 s
+//   OVERLOAD_FACTOR=3 OVERLOAD_SECONDS=60 OVERLOAD_CONNECTIONS=512 pnpm --filter @vvm/vvm-host overload
+import { spawn } from "node:child_process";
+import { readFileSync } from "node:fs";
+import { mkdtemp, rm } from "node:fs/promises";
+import { Agent, request } from "node:http";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { createInterface } from "node:readline";
+import { createCommandProcessor } from "@vvm/cp";
+import type { AcknowledgedCommand } from "@vvm/cp/testing";
+import { checkCpStorage } from "@vvm/cp/testing";
+import { createLevelTTLStorage } from "@vvm/ttlstorage-level";
+import { ClassicLevel } from "classic-level";
+
+const env = process.env;
+const FACTOR = Number(env.OVERLOAD_FACTOR ?? 3);
+const SECONDS = Number(env.OVERLOAD_SECONDS ?? 60);
+const CAPACITY_SECONDS = Number(env.OVERLOAD_CAPACITY_SECONDS ?? 10);
+const CONNECTIONS = Number(env.OVERLOAD_CONNECTIONS ?? 512);
+const WORKSPACES = 200;
+const PARTITIONS = 10;
+const APP_ID = 1;
+const CLI = join(import.meta.dirname, "..", "dist", "cli.mjs");
+
+const log = (line: string): void => {
+	process.stderr.write(`overload: ${line}\n`);
+};
+
+interface Host {
+	readonly pid: number;
+	readonly port: number;
+	stop(): Promise<number | null>;
+}
+
+async function startHost(dir: string): Promise<Host> {
+	const child = spawn(
+		process.execPath,
+		[CLI, "--storage", "level", "--data-dir", dir, "--http-port", "0", "--log-level", "info"],
+		{
+			stdio: ["ignore", "pipe", "inherit"],
+		},
+	);
+	const exited = new Promise<number | null>((resolve) =>
+		child.once("exit", (code) => resolve(code)),
+	);
+	const port = await new Promise<number>((resolve, reject) => {
+		createInterface({ input: child.stdout }).on("line", (line) => {
+			try {
+				const l = JSON.parse(line) as { event?: string; port?: number; url?: string };
+				if (l.event === "listening") resolve(Number(l.port ?? new URL(String(l.url)).port));
+			} catch {}
+		});
+		child.once("exit", () => reject(new Error("the host exited before it listened")));
+	});
+	return {
+		pid: child.pid as number,
+		port,
+		stop: async () => {
+			child.kill("SIGTERM");
+			return exited;
+		},
+	};
+}
+
+const rssMb = (pid: number): number => {
+	const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, "utf8"));
+	return m === null ? 0 : Math.round(Number(m[1]) / 1024);
+};
+
+interface Sent {
+	readonly name: string;
+	readonly wsid: number;
+}
+interface Outcome {
+	readonly sent: Sent;
+	readonly status: number | "error";
+	readonly ms: number;
+	readonly body: string;
+	readonly plogOffset?: number;
+}
+
+function create(agent: Agent, port: number, s: Sent): Promise<Outcome> {
+	const started = performance.now();
+	return new Promise((resolve) => {
+		const req = request(
+			{
+				host: "127.0.0.1",
+				port,
+				method: "POST",
+				path: `/api/v2/apps/vvm/demo/workspaces/${s.wsid}/docs/app1pkg.Customer`,
+				headers: { "idempotency-key": s.name },
+				agent,
+			},
+			(res) => {
+				const chunks: Buffer[] = [];
+				res.on("data", (c: Buffer) => chunks.push(c));
+				res.on("end", () =>
+					resolve({
+						sent: s,
+						status: res.statusCode ?? 0,
+						ms: performance.now() - started,
+						body: Buffer.concat(chunks).toString("utf8"),
+						plogOffset: Number(res.headers["vvm-plog-offset"]),
+					}),
+				);
+			},
+		);
+		req.setNoDelay(true);
+		req.on("error", () =>
+			resolve({ sent: s, status: "error", ms: performance.now() - started, body: "" }),
+		);
+		req.end(JSON.stringify({ name: s.name }));
+	});
+}
+
+const p = (xs: number[], q: number): number => {
+	if (xs.length === 0) return Number.NaN;
+	const sorted = [...xs].sort((a, b) => a - b);
+	return sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] as number;
+};
+
+async function main(): Promise<void> {
+	const dir = await mkdtemp(join(tmpdir(), "vvm-overload-"));
+	const host = await startHost(dir);
+	const base = `http://127.0.0.1:${host.port}`;
+	for (const until = Date.now() + 30_000; ; ) {
+		const r = await fetch(`${base}/api/v2/apps/vvm/demo/workspaces/1001/wlog`).catch(
+			() => undefined,
+		);
+		if (r?.status === 200) break;
+		if (Date.now() > until) throw new Error("the host did not serve within 30 s");
+		await new Promise((resolve) => setTimeout(resolve, 100));
+	}
+	const agent = new Agent({ keepAlive: true, maxSockets: CONNECTIONS });
+	let seq = 0;
+	const outcomes: Outcome[] = [];
+	const next = (): Sent => {
+		const s = { name: `ov-${process.pid}-${seq++}`, wsid: 1000 + (seq % WORKSPACES) };
+		return s;
+	};
+
+	// 1. Unloaded latency (4 connections) and capacity (16 connections), closed loop.
+	const closed = async (
+		connections: number,
+		seconds: number,
+	): Promise<{ rate: number; p99: number }> => {
+		const ms: number[] = [];
+		const end = performance.now() + seconds * 1000;
+		await Promise.all(
+			Array.from({ length: connections }, async () => {
+				while (performance.now() < end) {
+					const o = await create(agent, host.port, next());
+					outcomes.push(o);
+					if (o.status === 201) ms.push(o.ms);
+				}
+			}),
+		);
+		return { rate: ms.length / seconds, p99: p(ms, 0.99) };
+	};
+	const unloaded = await closed(4, CAPACITY_SECONDS / 2);
+	const capacity = await closed(16, CAPACITY_SECONDS);
+	log(
+		`unloaded (4 connections): p99 ${unloaded.p99.toFixed(1)} ms; capacity (16): ${Math.round(capacity.rate)} creates/s`,
+	);
+
+	// 2. Open loop at FACTOR x capacity.
+	const rate = Math.max(1, Math.round(capacity.rate * FACTOR));
+	log(
+		`open loop: ${rate} creates/s offered for ${SECONDS} s (${FACTOR}x), up to ${CONNECTIONS} connections`,
+	);
+	const rss: number[] = [rssMb(host.pid)];
+	const open: Promise<void>[] = [];
+	const openOutcomes: Outcome[] = [];
+	const t0 = performance.now();
+	const sampler = setInterval(() => rss.push(rssMb(host.pid)), 1000);
+	let offered = 0;
+	while (performance.now() - t0 < SECONDS * 1000) {
+		// Every 10 ms, what the schedule says is due by now.
+		const due = Math.floor(((performance.now() - t0) / 1000) * rate);
+		for (; offered < due; offered++)
+			open.push(
+				create(agent, host.port, next()).then((o) => {
+					openOutcomes.push(o);
+					outcomes.push(o);
+				}),
+			);
+		await new Promise((resolve) => setTimeout(resolve, 10));
+	}
+	await Promise.all(open);
+	clearInterval(sampler);
+	agent.destroy();
+	const seconds = (performance.now() - t0) / 1000;
+	const by = (f: (o: Outcome) => boolean) => openOutcomes.filter(f);
+	const accepted = by((o) => o.status === 201);
+	const shed = by((o) => o.status === 503 && o.body.includes('"committed":"no"'));
+	const other = by(
+		(o) => o.status !== 201 && !(o.status === 503 && o.body.includes('"committed":"no"')),
+	);
+	const acceptedP99 = p(
+		accepted.map((o) => o.ms),
+		0.99,
+	);
+	log(
+		`offered ${Math.round(offered / seconds)}/s, served ${Math.round(accepted.length / seconds)}/s, shed ${shed.length} (503 committed no), other ${other.length}; accepted p99 ${acceptedP99.toFixed(1)} ms (${(acceptedP99 / unloaded.p99).toFixed(1)}x unloaded); host RSS ${Math.min(...rss)}..${Math.max(...rss)} MB`,
+	);
+	const otherKinds = new Map<string, number>();
+	for (const o of other)
+		otherKinds.set(String(o.status), (otherKinds.get(String(o.status)) ?? 0) + 1);
+	if (other.length > 0) log(`other answers: ${JSON.stringify(Object.fromEntries(otherKinds))}`);
+
+	// 3. Stop, then read everything back.
+	const code = await host.stop();
+	log(`host exited with code ${code}`);
+	const names = new Map<string, number>();
+	const db = new ClassicLevel<Uint8Array, Uint8Array>(dir, {
+		keyEncoding: "view",
+		valueEncoding: "view",
+	});
+	const storage = createLevelTTLStorage({ db, ownsDb: true });
+	const acknowledged: AcknowledgedCommand[] = [];
+	for (const o of outcomes)
+		if (o.status === 201) {
+			const s = o.sent;
+			const body = JSON.parse(o.body) as {
+				CurrentWLogOffset: number;
+				NewIDs: Record<string, number>;
+			};
+			acknowledged.push({ wsid: s.wsid, result: { ...body, plogOffset: o.plogOffset ?? 0 } });
+		}
+	const report = await checkCpStorage({
+		storage,
+		appId: APP_ID,
+		partitions: PARTITIONS,
+		acknowledged,
+	});
+	const cp = createCommandProcessor({ storage, appId: APP_ID, partitions: PARTITIONS });
+	for (let partition = 0; partition < PARTITIONS; partition++) {
+		const part = cp.deploy(partition);
+		await part.ready();
+		for (let wsid = 1000; wsid < 1000 + WORKSPACES; wsid++) {
+			if (wsid % PARTITIONS !== partition) continue;
+			for (let from = 1; ; ) {
+				const entries = await part.readWLog({ wsid, from, limit: 10_000 });
+				for (const e of entries) {
+					const json = JSON.stringify(e.event ?? {});
+					for (const m of json.matchAll(/ov-\d+-\d+/g)) names.set(m[0], (names.get(m[0]) ?? 0) + 1);
+				}
+				if (entries.length < 10_000) break;
+				from = (entries.at(-1)?.offset ?? from) + 1;
+			}
+		}
+	}
+	await cp.close();
+	await storage.close();
+	await rm(dir, { recursive: true, force: true });
+	const shedNames = new Set(
+		outcomes
+			.filter((o) => o.status === 503 && o.body.includes('"committed":"no"'))
+			.map((o) => o.sent.name),
+	);
+	const shedWritten = [...shedNames].filter((n) => names.has(n));
+	const twice = [...names].filter(([, n]) => n > 1);
+	const problems = [
+		...report.problems,
+		...shedWritten.map(
+			(n) => `shed command ${n} was answered 503 committed no, but its create is in the WLog`,
+		),
+		...twice.map(([n, c]) => `command ${n} is in the WLog ${c} times`),
+		...(code === 0 ? [] : [`the host exited with code ${code}, not 0`]),
+	];
+	console.log(
+		JSON.stringify({
+			capacityPerSec: Math.round(capacity.rate),
+			unloadedP99Ms: Number(unloaded.p99.toFixed(2)),
+			offeredPerSec: Math.round(offered / seconds),
+			servedPerSec: Math.round(accepted.length / seconds),
+			shed: shed.length,
+			other: Object.fromEntries(otherKinds),
+			acceptedP99Ms: Number(acceptedP99.toFixed(2)),
+			p99Ratio: Number((acceptedP99 / unloaded.p99).toFixed(2)),
+			rssMb: { min: Math.min(...rss), max: Math.max(...rss) },
+			acknowledged: acknowledged.length,
+			shedChecked: shedNames.size,
+			problems: problems.length,
+		}),
+	);
+	if (problems.length > 0) {
+		for (const line of problems.slice(0, 20)) log(`PROBLEM: ${line}`);
+		process.exitCode = 1;
+	}
+}
+
+await main();
