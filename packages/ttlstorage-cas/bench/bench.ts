@@ -1,5 +1,6 @@
-// LWT throughput and latency against a real Cassandra: insertIfNotExists and compareAndSwap
-// (lightweight transactions), get, and plain writes as the baseline, at concurrency 1 and 16.
+// Throughput and latency against a real Cassandra, at concurrency 1 and 16: insertIfNotExists,
+// compareAndSwap and put (lightweight transactions), a fenced put (a stamped plain write and its
+// commit wait), get, and plain UPDATE / INSERT statements as the baseline.
 //   pnpm --filter @vvm/ttlstorage-cas bench          (Cassandra from tooling/servers must be running)
 // Env: CASSANDRA_CONTACT_POINTS (default 127.0.0.1:9042), CASSANDRA_LOCAL_DC (default datacenter1),
 // BENCH_OPERATIONS (per operation and concurrency; default 1000), BENCH_CONCURRENCY (default "1,16").
@@ -20,8 +21,14 @@ try {
 	await ensureCassandraSchema(client, { keyspace });
 	const storage = createCassandraTTLStorage({ client, keyspace });
 	const insertCql = `INSERT INTO ${keyspace}.ttl_values (p_key, c_col, value) VALUES (?, ?, ?) USING TTL ?`;
+	const updateCql = `UPDATE ${keyspace}.ttl_values USING TTL ? SET value = ? WHERE p_key = ? AND c_col = ?`;
+	const scope = Buffer.from(`bench-scope/${process.pid}`);
+	await storage.raiseFence?.(scope, 1n);
+	const fence = { scope, epoch: 1n };
 	const value = Buffer.from("vvm-host-127.0.0.1:8080");
-	// `put` (a plain UPDATE) is the harness's own baseline; the raw INSERT is the seed's statement.
+	// `put` is the harness's own row: an unfenced put, which is a lightweight transaction since the
+	// put-after-LWT fix; the raw UPDATE is the plain write it was before; the raw INSERT is the
+	// seed's statement; the fenced put is a stamped plain write with its commit wait.
 	const run = `raw/${process.pid}/${Date.now().toString(36)}`;
 	const results: BenchResult[] = await benchTTLStorage(storage, {
 		operations,
@@ -29,6 +36,14 @@ try {
 		ttlSeconds: 60,
 		log: (line) => console.log(line),
 		extra: {
+			"put as before (plain UPDATE, raw CQL)": (i) =>
+				client.execute(
+					updateCql,
+					[60, value, Buffer.from(`${run}/u/${i % 64}`), Buffer.from(`r${i}`)],
+					{ prepare: true, consistency: types.consistencies.quorum },
+				),
+			"put, fenced (stamp + commit wait)": (i) =>
+				storage.put(Buffer.from(`${run}/f/${i % 64}`), Buffer.from(`r${i}`), value, 60, { fence }),
 			"plain INSERT (raw CQL, baseline)": (i) =>
 				client.execute(
 					insertCql,
@@ -39,7 +54,7 @@ try {
 	});
 	const release = (await client.execute("SELECT release_version FROM system.local")).rows[0];
 	console.log(
-		`\nCassandra ${String(release?.get("release_version"))}, single node, RF 1, LOCAL_QUORUM / LOCAL_SERIAL, cassandra-driver 4.10.0, Node ${process.version}\n`,
+		`\nCassandra ${String(release?.get("release_version"))}, single node, RF 1, QUORUM / SERIAL (the driver's defaults), cassandra-driver 4.10.0, Node ${process.version}\n`,
 	);
 	console.log(formatBenchTable(results));
 } finally {

@@ -11,6 +11,7 @@ import {
 	closedError,
 	compareBytes,
 	FENCE_CCOLS,
+	TTLStorageError,
 	validateBatch,
 	validateDeleteArgs,
 	validateFenceEpoch,
@@ -21,12 +22,13 @@ import {
 	validateSwapArgs,
 	validateWriteOptions,
 } from "@vvm/ttlstorage";
-import type { Client } from "cassandra-driver";
+import type { Client, policies } from "cassandra-driver";
 import { types } from "cassandra-driver";
 import { resolveConsistency } from "./consistency.ts";
 import type { StatementKind } from "./errors.ts";
 import { DRIVER_NAME, mapCassandraError } from "./errors.ts";
 import { validateCassandraIdentifier } from "./names.ts";
+import { CONDITIONAL_RETRY, WRITE_RETRY } from "./retry.ts";
 import { DEFAULT_TABLE } from "./schema.ts";
 import { FenceStamps } from "./stamps.ts";
 import type { CassandraStatements } from "./statements.ts";
@@ -69,9 +71,24 @@ export interface CassandraTTLStorageOptions {
 	 * larger `putBatch` is split into several batches; an item larger than this is written alone.
 	 */
 	readonly maxBatchBytes?: number;
+	/**
+	 * The largest difference, in milliseconds, between this process's clock and any Cassandra
+	 * node's; default 0 (one machine, one clock). Only fenced writes use it: their timestamps
+	 * start this much further ahead, and each waits this much longer before it is acknowledged,
+	 * so that they keep their real-time order with lightweight transactions of the same record
+	 * (see the README, "Plain writes and lightweight transactions"). An integer 0–1000.
+	 */
+	readonly maxClockSkewMs?: number;
 }
 
 const ITEM_OVERHEAD_BYTES = 32;
+/** Unfenced items of one `putBatch` written at once (each a lightweight transaction). */
+const LWT_PUT_CONCURRENCY = 16;
+/**
+ * Rounds of an unfenced put before it gives up with `TTLSTORAGE_UNAVAILABLE` (nothing written):
+ * a round fails only when other writers changed the record twice meanwhile.
+ */
+const LWT_PUT_ROUNDS = 32;
 
 function positiveInteger(name: string, value: number): number {
 	if (!Number.isInteger(value) || value < 1) {
@@ -91,6 +108,8 @@ interface ExecOptions {
 	readonly consistency: number;
 	readonly serialConsistency?: number;
 	readonly isIdempotent: boolean;
+	/** Replaces the client's retry policy for this statement (writes: {@link WRITE_RETRY}). */
+	readonly retry?: policies.retry.RetryPolicy;
 	readonly fetchSize?: number;
 	readonly pageState?: string;
 }
@@ -128,12 +147,25 @@ class CassandraTTLStorageImpl implements TTLStorage {
 		const { consistency, serialConsistency, readConsistency } = resolveConsistency(options);
 		this.#pageSize = positiveInteger("pageSize", options.pageSize ?? 1000);
 		this.#maxBatchBytes = positiveInteger("maxBatchBytes", options.maxBatchBytes ?? 4096);
+		const skewMs = options.maxClockSkewMs ?? 0;
+		if (!Number.isInteger(skewMs) || skewMs < 0 || skewMs > 1000) {
+			throw new RangeError(
+				`[@vvm/ttlstorage-cas] maxClockSkewMs must be an integer from 0 to 1000, got ${String(skewMs)}`,
+			);
+		}
 		this.#client = options.client;
 		this.#cql = cassandraStatements(options.keyspace, table);
-		// A lightweight transaction is not idempotent: the driver must never retry it on its own
-		// (a retry after an applied-but-timed-out round would report `false` for our own write).
-		this.#conditional = { consistency, serialConsistency, isIdempotent: false };
-		this.#write = { consistency, isIdempotent: false };
+		// A write is never re-sent by cassandra-driver after an answer that leaves its outcome open
+		// (an applied-but-timed-out LWT resent would report `false` for our own write, or apply
+		// twice): not idempotent (no speculative execution, no retry of timeouts and socket
+		// errors), and a retry policy of ours per statement, whatever the client's (src/retry.ts).
+		this.#conditional = {
+			consistency,
+			serialConsistency,
+			isIdempotent: false,
+			retry: CONDITIONAL_RETRY,
+		};
+		this.#write = { consistency, isIdempotent: false, retry: WRITE_RETRY };
 		this.#read = { consistency: readConsistency, isIdempotent: true };
 		this.#stamps = new FenceStamps(
 			{
@@ -144,6 +176,8 @@ class CassandraTTLStorageImpl implements TTLStorage {
 						: this.compareAndSwap(scope, FENCE_CCOLS, stored, next, 0),
 			},
 			() => BigInt(Date.now()) * 1000n,
+			undefined,
+			BigInt(skewMs) * 1000n,
 		);
 	}
 
@@ -259,56 +293,140 @@ class CassandraTTLStorageImpl implements TTLStorage {
 		validateInsertArgs(pKey, cCols, value, ttlSeconds);
 		validateWriteOptions(options);
 		this.#open("put");
-		const { query, params } = await this.#putStatement(
-			{
-				pKey,
-				cCols,
-				value,
-				ttlSeconds,
-				...(options?.fence === undefined ? {} : { fence: options.fence }),
-			},
-			"put",
-		);
-		await this.#execute("put", "write", query, params, this.#write);
+		const item: BatchItem = { pKey, cCols, value, ttlSeconds };
+		if (options?.fence === undefined) return this.#lwtPut("put", item);
+		const { scope, epoch } = options.fence;
+		const stamp = await this.#stamps.next(scope, epoch, "put");
+		const { query, params } = this.#stamped(item, stamp);
+		// The commit wait runs during the round trip: usually it costs nothing extra.
+		await Promise.all([
+			this.#execute("put", "write", query, params, this.#write),
+			this.#stamps.settle(stamp),
+		]);
 	}
 
-	/** The statement of one put: with `USING TIMESTAMP` from the fence's stamps when fenced. */
-	async #putStatement(
-		it: BatchItem,
-		operation: string,
-	): Promise<{ query: string; params: Params }> {
-		const ttl = serverTTL(it.ttlSeconds ?? 0);
-		if (it.fence === undefined)
-			return { query: this.#cql.put, params: [ttl, buf(it.value), buf(it.pKey), buf(it.cCols)] };
-		const stamp = await this.#stamps.next(it.fence.scope, it.fence.epoch, operation);
+	/** A fenced put's statement: `USING TIMESTAMP` from its epoch's stamps. */
+	#stamped(it: BatchItem, stamp: bigint): { query: string; params: Params } {
 		return {
 			query: this.#cql.putAt,
-			params: [ttl, long(stamp), buf(it.value), buf(it.pKey), buf(it.cCols)],
+			params: [
+				serverTTL(it.ttlSeconds ?? 0),
+				long(stamp),
+				buf(it.value),
+				buf(it.pKey),
+				buf(it.cCols),
+			],
 		};
+	}
+
+	/**
+	 * An unfenced put, as lightweight transactions: `IF value != v` (applied unless the record
+	 * holds `v` already), else `IF value = v` (renews the TTL). Every write of the record is then a
+	 * Paxos round, and Paxos gives rounds strictly growing timestamps in their serial order, so
+	 * last-write-wins agrees with real time against the conditional writes too. A round that
+	 * applies nothing wrote nothing: a failure of a later round keeps its own meaning.
+	 */
+	async #lwtPut(operation: string, it: BatchItem): Promise<void> {
+		const ttl = serverTTL(it.ttlSeconds ?? 0);
+		const value = buf(it.value);
+		const params: Params = [ttl, value, buf(it.pKey), buf(it.cCols), value];
+		for (let round = 0; round < LWT_PUT_ROUNDS; round++) {
+			if (await this.#lwt(operation, this.#cql.putIfChanged, params)) return;
+			if (await this.#lwt(operation, this.#cql.compareAndSwap, params)) return;
+		}
+		throw new TTLStorageError(
+			"TTLSTORAGE_UNAVAILABLE",
+			`other writers changed the record in each of ${LWT_PUT_ROUNDS} rounds; nothing was written`,
+			{ driver: DRIVER_NAME, operation },
+		);
 	}
 
 	async putBatch(items: readonly BatchItem[]): Promise<void> {
 		validateBatch(items);
 		this.#open("putBatch");
 		// Stamps in item order, before anything is sent: a later item of a record wins (F2).
-		const statements = new Map<BatchItem, { query: string; params: Params }>();
-		for (const it of items) statements.set(it, await this.#putStatement(it, "putBatch"));
+		const stamps = new Map<BatchItem, bigint>();
+		for (const it of items)
+			if (it.fence !== undefined)
+				stamps.set(it, await this.#stamps.next(it.fence.scope, it.fence.epoch, "putBatch"));
+		let wrote = false;
+		try {
+			// Runs of fenced and of unfenced items, in item order (a later item of a record wins).
+			for (const run of runsByKind(items)) {
+				if (run[0]?.fence === undefined) await this.#lwtPuts(run, () => (wrote = true));
+				else await this.#stampedPuts(run, stamps, () => (wrote = true));
+			}
+		} catch (error) {
+			// Part of the batch is written: "nothing was written" would be false.
+			if (
+				wrote &&
+				TTLStorageError.is(error) &&
+				(error.code === "TTLSTORAGE_UNAVAILABLE" || error.code === "TTLSTORAGE_THROTTLED")
+			)
+				throw new TTLStorageError(
+					"TTLSTORAGE_OUTCOME_UNKNOWN",
+					`written in part, then: ${error.message}`,
+					{ driver: DRIVER_NAME, operation: "putBatch", cause: error },
+				);
+			throw error;
+		}
+	}
+
+	/** Fenced items in logged batches by size, acknowledged once their stamps are settled. */
+	async #stampedPuts(
+		items: readonly BatchItem[],
+		stamps: ReadonlyMap<BatchItem, bigint>,
+		wrote: () => void,
+	): Promise<void> {
+		let highest = 0n;
 		for (const chunk of this.#chunks(items)) {
-			if (chunk.length === 1) {
-				const { query, params } = statements.get(chunk[0] as BatchItem) as {
-					query: string;
-					params: Params;
-				};
+			const queries = chunk.map((it) => {
+				const stamp = stamps.get(it) as bigint;
+				if (stamp > highest) highest = stamp;
+				return this.#stamped(it, stamp);
+			});
+			if (queries.length === 1) {
+				const { query, params } = queries[0] as { query: string; params: Params };
 				await this.#execute("putBatch", "write", query, params, this.#write);
-				continue;
+			} else {
+				this.#open("putBatch");
+				try {
+					await this.#client.batch(queries, { ...this.#write, prepare: true, logged: true });
+				} catch (error) {
+					throw mapCassandraError(error, { operation: "putBatch", kind: "write" });
+				}
 			}
-			const queries = chunk.map((it) => statements.get(it) as { query: string; params: Params });
-			this.#open("putBatch");
-			try {
-				await this.#client.batch(queries, { ...this.#write, prepare: true, logged: true });
-			} catch (error) {
-				throw mapCassandraError(error, { operation: "putBatch", kind: "write" });
-			}
+			wrote();
+		}
+		await this.#stamps.settle(highest);
+	}
+
+	/**
+	 * Unfenced items as lightweight-transaction puts, {@link LWT_PUT_CONCURRENCY} at a time; a
+	 * record's later item only after its earlier one returned.
+	 */
+	async #lwtPuts(items: readonly BatchItem[], wrote: () => void): Promise<void> {
+		for (const wave of wavesByRecord(items)) {
+			let next = 0;
+			let failed: unknown;
+			const worker = async (): Promise<void> => {
+				while (failed === undefined && next < wave.length) {
+					const it = wave[next++] as BatchItem;
+					try {
+						await this.#lwtPut("putBatch", it);
+						wrote();
+					} catch (error) {
+						// An unknown outcome outranks "nothing written" of another item.
+						if (
+							failed === undefined ||
+							(TTLStorageError.is(error) && error.code === "TTLSTORAGE_OUTCOME_UNKNOWN")
+						)
+							failed = error;
+					}
+				}
+			};
+			await Promise.all(Array.from({ length: Math.min(LWT_PUT_CONCURRENCY, wave.length) }, worker));
+			if (failed !== undefined) throw failed;
 		}
 	}
 
@@ -394,6 +512,33 @@ class CassandraTTLStorageImpl implements TTLStorage {
 	}
 }
 
+/** Maximal runs of consecutive fenced, or unfenced, items. */
+function runsByKind(items: readonly BatchItem[]): BatchItem[][] {
+	const runs: BatchItem[][] = [];
+	for (const it of items) {
+		const last = runs.at(-1);
+		if (last !== undefined && (last[0]?.fence === undefined) === (it.fence === undefined))
+			last.push(it);
+		else runs.push([it]);
+	}
+	return runs;
+}
+
+/** Waves of items with distinct records: the n-th item of each record goes into wave n. */
+function wavesByRecord(items: readonly BatchItem[]): BatchItem[][] {
+	const seen = new Map<string, number>();
+	const waves: BatchItem[][] = [];
+	for (const it of items) {
+		const k = `${Buffer.from(it.pKey).toString("hex")}/${Buffer.from(it.cCols).toString("hex")}`;
+		const n = seen.get(k) ?? 0;
+		seen.set(k, n + 1);
+		const wave = waves[n];
+		if (wave === undefined) waves.push([it]);
+		else wave.push(it);
+	}
+	return waves;
+}
+
 /**
  * Creates the Apache Cassandra (and ScyllaDB) TTL storage over a caller-owned `cassandra-driver`
  * `Client`. Conditional writes are lightweight transactions (Paxos), the TTL is enforced by the
@@ -412,9 +557,15 @@ class CassandraTTLStorageImpl implements TTLStorage {
  * **Fenced writes** (`supports.fencing: "ordered"`): a fenced put carries `USING TIMESTAMP` from a
  * range its epoch reserved in the scope's fence record (a lightweight transaction every few
  * seconds of writing); the next epoch starts above it, so last-write-wins orders every record by
- * epoch, whenever a write lands. Conditional writes (LWT) are decided by their condition: do not
- * follow a fenced put of a record with a conditional write of the same record (Paxos stamps it
- * with the coordinator's clock, which may lie below the put's reserved timestamp).
+ * epoch, whenever a write lands. Conditional writes (LWT) are decided by their condition.
+ *
+ * **`put` is linearizable with the conditional writes**: an unfenced `put` (and each unfenced
+ * `putBatch` item) is itself a lightweight transaction (`IF value != v`, else `IF value = v`), so
+ * Paxos orders it with every other write of the record, on any cluster, whatever the clocks. A
+ * fenced put's stamp starts above every Paxos timestamp of its millisecond, and the put is
+ * acknowledged only once the clock is past that millisecond (a commit wait of at most 1 ms), so it
+ * keeps its real-time order with the LWTs of the same record while the client's and the
+ * coordinators' clocks agree within `maxClockSkewMs`.
  *
  * The table must exist: call {@link ensureCassandraSchema} once at start-up.
  *

@@ -45,6 +45,7 @@ interface DriverErrorShape {
 	readonly isSocketError?: unknown;
 	readonly requestNotWritten?: unknown;
 	readonly innerErrors?: unknown;
+	readonly consistencies?: unknown;
 }
 
 const shape = (error: unknown): DriverErrorShape =>
@@ -76,7 +77,7 @@ function codeOf(error: unknown, kind: StatementKind): TTLStorageErrorCode {
 		case "BusyConnectionError":
 			return "TTLSTORAGE_UNAVAILABLE";
 		case "ResponseError":
-			return responseCodeOf(typeof e.code === "number" ? e.code : -1, kind);
+			return responseCodeOf(typeof e.code === "number" ? e.code : -1, kind, e.consistencies);
 	}
 	if (e.isSocketError === true) {
 		if (e.requestNotWritten === true || !writes) return "TTLSTORAGE_UNAVAILABLE";
@@ -85,7 +86,14 @@ function codeOf(error: unknown, kind: StatementKind): TTLStorageErrorCode {
 	return "TTLSTORAGE_FAILED";
 }
 
-function responseCodeOf(code: number, kind: StatementKind): TTLStorageErrorCode {
+/** SERIAL and LOCAL_SERIAL (`types.consistencies`): the Paxos prepare phase, before any proposal. */
+const SERIAL_CONSISTENCIES: ReadonlySet<unknown> = new Set([0x0008, 0x0009]);
+
+function responseCodeOf(
+	code: number,
+	kind: StatementKind,
+	consistency: unknown,
+): TTLStorageErrorCode {
 	const writes = kind !== "read";
 	switch (code) {
 		case CQL_ERROR_CODES.writeTimeout:
@@ -95,9 +103,15 @@ function responseCodeOf(code: number, kind: StatementKind): TTLStorageErrorCode 
 		case CQL_ERROR_CODES.writeFailure:
 			return writes ? "TTLSTORAGE_OUTCOME_UNKNOWN" : "TTLSTORAGE_FAILED";
 		case CQL_ERROR_CODES.readTimeout:
-			// A read timeout inside a lightweight transaction is reported conservatively.
-			return kind === "conditional" ? "TTLSTORAGE_OUTCOME_UNKNOWN" : "TTLSTORAGE_UNAVAILABLE";
+			// A read timeout of a write (a lightweight transaction's read) is reported conservatively.
+			return writes ? "TTLSTORAGE_OUTCOME_UNKNOWN" : "TTLSTORAGE_UNAVAILABLE";
 		case CQL_ERROR_CODES.unavailableException:
+			// Refused before any mutation was sent, except for a lightweight transaction past its
+			// prepare phase: the commit can be refused after the proposal was accepted (then it is
+			// decided, and the next Paxos round on the key completes it).
+			if (kind === "conditional" && !SERIAL_CONSISTENCIES.has(consistency))
+				return "TTLSTORAGE_OUTCOME_UNKNOWN";
+			return "TTLSTORAGE_UNAVAILABLE";
 		case CQL_ERROR_CODES.isBootstrapping:
 			return "TTLSTORAGE_UNAVAILABLE";
 		case CQL_ERROR_CODES.overloaded:
@@ -117,9 +131,11 @@ function responseCodeOf(code: number, kind: StatementKind): TTLStorageErrorCode 
  * | `OperationTimedOutError` (client-side timeout) | OUTCOME_UNKNOWN | OUTCOME_UNKNOWN | UNAVAILABLE |
  * | socket error after the request was written | OUTCOME_UNKNOWN | OUTCOME_UNKNOWN | UNAVAILABLE |
  * | `ResponseError` writeFailure | OUTCOME_UNKNOWN | OUTCOME_UNKNOWN | FAILED |
- * | `ResponseError` readTimeout | OUTCOME_UNKNOWN | UNAVAILABLE | UNAVAILABLE |
+ * | `ResponseError` readTimeout | OUTCOME_UNKNOWN | OUTCOME_UNKNOWN | UNAVAILABLE |
  * | `NoHostAvailableError` | UNAVAILABLE, or OUTCOME_UNKNOWN if a host may have received it | same | UNAVAILABLE |
- * | unavailable, isBootstrapping, `BusyConnectionError`, socket error before writing | UNAVAILABLE | UNAVAILABLE | UNAVAILABLE |
+ * | unavailable at SERIAL / LOCAL_SERIAL (the Paxos prepare) | UNAVAILABLE | – | – |
+ * | unavailable at another consistency (an LWT's commit, after its proposal may have been accepted) | OUTCOME_UNKNOWN | UNAVAILABLE | UNAVAILABLE |
+ * | isBootstrapping, `BusyConnectionError`, socket error before writing | UNAVAILABLE | UNAVAILABLE | UNAVAILABLE |
  * | overloaded | THROTTLED | THROTTLED | THROTTLED |
  * | anything else (syntax, invalid, unauthorized, server error, ...) | FAILED | FAILED | FAILED |
  *

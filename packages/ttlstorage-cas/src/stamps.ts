@@ -9,6 +9,23 @@ import { DRIVER_NAME } from "./errors.ts";
  */
 export const STAMP_RESERVATION_MICROS = 2_000_000n;
 
+/**
+ * The granularity (µs) of the timestamps a Cassandra coordinator gives lightweight transactions:
+ * a Paxos ballot's timestamp is `max(currentTimeMillis() * 1000, last + 1)` (`ClientState
+ * .getTimestampForPaxos`), a whole millisecond of the server's clock, or one above the node's
+ * previous timestamp (which moves on by one per timestamp it gives within a millisecond).
+ */
+export const SERVER_CLOCK_GRANULARITY_MICROS = 1000n;
+
+/**
+ * Where in its millisecond a stamp starts: a stamp taken in millisecond `m` is at least
+ * `m·1000 + 500`, above every Paxos timestamp a coordinator gave in `m` or before, as long as it
+ * gave fewer than 500 timestamps within one millisecond; and a fenced write is acknowledged only
+ * once the clock has reached the millisecond after its stamp's, so every later Paxos timestamp
+ * lies above it (a commit wait of at most 1 ms, during the write's round trip).
+ */
+export const STAMP_OFFSET_MICROS = 500n;
+
 /** The fence record of a scope on Cassandra: `u64(epoch) u64(ceiling µs)`. @internal */
 export interface FenceRow {
 	readonly epoch: bigint;
@@ -79,16 +96,53 @@ export class FenceStamps {
 	readonly #store: FenceRowStore;
 	readonly #now: () => bigint;
 	readonly #sleep: (micros: bigint) => Promise<void>;
+	readonly #skew: bigint;
 	readonly #scopes = new Map<string, ScopeState>();
 
+	/**
+	 * @param skewMicros the largest difference between this process's clock and any
+	 *   coordinator's (0: they share one clock, as on one machine); stamps start that much
+	 *   further ahead, and {@link settle} waits that much longer.
+	 */
 	constructor(
 		store: FenceRowStore,
 		nowMicros: () => bigint,
 		sleepMicros: (micros: bigint) => Promise<void> = realSleep,
+		skewMicros = 0n,
 	) {
 		this.#store = store;
 		this.#now = nowMicros;
 		this.#sleep = sleepMicros;
+		this.#skew = skewMicros;
+	}
+
+	/** The lowest stamp above every Paxos timestamp a server could have given until now. */
+	#floor(): bigint {
+		const g = SERVER_CLOCK_GRANULARITY_MICROS;
+		return ((this.#now() + this.#skew) / g) * g + STAMP_OFFSET_MICROS;
+	}
+
+	/** How long until every server's Paxos timestamps lie above `stamp` (µs; 0 or less: now). */
+	#untilPast(stamp: bigint): bigint {
+		const g = SERVER_CLOCK_GRANULARITY_MICROS;
+		return (stamp / g + 1n) * g + this.#skew - this.#now();
+	}
+
+	/**
+	 * Resolves once every lightweight transaction that starts from now on gets a timestamp above
+	 * `stamp`: a write stamped `stamp` is acknowledged only after this (a commit wait of at most
+	 * 1 ms plus twice the skew), so a conditional write issued after it returned is never
+	 * shadowed by it.
+	 */
+	async settle(stamp: bigint): Promise<void> {
+		// A stamp further ahead than this was not taken from this clock as it reads now (it was
+		// set back): waiting it out would stall every write, and cannot restore the order anyway.
+		const deadline = this.#now() + SERVER_CLOCK_GRANULARITY_MICROS + 2n * this.#skew;
+		for (;;) {
+			const wait = min(this.#untilPast(stamp), deadline - this.#now());
+			if (wait <= 0n) return;
+			await this.#sleep(wait);
+		}
 	}
 
 	/** `raiseFence`: takes the scope over for `epoch` (default: the stored one + 1). */
@@ -105,7 +159,10 @@ export class FenceStamps {
 				const known = this.#scopes.get(k);
 				// A new epoch starts above every stamp the old epochs may have used: their ceiling,
 				// or, when the stored epoch was this process's own (one process per epoch), the last
-				// stamp it actually handed out, which spares the wait below.
+				// stamp it actually handed out, which spares the wait below. The old state is replaced
+				// in this same synchronous step: a `next` of the old epoch still waiting (in an
+				// extension) finds it replaced and hands out nothing more, so `known.last` stays the
+				// highest stamp of the old epoch.
 				const last = known !== undefined && known.epoch === row.epoch ? known.last : row.ceiling;
 				this.#scopes.set(k, {
 					epoch: next,
@@ -117,9 +174,10 @@ export class FenceStamps {
 				// The old epoch's stamps reach up to its ceiling, ahead of the clock. A lightweight
 				// transaction cannot carry a timestamp (the server gives it its own clock's), so one
 				// sent now could land below a late write of the old epoch, or below our own first
-				// stamps: wait until the clock has passed them. At most one reservation: a clock
-				// further behind is beyond any skew this can make up for.
-				const ahead = last - this.#now();
+				// stamps: wait until the clock has passed them (to the next millisecond: Paxos
+				// timestamps are whole milliseconds). At most one reservation: a clock further
+				// behind is beyond any skew this can make up for.
+				const ahead = this.#untilPast(last);
 				if (ahead > 0n) await this.#sleep(min(ahead, STAMP_RESERVATION_MICROS));
 				return next;
 			}
@@ -138,16 +196,34 @@ export class FenceStamps {
 			s = this.#scopes.get(k) as ScopeState;
 		}
 		for (;;) {
+			// A raise in this process may have replaced the state while this call waited: the
+			// replaced state hands out nothing more (its last stamp is the new state's floor).
+			const current = this.#scopes.get(k) as ScopeState;
+			if (current !== s) {
+				if (current.epoch !== epoch)
+					throw fencedError(DRIVER_NAME, operation, epoch, current.epoch);
+				s = current;
+			}
 			if (s.supersededBy !== undefined)
 				throw fencedError(DRIVER_NAME, operation, epoch, s.supersededBy);
-			const stamp = max(this.#now(), s.last + 1n);
+			const stamp = max(this.#floor(), s.last + 1n);
 			if (stamp < s.ceiling) {
 				s.last = stamp;
 				if (s.ceiling - stamp < STAMP_RESERVATION_MICROS / 2n)
 					void this.#extend(scope, s).catch(() => {});
 				return stamp;
 			}
-			await this.#extend(scope, s);
+			await this.#extend(scope, s).catch((error: unknown) => {
+				// The write waiting for this stamp was never sent: whatever became of the extension
+				// (it only moves this epoch's own ceiling), nothing of the write was written.
+				if (TTLStorageError.is(error) && error.code === "TTLSTORAGE_OUTCOME_UNKNOWN")
+					throw new TTLStorageError(
+						"TTLSTORAGE_UNAVAILABLE",
+						"the fence reservation could not be extended (its outcome is unknown); the write was not sent",
+						{ driver: DRIVER_NAME, operation, cause: error },
+					);
+				throw error;
+			});
 		}
 	}
 

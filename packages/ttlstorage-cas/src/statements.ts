@@ -20,10 +20,19 @@ export interface CassandraStatements {
 	readonly compareAndDelete: string;
 	/** Params: pKey, cCols. */
 	readonly get: string;
-	/** Params: ttl, value, pKey, cCols. */
+	/**
+	 * Params: ttl, value, pKey, cCols. A plain write with the client's timestamp: not used for
+	 * `put`, which is a lightweight transaction (`putIfChanged`) or, fenced, `putAt`.
+	 */
 	readonly put: string;
 	/** Params: ttl, timestamp (µs), value, pKey, cCols: a fenced put. */
 	readonly putAt: string;
+	/**
+	 * Params: ttl, value, pKey, cCols, value. Conditional: the first half of an unfenced `put`,
+	 * which is a lightweight transaction (applied unless the record holds `value` already; then
+	 * `compareAndSwap` from `value` to `value` renews its TTL).
+	 */
+	readonly putIfChanged: string;
 	/** Params: pKey, cCols. Columns `value`, `remaining`. */
 	readonly queryTTL: string;
 	/** Params: pKey, then `from` and/or `to` as named. Columns `c_col`, `value`. */
@@ -55,6 +64,7 @@ export function cassandraStatements(keyspace: string, table: string): CassandraS
 		get: `SELECT value FROM ${t} ${key}`,
 		put: `UPDATE ${t} USING TTL ? SET value = ? ${key}`,
 		putAt: `UPDATE ${t} USING TTL ? AND TIMESTAMP ? SET value = ? ${key}`,
+		putIfChanged: `UPDATE ${t} USING TTL ? SET value = ? ${key} IF value != ?`,
 		queryTTL: `SELECT value, TTL(value) AS remaining FROM ${t} ${key}`,
 		read: {
 			all: select,

@@ -63,15 +63,41 @@ const table: Row[] = [
 	["socket error after the request was written", () => socketError(false), O, O, U],
 	["socket error before the request was written", () => socketError(true), U, U, U],
 	["writeFailure", () => response(codes.writeFailure, { writeType: "CAS" }), O, O, F],
-	["readTimeout", () => response(codes.readTimeout), O, U, U],
-	["unavailableException", () => response(codes.unavailableException), U, U, U],
+	["readTimeout", () => response(codes.readTimeout), O, O, U],
+	[
+		"unavailableException at SERIAL (a lightweight transaction's prepare)",
+		() => response(codes.unavailableException, { consistencies: types.consistencies.serial }),
+		U,
+		U,
+		U,
+	],
+	[
+		"unavailableException at LOCAL_SERIAL",
+		() =>
+			response(codes.unavailableException, {
+				consistencies: types.consistencies.localSerial,
+			}),
+		U,
+		U,
+		U,
+	],
+	[
+		// A lightweight transaction's commit can be refused after its proposal was accepted.
+		"unavailableException at QUORUM",
+		() => response(codes.unavailableException, { consistencies: types.consistencies.quorum }),
+		O,
+		U,
+		U,
+	],
 	["isBootstrapping", () => response(codes.isBootstrapping), U, U, U],
 	["overloaded", () => response(codes.overloaded), T, T, T],
 	[
 		"NoHostAvailableError with unavailable hosts",
 		() =>
 			new errors.NoHostAvailableError({
-				"127.0.0.1:9042": response(codes.unavailableException),
+				"127.0.0.1:9042": response(codes.unavailableException, {
+					consistencies: types.consistencies.serial,
+				}),
 				"127.0.0.2:9042": new errors.BusyConnectionError("127.0.0.2:9042", 2048, 1),
 			}),
 		U,

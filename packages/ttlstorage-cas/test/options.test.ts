@@ -1,5 +1,5 @@
 import type { Client } from "cassandra-driver";
-import { types } from "cassandra-driver";
+import { errors, types } from "cassandra-driver";
 import { describe, expect, it } from "vitest";
 import {
 	cassandraSchemaStatements,
@@ -76,6 +76,9 @@ describe("bad identifiers and options are rejected before any I/O", () => {
 		expect(() => createCassandraTTLStorage({ ...ks, readConsistency: c.serial })).not.toThrow();
 		expect(() => createCassandraTTLStorage({ ...ks, pageSize: 0 })).toThrow(RangeError);
 		expect(() => createCassandraTTLStorage({ ...ks, maxBatchBytes: 1.5 })).toThrow(RangeError);
+		for (const maxClockSkewMs of [-1, 0.5, 1001, Number.NaN])
+			expect(() => createCassandraTTLStorage({ ...ks, maxClockSkewMs })).toThrow(RangeError);
+		expect(() => createCassandraTTLStorage({ ...ks, maxClockSkewMs: 1000 })).not.toThrow();
 		expect(() =>
 			createCassandraTTLStorage({ client: {} as unknown as Client, keyspace: "ok" }),
 		).toThrow(TypeError);
@@ -162,6 +165,9 @@ describe("CQL", () => {
 		);
 		expect(s.compareAndDelete).toBe("DELETE FROM ks.t WHERE p_key = ? AND c_col = ? IF value = ?");
 		expect(s.put).toBe("UPDATE ks.t USING TTL ? SET value = ? WHERE p_key = ? AND c_col = ?");
+		expect(s.putIfChanged).toBe(
+			"UPDATE ks.t USING TTL ? SET value = ? WHERE p_key = ? AND c_col = ? IF value != ?",
+		);
 		expect(s.read.fromTo).toBe(
 			"SELECT c_col, value FROM ks.t WHERE p_key = ? AND c_col >= ? AND c_col < ?",
 		);
@@ -236,5 +242,71 @@ describe("execution options", () => {
 		});
 		await storage.get(k, k);
 		expect(seen[1]).toMatchObject({ consistency: types.consistencies.quorum, isIdempotent: true });
+	});
+});
+
+describe("unfenced puts are lightweight transactions", () => {
+	/** A client answering each conditional statement from `applied` in turn. */
+	function lwtClient(applied: Array<boolean | Error>) {
+		const seen: Array<{ cql: string; params: unknown[]; options: Record<string, unknown> }> = [];
+		const client = {
+			execute: async (cql: string, params: unknown[], options: Record<string, unknown>) => {
+				seen.push({ cql, params, options });
+				const next = applied.shift();
+				if (next instanceof Error) throw next;
+				return { rows: [{ "[applied]": next ?? true }] };
+			},
+			batch: async () => {
+				throw new Error("no batch expected");
+			},
+		} as unknown as Client;
+		return { client, seen };
+	}
+	const k = new Uint8Array([1]);
+	const v = new Uint8Array([2]);
+
+	it("put: IF value != v, else IF value = v (renews the TTL), not idempotent, at SERIAL", async () => {
+		const { client, seen } = lwtClient([false, true]);
+		const storage = createCassandraTTLStorage({ client, keyspace: "ks" });
+		await storage.put(k, k, v, 20);
+		expect(seen.map((c) => c.cql)).toEqual([
+			"UPDATE ks.ttl_values USING TTL ? SET value = ? WHERE p_key = ? AND c_col = ? IF value != ?",
+			"UPDATE ks.ttl_values USING TTL ? SET value = ? WHERE p_key = ? AND c_col = ? IF value = ?",
+		]);
+		for (const call of seen) {
+			expect(call.params[0]).toBe(21);
+			expect(call.options).toMatchObject({
+				prepare: true,
+				isIdempotent: false,
+				serialConsistency: types.consistencies.serial,
+			});
+		}
+	});
+
+	it("gives up with UNAVAILABLE (nothing written) only after rounds that all applied nothing", async () => {
+		const { client, seen } = lwtClient(Array.from({ length: 64 }, () => false));
+		const storage = createCassandraTTLStorage({ client, keyspace: "ks" });
+		await expect(storage.put(k, k, v)).rejects.toMatchObject({ code: "TTLSTORAGE_UNAVAILABLE" });
+		expect(seen).toHaveLength(64);
+	});
+
+	it("putBatch: an item that fails after another was written is OUTCOME_UNKNOWN, never UNAVAILABLE", async () => {
+		const unavailable = new errors.NoHostAvailableError({});
+		const { client } = lwtClient([true, unavailable]);
+		const storage = createCassandraTTLStorage({ client, keyspace: "ks" });
+		await expect(
+			storage.putBatch([
+				{ pKey: k, cCols: k, value: v },
+				{ pKey: k, cCols: k, value: k }, // same record: after the first
+			]),
+		).rejects.toMatchObject({ code: "TTLSTORAGE_OUTCOME_UNKNOWN" });
+		// The same error before anything was written: nothing was written.
+		const alone = createCassandraTTLStorage({
+			client: lwtClient([unavailable]).client,
+			keyspace: "ks",
+		});
+		await expect(alone.putBatch([{ pKey: k, cCols: k, value: v }])).rejects.toMatchObject({
+			code: "TTLSTORAGE_UNAVAILABLE",
+		});
 	});
 });

@@ -2,7 +2,13 @@
 import { TTLStorageError } from "@vvm/ttlstorage";
 import { describe, expect, it } from "vitest";
 import type { FenceRowStore } from "../src/stamps.ts";
-import { decodeFenceRow, FenceStamps, STAMP_RESERVATION_MICROS } from "../src/stamps.ts";
+import {
+	decodeFenceRow,
+	FenceStamps,
+	SERVER_CLOCK_GRANULARITY_MICROS as MS,
+	STAMP_OFFSET_MICROS as OFFSET,
+	STAMP_RESERVATION_MICROS,
+} from "../src/stamps.ts";
 
 function memRows(): FenceRowStore & { rows: Map<string, Uint8Array>; swaps: number } {
 	const rows = new Map<string, Uint8Array>();
@@ -83,7 +89,7 @@ describe("FenceStamps", () => {
 		expect(rows.swaps).toBe(2);
 		now = STAMP_RESERVATION_MICROS * 3n; // past the ceiling: the write waits for the extension
 		const stamp = await s.next(scope, 1n, "put");
-		expect(stamp).toBe(now);
+		expect(stamp).toBe(now + OFFSET); // above any Paxos timestamp of this millisecond
 		expect(decodeFenceRow([...rows.rows.values()][0] as Uint8Array).ceiling).toBeGreaterThan(stamp);
 	});
 
@@ -100,19 +106,23 @@ describe("FenceStamps", () => {
 		expect(waits).toEqual([]); // nobody wrote before: nothing to wait for
 		const lastA = await a.next(scope, 1n, "put");
 		const ceilingA = decodeFenceRow([...rows.rows.values()][0] as Uint8Array).ceiling;
+		expect(lastA).toBe(1_000_000_000n + OFFSET);
 		now += 100_000n; // B takes over 0.1 s later
 		const b = new FenceStamps(rows, () => now, sleep);
 		await b.raise(scope, 2n);
-		expect(waits).toEqual([ceilingA - (lastA + 100_000n)]);
-		expect(now).toBeGreaterThanOrEqual(ceilingA);
-		// B's stamps are back at its clock, not ahead of it.
-		expect(await b.next(scope, 2n, "put")).toBe(now + 1n);
-		// A new epoch after one of this process's own starts above its last stamp: no wait.
+		// Until the millisecond after the old ceiling: Paxos timestamps are whole milliseconds.
+		expect(waits).toEqual([ceilingA + MS - (1_000_000_000n + 100_000n)]);
+		expect(now).toBeGreaterThan(ceilingA);
+		// B's stamps are back at its clock (its next millisecond), not ahead of it.
+		expect(await b.next(scope, 2n, "put")).toBe(now + OFFSET);
+		// A new epoch after one of this process's own starts above its last stamp: it waits only
+		// until the clock has passed that stamp's millisecond (at most about two).
 		const before = waits.length;
 		now += 10n;
 		await b.raise(scope, 3n);
-		expect(waits.length).toBe(before);
-		expect(await b.next(scope, 3n, "put")).toBe(now);
+		expect(waits.length).toBe(before + 1);
+		expect(waits.at(-1)).toBeLessThanOrEqual(MS);
+		expect(await b.next(scope, 3n, "put")).toBe((now / MS) * MS + OFFSET);
 		// A clock far behind waits one reservation at most.
 		const c = new FenceStamps(rows, () => 5n, sleep);
 		await c.raise(scope, 4n);
@@ -128,5 +138,101 @@ describe("FenceStamps", () => {
 		const other = new FenceStamps(rows, () => 1n, noSleep);
 		expect(fenced(await other.next(scope, 1n, "put").catch((e: unknown) => e))).toBe(true);
 		expect(() => s.check(scope, 1n, "compareAndSwap")).toThrow(/superseded by epoch 2/);
+	});
+	it("a raise in this process while a write of the old epoch waits for its extension: that write is refused, never stamped above the new epoch's floor", async () => {
+		const rows = memRows();
+		// The extension's swap is applied at once, its answer held until released.
+		let holdReply: Promise<void> | undefined;
+		let release!: () => void;
+		let swapped!: () => void;
+		const applied = new Promise<void>((r) => {
+			swapped = r;
+		});
+		const store: FenceRowStore = {
+			readFenceRow: (sc) => rows.readFenceRow(sc),
+			async swapFenceRow(sc, stored, next) {
+				const ok = await rows.swapFenceRow(sc, stored, next);
+				if (holdReply !== undefined) {
+					const held = holdReply;
+					holdReply = undefined;
+					swapped();
+					await held;
+				}
+				return ok;
+			},
+		};
+		let now = 1_000_000_000n;
+		const s = new FenceStamps(store, () => now, noSleep);
+		await s.raise(scope, 1n);
+		await s.next(scope, 1n, "put");
+		holdReply = new Promise<void>((r) => {
+			release = r;
+		});
+		now += STAMP_RESERVATION_MICROS * 2n; // past the ceiling: the next write waits to extend
+		const old = s.next(scope, 1n, "put").then(
+			(stamp) => ({ stamp }),
+			(error: unknown) => ({ error }),
+		);
+		await applied; // the extension is stored; its answer has not come back
+		expect(await s.raise(scope, 2n)).toBe(2n);
+		const floor = await s.next(scope, 2n, "put");
+		release();
+		const result = await old;
+		expect(
+			"error" in result && fenced(result.error),
+			JSON.stringify(result, (_k, v) => (typeof v === "bigint" ? String(v) : v)),
+		).toBe(true);
+		expect(await s.next(scope, 2n, "put")).toBeGreaterThan(floor);
+	});
+
+	it("starts stamps in the middle of the millisecond and settles a stamp once the clock passed its millisecond, both moved by the skew", async () => {
+		let now = 5_000_123n;
+		const waits: bigint[] = [];
+		const sleep = async (micros: bigint): Promise<void> => {
+			waits.push(micros);
+			now += micros;
+		};
+		const s = new FenceStamps(memRows(), () => now, sleep);
+		await s.raise(scope, 1n);
+		const stamp = await s.next(scope, 1n, "put");
+		expect(stamp).toBe(5_000_500n);
+		await s.settle(stamp);
+		expect(now).toBe(5_001_000n); // every Paxos timestamp from here on is above the stamp
+		await s.settle(stamp);
+		expect(waits).toEqual([877n]); // settled: no second wait
+		const skewed = new FenceStamps(memRows(), () => now, sleep, 3_000n);
+		await skewed.raise(scope, 1n);
+		const late = await skewed.next(scope, 1n, "put");
+		expect(late).toBe(now + 3_000n + OFFSET);
+		await skewed.settle(late);
+		expect(now).toBe(late + OFFSET + 3_000n);
+		// A clock set back by an hour: the wait is capped (1 ms + twice the skew), not an hour.
+		const before = now;
+		now -= 3_600_000_000n;
+		await skewed.settle(await skewed.next(scope, 1n, "put"));
+		expect(now - (before - 3_600_000_000n)).toBe(MS + 6_000n);
+	});
+	it("a write waiting for an extension whose outcome is unknown was never sent: UNAVAILABLE, not OUTCOME_UNKNOWN", async () => {
+		const rows = memRows();
+		let lost = false;
+		const store: FenceRowStore = {
+			readFenceRow: (sc) => rows.readFenceRow(sc),
+			async swapFenceRow(sc, stored, next) {
+				if (!lost) return rows.swapFenceRow(sc, stored, next);
+				await rows.swapFenceRow(sc, stored, next); // applied, and its answer lost
+				throw new TTLStorageError("TTLSTORAGE_OUTCOME_UNKNOWN", "timed out");
+			},
+		};
+		let now = 1_000_000_000n;
+		const s = new FenceStamps(store, () => now, noSleep);
+		await s.raise(scope, 1n);
+		lost = true;
+		now += STAMP_RESERVATION_MICROS * 2n; // past the ceiling: the write waits for the extension
+		const e = await s.next(scope, 1n, "put").catch((x: unknown) => x);
+		expect(TTLStorageError.is(e) && e.code).toBe("TTLSTORAGE_UNAVAILABLE");
+		lost = false;
+		expect(rows.swaps).toBe(2); // the raise, and the extension whose answer was lost
+		// The next write extends again (from the record, which holds the lost extension) and goes.
+		expect(await s.next(scope, 1n, "put")).toBe(now + OFFSET);
 	});
 });

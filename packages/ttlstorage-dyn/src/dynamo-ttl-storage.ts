@@ -19,7 +19,6 @@ import type {
 	WriteOptions,
 } from "@vvm/ttlstorage";
 import {
-	bytesEqual,
 	closedError,
 	compareBytes,
 	expireAtMs,
@@ -37,7 +36,7 @@ import {
 	validateSwapArgs,
 	validateWriteOptions,
 } from "@vvm/ttlstorage";
-import { attemptsOf, isConditionFailed, toStorageError } from "./error-mapping.ts";
+import { isConditionFailed, toStorageError } from "./error-mapping.ts";
 import type { FenceOrder, Item } from "./item.ts";
 import {
 	ATTR,
@@ -52,6 +51,7 @@ import {
 	sortKey,
 } from "./item.ts";
 import { validateDynamoTableName } from "./names.ts";
+import { guardWrite } from "./write-guard.ts";
 
 const DRIVER_NAME = "dyn";
 
@@ -61,6 +61,9 @@ type AnyCommand =
 	| GetItemCommand
 	| PutItemCommand
 	| QueryCommand;
+type WriteCommand = BatchWriteItemCommand | DeleteItemCommand | PutItemCommand;
+/** What {@link DynamoTTLStorageImpl.#sendWrite} returns for a write whose condition was false. */
+const CONDITION_FAILED: unique symbol = Symbol("condition failed");
 const BATCH_LIMIT = 25;
 /** Conditional PutItems of one fenced batch in flight at once (the SDK's sockets are 50). */
 const FENCED_IN_FLIGHT = 16;
@@ -85,16 +88,11 @@ export interface DynamoTTLStorageOptions {
 	/** How long `putBatch` retries `UnprocessedItems` before rejecting, in ms. Default 10 000. */
 	readonly batchDeadlineMs?: number;
 	/**
-	 * Real-time limit of one request (SDK retries included), in ms; on expiry a conditional write
-	 * rejects with `TTLSTORAGE_OUTCOME_UNKNOWN`, anything else with `TTLSTORAGE_UNAVAILABLE`.
-	 * Default 5000; `0` leaves it to the client's own configuration.
+	 * Real-time limit of one request (SDK retries of a read included), in ms; on expiry a write
+	 * (conditional or not, fenced or not) rejects with `TTLSTORAGE_OUTCOME_UNKNOWN`, a read with
+	 * `TTLSTORAGE_UNAVAILABLE`. Default 5000; `0` leaves it to the client's own configuration.
 	 */
 	readonly requestTimeoutMs?: number;
-}
-
-interface NewRecord {
-	readonly value: Bytes;
-	readonly expireAt: number;
 }
 
 function checkNonNegativeInteger(name: string, n: unknown): void {
@@ -174,42 +172,36 @@ class DynamoTTLStorageImpl implements TTLStorage {
 	}
 
 	/**
-	 * One conditional write. On a failed condition: `false` on the first attempt. When the SDK
-	 * retried the request, an earlier attempt may have been applied and made the condition false
-	 * (or been applied and then replaced by someone else's write): `true` when the item DynamoDB
-	 * returned (`ALL_OLD`) is exactly `mine`, otherwise `TTLSTORAGE_OUTCOME_UNKNOWN`, never a
-	 * guessed `false`. A delete passes no `mine`: nothing left behind can show it was ours.
+	 * One write request, sent through {@link guardWrite}: the SDK may send it again only after an
+	 * attempt that provably wrote nothing (a 4xx answer, a connection never opened), never after
+	 * one that may have been applied, whatever the client's `maxAttempts` or `retryStrategy`.
+	 * Resolves to the output, or to {@link CONDITION_FAILED} when `conditional` and DynamoDB
+	 * answered that the condition was false (then nothing was written: every earlier attempt
+	 * provably wrote nothing either). Every other failure rejects with the contract's error: a
+	 * lost answer is `TTLSTORAGE_OUTCOME_UNKNOWN`, never "nothing written".
 	 */
-	#conditional(
+	async #sendWrite<T = unknown>(
 		operation: string,
-		command: PutItemCommand | DeleteItemCommand,
-		mine?: NewRecord,
-	): Promise<boolean> {
-		return this.#io(operation, async () => {
-			try {
-				await this.#send(command);
-				return true;
-			} catch (error) {
-				if (!isConditionFailed(error)) throw toStorageError(error, operation, true);
-				if (attemptsOf(error) <= 1) return false;
-				const current = (error as { Item?: Item }).Item;
-				if (mine !== undefined && DynamoTTLStorageImpl.#isOurs(current, mine)) return true;
-				throw new TTLStorageError(
-					"TTLSTORAGE_OUTCOME_UNKNOWN",
-					"the condition failed on a retried request; an earlier attempt may have been applied",
-					{ cause: error, driver: DRIVER_NAME, operation },
-				);
+		command: WriteCommand,
+		conditional: boolean,
+	): Promise<T | typeof CONDITION_FAILED> {
+		const attempts = guardWrite(command);
+		try {
+			return await this.#send<T>(command);
+		} catch (error) {
+			if (conditional && attempts.maybeApplied === undefined && isConditionFailed(error)) {
+				return CONDITION_FAILED;
 			}
-		});
+			throw toStorageError(error, operation, "write", attempts);
+		}
 	}
 
-	/** Whether `current` is exactly the record this client wrote. */
-	static #isOurs(current: Item | undefined, mine: NewRecord): boolean {
-		return (
-			current !== undefined &&
-			itemExpiry(current) === mine.expireAt &&
-			bytesEqual(itemValue(current), mine.value)
-		);
+	/** One conditional write: `false` when DynamoDB answered that its condition was false. */
+	#conditional(operation: string, command: PutItemCommand | DeleteItemCommand): Promise<boolean> {
+		return this.#io(operation, async () => {
+			const out = await this.#sendWrite(operation, command, true);
+			return out !== CONDITION_FAILED;
+		});
 	}
 
 	async #getItem(operation: string, pKey: Bytes, cCols: Bytes): Promise<Item | undefined> {
@@ -226,7 +218,7 @@ class DynamoTTLStorageImpl implements TTLStorage {
 				);
 				return out.Item;
 			} catch (error) {
-				throw toStorageError(error, operation, false);
+				throw toStorageError(error, operation, "read");
 			}
 		});
 	}
@@ -272,20 +264,18 @@ class DynamoTTLStorageImpl implements TTLStorage {
 		validateInsertArgs(pKey, cCols, value, ttlSeconds);
 		validateWriteOptions(options);
 		const now = this.#clock.now();
-		const mine: NewRecord = { value, expireAt: expireAtMs(now, ttlSeconds) };
+		const expireAt = expireAtMs(now, ttlSeconds);
 		const order = DynamoTTLStorageImpl.#order(options?.fence);
 		return this.#conditional(
 			"insertIfNotExists",
 			new PutItemCommand({
 				TableName: this.#table,
-				Item: itemOf(pKey, cCols, value, mine.expireAt, this.#grace, order),
+				Item: itemOf(pKey, cCols, value, expireAt, this.#grace, order),
 				// Absent, or present but expired by our clock (DynamoDB may take days to reap it).
 				ConditionExpression: "attribute_not_exists(#pk) OR (#exp > :zero AND #exp <= :now)",
 				ExpressionAttributeNames: { "#pk": ATTR.pk, "#exp": ATTR.exp },
 				ExpressionAttributeValues: { ":zero": { N: "0" }, ":now": { N: String(now) } },
-				ReturnValuesOnConditionCheckFailure: "ALL_OLD",
 			}),
-			mine,
 		);
 	}
 
@@ -300,7 +290,7 @@ class DynamoTTLStorageImpl implements TTLStorage {
 		validateSwapArgs(pKey, cCols, oldValue, newValue, ttlSeconds);
 		validateWriteOptions(options);
 		const now = this.#clock.now();
-		const mine: NewRecord = { value: newValue, expireAt: expireAtMs(now, ttlSeconds) };
+		const expireAt = expireAtMs(now, ttlSeconds);
 		const order = DynamoTTLStorageImpl.#order(options?.fence);
 		const fenced = DynamoTTLStorageImpl.#fencedCondition(order, now);
 		return this.#conditional(
@@ -308,7 +298,7 @@ class DynamoTTLStorageImpl implements TTLStorage {
 			new PutItemCommand({
 				TableName: this.#table,
 				// A full replace: a swap to ttl 0 also drops the native TTL attribute.
-				Item: itemOf(pKey, cCols, newValue, mine.expireAt, this.#grace, order),
+				Item: itemOf(pKey, cCols, newValue, expireAt, this.#grace, order),
 				ConditionExpression: `#v = :old AND (#exp = :zero OR #exp > :now)${fenced.condition}`,
 				ExpressionAttributeNames: { "#v": ATTR.v, "#exp": ATTR.exp, ...fenced.names },
 				ExpressionAttributeValues: {
@@ -317,9 +307,7 @@ class DynamoTTLStorageImpl implements TTLStorage {
 					":now": { N: String(now) },
 					...fenced.values,
 				},
-				ReturnValuesOnConditionCheckFailure: "ALL_OLD",
 			}),
-			mine,
 		);
 	}
 
@@ -393,28 +381,26 @@ class DynamoTTLStorageImpl implements TTLStorage {
 		const expireAt = expireAtMs(now, ttlSeconds);
 		const order = DynamoTTLStorageImpl.#order(options?.fence);
 		const item = itemOf(pKey, cCols, value, expireAt, this.#grace, order);
-		await this.#io("put", async () => {
-			try {
-				await this.#putOrdered(item, order, now);
-			} catch (error) {
-				throw toStorageError(error, "put", false);
-			}
-		});
+		await this.#io("put", () => this.#putOrdered("put", item, order, now));
 	}
 
 	/**
 	 * One PutItem, conditional on the stored (epoch, stamp) when fenced: a newer one stored means
-	 * this write is superseded and has no effect (F1), which is no error. Other errors are raw.
+	 * this write is superseded and has no effect (F1), which is no error. Other errors reject with
+	 * the contract's error.
 	 */
-	async #putOrdered(item: Item, order: FenceOrder | undefined, now: number): Promise<void> {
-		try {
-			await this.#send(
-				new PutItemCommand({ TableName: this.#table, Item: item, ...this.#ordered(order, now) }),
-			);
-		} catch (error) {
-			if (order !== undefined && isConditionFailed(error)) return;
-			throw error;
-		}
+	async #putOrdered(
+		operation: string,
+		item: Item,
+		order: FenceOrder | undefined,
+		now: number,
+	): Promise<void> {
+		const command = new PutItemCommand({
+			TableName: this.#table,
+			Item: item,
+			...this.#ordered(order, now),
+		});
+		await this.#sendWrite(operation, command, order !== undefined);
 	}
 
 	/** The condition of a fenced unconditional write; nothing for an unfenced one. */
@@ -455,11 +441,33 @@ class DynamoTTLStorageImpl implements TTLStorage {
 		}
 		await this.#io("putBatch", async () => {
 			const deadline = performance.now() + this.#batchDeadlineMs;
-			for (let i = 0; i < plain.length; i += BATCH_LIMIT) {
-				await this.#writeChunk(plain.slice(i, i + BATCH_LIMIT), deadline);
+			const progress = { wrote: false };
+			try {
+				for (let i = 0; i < plain.length; i += BATCH_LIMIT) {
+					await this.#writeChunk(plain.slice(i, i + BATCH_LIMIT), deadline, progress);
+				}
+				if (fenced.length > 0) await this.#writeFenced(fenced, now, progress);
+			} catch (error) {
+				throw DynamoTTLStorageImpl.#afterPartialWrite(error, progress.wrote);
 			}
-			if (fenced.length > 0) await this.#writeFenced(fenced, now);
 		});
+	}
+
+	/**
+	 * A batch failure once some of its items were written: "nothing was written"
+	 * (`TTLSTORAGE_UNAVAILABLE`, `TTLSTORAGE_THROTTLED`) would be false, so it is
+	 * `TTLSTORAGE_OUTCOME_UNKNOWN` (part of the batch may be stored).
+	 */
+	static #afterPartialWrite(error: unknown, wrote: boolean): unknown {
+		if (!wrote || !TTLStorageError.is(error)) return error;
+		if (error.code !== "TTLSTORAGE_UNAVAILABLE" && error.code !== "TTLSTORAGE_THROTTLED") {
+			return error;
+		}
+		return new TTLStorageError(
+			"TTLSTORAGE_OUTCOME_UNKNOWN",
+			`${error.code} after some items of the batch were written; re-read before deciding`,
+			{ cause: error, driver: DRIVER_NAME, operation: "putBatch" },
+		);
 	}
 
 	/**
@@ -473,6 +481,7 @@ class DynamoTTLStorageImpl implements TTLStorage {
 	async #writeFenced(
 		items: ReadonlyArray<{ item: Item; order: FenceOrder }>,
 		now: number,
+		progress: { wrote: boolean },
 	): Promise<void> {
 		let next = 0;
 		let failure: { error: unknown } | undefined;
@@ -480,7 +489,8 @@ class DynamoTTLStorageImpl implements TTLStorage {
 			while (failure === undefined && next < items.length) {
 				const { item, order } = items[next++] as { item: Item; order: FenceOrder };
 				try {
-					await this.#putOrdered(item, order, now);
+					await this.#putOrdered("putBatch", item, order, now);
+					progress.wrote = true;
 				} catch (error) {
 					failure ??= { error };
 				}
@@ -489,22 +499,29 @@ class DynamoTTLStorageImpl implements TTLStorage {
 		await Promise.all(
 			Array.from({ length: Math.min(FENCED_IN_FLIGHT, items.length) }, () => worker()),
 		);
-		if (failure !== undefined) throw toStorageError(failure.error, "putBatch", false);
+		if (failure !== undefined) throw failure.error;
 	}
 
-	/** One BatchWriteItem, retrying `UnprocessedItems` with jittered exponential backoff. */
-	async #writeChunk(chunk: WriteRequest[], deadline: number): Promise<void> {
+	/**
+	 * One BatchWriteItem, retrying `UnprocessedItems` (DynamoDB says they were not written) with
+	 * jittered exponential backoff. The request itself is never re-sent after an attempt that may
+	 * have been applied (a plain put's resend could undo a later write).
+	 */
+	async #writeChunk(
+		chunk: WriteRequest[],
+		deadline: number,
+		progress: { wrote: boolean },
+	): Promise<void> {
 		let pending = chunk;
 		for (let attempt = 0; ; attempt++) {
-			let out: { UnprocessedItems?: Record<string, WriteRequest[]> };
-			try {
-				out = await this.#send(
-					new BatchWriteItemCommand({ RequestItems: { [this.#table]: pending } }),
-				);
-			} catch (error) {
-				throw toStorageError(error, "putBatch", false);
-			}
-			pending = out.UnprocessedItems?.[this.#table] ?? [];
+			const out = (await this.#sendWrite<{ UnprocessedItems?: Record<string, WriteRequest[]> }>(
+				"putBatch",
+				new BatchWriteItemCommand({ RequestItems: { [this.#table]: pending } }),
+				false,
+			)) as { UnprocessedItems?: Record<string, WriteRequest[]> };
+			const unprocessed = out.UnprocessedItems?.[this.#table] ?? [];
+			if (unprocessed.length < pending.length) progress.wrote = true;
+			pending = unprocessed;
 			if (pending.length === 0) return;
 			// Backoff in real time: it paces the server, whatever clock expiry is compared with.
 			const delay = Math.min(2_000, 25 * 2 ** attempt) * (0.5 + Math.random() / 2);
@@ -558,7 +575,7 @@ class DynamoTTLStorageImpl implements TTLStorage {
 							);
 							return { items: out.Items ?? [], next: out.LastEvaluatedKey, now };
 						} catch (error) {
-							throw toStorageError(error, "read", false);
+							throw toStorageError(error, "read", "read");
 						}
 					});
 					for (const item of page.items) {
@@ -597,6 +614,12 @@ class DynamoTTLStorageImpl implements TTLStorage {
  * per process, and are conditional on the stored pair being older: a deposed writer's late put is
  * refused (and resolves: it is superseded), whenever it arrives. A fenced `putBatch`'s fenced items
  * go out as conditional PutItems, 16 at a time, instead of BatchWriteItem.
+ *
+ * No write is sent twice: each write command carries a guard that lets the client's retry
+ * strategy send it again only after an attempt DynamoDB refused (4xx) or a connection never
+ * opened, so the client needs no special retry configuration; reads are retried as configured. A
+ * write whose answer was lost (timeout, reset, 5xx) rejects with `TTLSTORAGE_OUTCOME_UNKNOWN`;
+ * `TTLSTORAGE_UNAVAILABLE` means the request provably never reached DynamoDB.
  *
  * @example
  * ```ts

@@ -150,6 +150,8 @@ export async function ensureDynamoTTLTable(
 		return result;
 	} catch (error) {
 		if (signal?.aborted) throw signal.reason;
-		throw toStorageError(error, operation, false);
+		// Mapped as a read: creating the table and enabling TTL are idempotent (a lost answer to
+		// CreateTable is found as "exists" by the next call), so calling it again is always safe.
+		throw toStorageError(error, operation, "read");
 	}
 }

@@ -10,41 +10,19 @@ const THROTTLING = new Set([
 	"TooManyRequestsException",
 ]);
 
-/** Socket errors raised before a request could reach the server: nothing was sent. */
-const NOT_SENT = new Set([
-	"ECONNREFUSED",
-	"ENOTFOUND",
-	"EAI_AGAIN",
-	"EHOSTUNREACH",
-	"ENETUNREACH",
-	"EADDRNOTAVAIL",
-]);
-
-/** Socket errors and error names that may hide a request the server received and applied. */
-const MAYBE_SENT_CODES = new Set([
-	"ECONNRESET",
-	"EPIPE",
-	"ETIMEDOUT",
-	"ECONNABORTED",
-	"ESOCKETTIMEDOUT",
-	"ERR_STREAM_PREMATURE_CLOSE",
-]);
-const MAYBE_SENT_NAMES = new Set([
-	"TimeoutError",
-	"AbortError",
-	"RequestTimeout",
-	"RequestTimeoutException",
-	"InternalServerError",
-	"ServiceUnavailable",
-	"ServiceUnavailableException",
-]);
+/** Socket errors that can only come before a request was sent (refused, DNS). */
+const NOT_SENT = new Set(["ECONNREFUSED", "ENOTFOUND", "EAI_AGAIN"]);
+/** Socket errors that show nothing was sent only when raised by `connect` (an open socket can raise them too). */
+const NOT_SENT_ON_CONNECT = new Set(["EHOSTUNREACH", "ENETUNREACH", "EADDRNOTAVAIL", "ETIMEDOUT"]);
+/** Error names of a 4xx answer that still may hide a request the server went on with. */
+const TIMEOUT_NAMES = new Set(["TimeoutError", "RequestTimeout", "RequestTimeoutException"]);
 
 interface SdkLikeError {
 	readonly name?: unknown;
 	readonly code?: unknown;
+	readonly syscall?: unknown;
 	readonly message?: unknown;
-	readonly $fault?: unknown;
-	readonly $metadata?: { readonly httpStatusCode?: unknown; readonly attempts?: unknown };
+	readonly $metadata?: { readonly httpStatusCode?: unknown };
 }
 
 function fields(error: unknown): SdkLikeError {
@@ -56,70 +34,107 @@ export function isConditionFailed(error: unknown): boolean {
 	return fields(error).name === "ConditionalCheckFailedException";
 }
 
-/** How many attempts the SDK made (its retry middleware records it on errors); 1 when unknown. @internal */
-export function attemptsOf(error: unknown): number {
-	const attempts = fields(error).$metadata?.attempts;
-	return typeof attempts === "number" && attempts > 0 ? attempts : 1;
+/** A socket error that shows the request never left this process (connection refused, DNS). */
+function isNotSent(e: SdkLikeError): boolean {
+	const code = typeof e.code === "string" ? e.code : "";
+	return NOT_SENT.has(code) || (NOT_SENT_ON_CONNECT.has(code) && e.syscall === "connect");
 }
+
+function isThrottling(e: SdkLikeError): boolean {
+	return THROTTLING.has(String(e.name)) || THROTTLING.has(String(e.code));
+}
+
+/** DynamoDB answered with a 4xx: it refused the request, nothing of it was applied. */
+function isRefusedAnswer(e: SdkLikeError): boolean {
+	const status = e.$metadata?.httpStatusCode;
+	return (
+		typeof status === "number" &&
+		status >= 400 &&
+		status < 500 &&
+		!TIMEOUT_NAMES.has(String(e.name))
+	);
+}
+
+/**
+ * Whether the request of `error` provably wrote nothing: it was never sent (connection refused,
+ * DNS failure), or DynamoDB answered it with a 4xx (throttling, a failed condition, validation,
+ * a missing table, bad credentials). A lost answer (timeout, abort, reset socket), a 5xx, or an
+ * error without an HTTP status is not proof. @internal
+ */
+export function isProvablyUnapplied(error: unknown): boolean {
+	const e = fields(error);
+	return isNotSent(e) || isRefusedAnswer(e);
+}
+
+/**
+ * What the write guard (`write-guard.ts`) of one write command saw of its HTTP attempts.
+ *
+ * @internal
+ */
+export interface WriteAttempts {
+	/**
+	 * The error of the attempt that may have been applied (no answer, a timeout, a reset socket, a
+	 * 5xx, an unreadable answer), if one did; no attempt after it was sent.
+	 */
+	maybeApplied: { readonly error: unknown } | undefined;
+}
+
+/** What a request does, which decides how a failure without an answer is reported. @internal */
+export type RequestKind = "read" | "write";
 
 /**
  * The contract's code for a failed DynamoDB request.
  *
- * - a conditional write the SDK already retried (`$metadata.attempts > 1`) that ends in a
- *   transient error (throttling, 5xx, timeout, network) → `TTLSTORAGE_OUTCOME_UNKNOWN`: the final
- *   error says nothing about the earlier attempts, one of which may have timed out or got a 5xx
- *   after it was applied;
- * - throttling → `TTLSTORAGE_THROTTLED` (nothing was written);
- * - a response the server never answered (timeout, abort, reset socket, 5xx, or no HTTP status at
- *   all) → `TTLSTORAGE_OUTCOME_UNKNOWN` for a conditional write, `TTLSTORAGE_UNAVAILABLE` otherwise;
- * - a connection that could not be opened → `TTLSTORAGE_UNAVAILABLE`;
- * - any other answer from the server (validation, missing table, access denied) →
- *   `TTLSTORAGE_FAILED`.
+ * - a write whose guard saw an attempt that may have been applied → `TTLSTORAGE_OUTCOME_UNKNOWN`;
+ * - a credentials error (nothing was sent) → `TTLSTORAGE_FAILED`;
+ * - throttling → `TTLSTORAGE_THROTTLED` (DynamoDB refused it: nothing was written);
+ * - a connection that could not be opened, a host not found → `TTLSTORAGE_UNAVAILABLE`;
+ * - any other 4xx answer (validation, missing table, access denied) → `TTLSTORAGE_FAILED`;
+ * - anything else: no answer (timeout, abort, reset socket), a 5xx, an error without an HTTP
+ *   status → `TTLSTORAGE_OUTCOME_UNKNOWN` for a write (the request may have been applied, fenced
+ *   or not, conditional or not), `TTLSTORAGE_UNAVAILABLE` for a read.
  *
  * @internal
  */
-function errorCode(error: unknown, conditional: boolean): TTLStorageErrorCode {
+function errorCode(
+	error: unknown,
+	kind: RequestKind,
+	attempts?: WriteAttempts,
+): TTLStorageErrorCode {
 	if (TTLStorageError.is(error)) return error.code;
+	if (kind === "write" && attempts?.maybeApplied !== undefined) return "TTLSTORAGE_OUTCOME_UNKNOWN";
 	const e = fields(error);
-	const name = typeof e.name === "string" ? e.name : "";
-	const code = typeof e.code === "string" ? e.code : "";
-	// Failed before anything was sent, for a reason a retry will not fix.
-	if (name === "CredentialsProviderError") return "TTLSTORAGE_FAILED";
-	const throttled = THROTTLING.has(name) || THROTTLING.has(code);
-	const notSent = NOT_SENT.has(code);
-	const status = e.$metadata?.httpStatusCode;
-	const answered = typeof status === "number";
-	const maybeApplied =
-		!throttled &&
-		!notSent &&
-		(MAYBE_SENT_CODES.has(code) ||
-			MAYBE_SENT_NAMES.has(name) ||
-			(answered && status >= 500) ||
-			e.$fault === "server" ||
-			!answered);
-	// Checked first: only the last attempt's error is reported, an earlier one may have applied.
-	if (conditional && attemptsOf(error) > 1 && (throttled || notSent || maybeApplied)) {
-		return "TTLSTORAGE_OUTCOME_UNKNOWN";
-	}
-	if (throttled) return "TTLSTORAGE_THROTTLED";
-	if (notSent) return "TTLSTORAGE_UNAVAILABLE";
-	if (maybeApplied) return conditional ? "TTLSTORAGE_OUTCOME_UNKNOWN" : "TTLSTORAGE_UNAVAILABLE";
-	return "TTLSTORAGE_FAILED";
+	if (e.name === "CredentialsProviderError") return "TTLSTORAGE_FAILED";
+	if (isThrottling(e)) return "TTLSTORAGE_THROTTLED";
+	if (isNotSent(e)) return "TTLSTORAGE_UNAVAILABLE";
+	if (isRefusedAnswer(e)) return "TTLSTORAGE_FAILED";
+	return kind === "write" ? "TTLSTORAGE_OUTCOME_UNKNOWN" : "TTLSTORAGE_UNAVAILABLE";
 }
 
-/** Wraps a DynamoDB/SDK error in the contract's error. @internal */
+/**
+ * Wraps a DynamoDB/SDK error in the contract's error. For a write, `attempts` is what its guard
+ * saw: when an attempt may have been applied, that attempt's error is the `cause`. @internal
+ */
 export function toStorageError(
 	error: unknown,
 	operation: string,
-	conditional: boolean,
+	kind: RequestKind,
+	attempts?: WriteAttempts,
 ): TTLStorageError {
 	if (TTLStorageError.is(error)) return error;
-	const e = fields(error);
+	const code = errorCode(error, kind, attempts);
+	const original =
+		kind === "write" && attempts?.maybeApplied !== undefined ? attempts.maybeApplied.error : error;
+	const e = fields(original);
 	const detail = [e.name, e.code].filter((x) => typeof x === "string" && x !== "Error").join("/");
-	const message = typeof e.message === "string" ? e.message : String(error);
-	return new TTLStorageError(
-		errorCode(error, conditional),
-		detail ? `${detail}: ${message}` : message,
-		{ cause: error, driver: DRIVER_NAME, operation },
-	);
+	const message = typeof e.message === "string" ? e.message : String(original);
+	const hint =
+		code === "TTLSTORAGE_OUTCOME_UNKNOWN"
+			? "; the write may or may not have been applied (it was not re-sent): re-read before deciding"
+			: "";
+	return new TTLStorageError(code, `${detail ? `${detail}: ${message}` : message}${hint}`, {
+		cause: original,
+		driver: DRIVER_NAME,
+		operation,
+	});
 }

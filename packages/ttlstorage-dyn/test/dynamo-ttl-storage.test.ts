@@ -72,14 +72,18 @@ async function codeOf(p: Promise<unknown>): Promise<TTLStorageErrorCode | "resol
 	}
 }
 
-const ops: Record<string, [conditional: boolean, run: (s: TTLStorage) => Promise<unknown>]> = {
+const fence = { scope: utf8("scope"), epoch: 3n };
+const ops: Record<string, [writes: boolean, run: (s: TTLStorage) => Promise<unknown>]> = {
 	insertIfNotExists: [true, (s) => s.insertIfNotExists(p, k, v, 5)],
 	compareAndSwap: [true, (s) => s.compareAndSwap(p, k, v, v, 5)],
 	compareAndDelete: [true, (s) => s.compareAndDelete(p, k, v)],
+	"fenced compareAndSwap": [true, (s) => s.compareAndSwap(p, k, v, v, 5, { fence })],
+	put: [true, (s) => s.put(p, k, v, 5)],
+	"fenced put": [true, (s) => s.put(p, k, v, 5, { fence })],
+	putBatch: [true, (s) => s.putBatch([{ pKey: p, cCols: k, value: v }])],
+	"fenced putBatch": [true, (s) => s.putBatch([{ pKey: p, cCols: k, value: v, fence }])],
 	get: [false, (s) => s.get(p, k)],
 	queryTTL: [false, (s) => s.queryTTL(p, k)],
-	put: [false, (s) => s.put(p, k, v, 5)],
-	putBatch: [false, (s) => s.putBatch([{ pKey: p, cCols: k, value: v }])],
 	read: [
 		false,
 		async (s) => {
@@ -89,7 +93,7 @@ const ops: Record<string, [conditional: boolean, run: (s: TTLStorage) => Promise
 };
 
 const errors: Array<[string, () => Error, TTLStorageErrorCode, TTLStorageErrorCode]> = [
-	// [label, error, code on a conditional write, code elsewhere]
+	// [label, error, code on a write (conditional or not, fenced or not), code on a read]
 	[
 		"throttled (provisioned)",
 		() => service("ProvisionedThroughputExceededException", 400),
@@ -109,24 +113,21 @@ const errors: Array<[string, () => Error, TTLStorageErrorCode, TTLStorageErrorCo
 		"TTLSTORAGE_THROTTLED",
 	],
 	[
-		// An earlier attempt may have timed out or got a 5xx after being applied.
-		"throttled after an SDK retry",
+		// The write guard let the SDK re-send only after attempts DynamoDB refused (4xx).
+		"throttled after SDK re-sends of refused attempts",
 		() => service("ThrottlingException", 400, { $metadata: { httpStatusCode: 400, attempts: 3 } }),
-		"TTLSTORAGE_OUTCOME_UNKNOWN",
+		"TTLSTORAGE_THROTTLED",
 		"TTLSTORAGE_THROTTLED",
 	],
 	[
-		"provisioned throughput exceeded after an SDK retry",
-		() =>
-			service("ProvisionedThroughputExceededException", 400, {
-				$metadata: { httpStatusCode: 400, attempts: 2 },
-			}),
+		"503 (the request may have been applied)",
+		() => service("ServiceUnavailable", 503),
 		"TTLSTORAGE_OUTCOME_UNKNOWN",
-		"TTLSTORAGE_THROTTLED",
+		"TTLSTORAGE_UNAVAILABLE",
 	],
 	[
-		"503 after an SDK retry",
-		() => service("ServiceUnavailable", 503, { $metadata: { httpStatusCode: 503, attempts: 3 } }),
+		"a 4xx that says the server timed out",
+		() => service("RequestTimeoutException", 400),
 		"TTLSTORAGE_OUTCOME_UNKNOWN",
 		"TTLSTORAGE_UNAVAILABLE",
 	],
@@ -149,8 +150,20 @@ const errors: Array<[string, () => Error, TTLStorageErrorCode, TTLStorageErrorCo
 		"TTLSTORAGE_UNAVAILABLE",
 	],
 	[
-		"refused after an SDK retry",
-		() => network("ECONNREFUSED", "Error", 2),
+		"host unreachable when connecting",
+		() => sdkError({ code: "EHOSTUNREACH", syscall: "connect", message: "connect EHOSTUNREACH" }),
+		"TTLSTORAGE_UNAVAILABLE",
+		"TTLSTORAGE_UNAVAILABLE",
+	],
+	[
+		"host unreachable on an open connection (the request may have been sent)",
+		() => sdkError({ code: "EHOSTUNREACH", syscall: "read", message: "read EHOSTUNREACH" }),
+		"TTLSTORAGE_OUTCOME_UNKNOWN",
+		"TTLSTORAGE_UNAVAILABLE",
+	],
+	[
+		"connection timed out on an open connection",
+		() => network("ETIMEDOUT"),
 		"TTLSTORAGE_OUTCOME_UNKNOWN",
 		"TTLSTORAGE_UNAVAILABLE",
 	],
@@ -205,18 +218,18 @@ const errors: Array<[string, () => Error, TTLStorageErrorCode, TTLStorageErrorCo
 ];
 
 describe("error mapping", () => {
-	for (const [label, error, onConditional, elsewhere] of errors) {
-		it(`${label} → ${onConditional} on conditional writes, ${elsewhere} elsewhere`, async () => {
-			for (const [op, [conditional, run]] of Object.entries(ops)) {
+	for (const [label, error, onWrite, onRead] of errors) {
+		it(`${label} → ${onWrite} on writes, ${onRead} on reads`, async () => {
+			for (const [op, [writes, run]] of Object.entries(ops)) {
 				const { storage } = make(() => {
 					throw error();
 				});
-				expect(await codeOf(run(storage)), op).toBe(conditional ? onConditional : elsewhere);
+				expect(await codeOf(run(storage)), op).toBe(writes ? onWrite : onRead);
 			}
 		});
 	}
 
-	it("ConditionalCheckFailedException → false on the first attempt", async () => {
+	it("ConditionalCheckFailedException → false", async () => {
 		for (const op of ["insertIfNotExists", "compareAndSwap", "compareAndDelete"] as const) {
 			const { storage } = make(() => {
 				throw service("ConditionalCheckFailedException", 400);
@@ -276,49 +289,14 @@ describe("conditional writes", () => {
 		expect(noTTL.ttl).toBeUndefined();
 	});
 
-	it("after an SDK retry, a failed condition is true over our own write and unknown otherwise, never false", async () => {
-		const item = (value: Uint8Array, exp: number) => ({ v: { B: value }, exp: { N: String(exp) } });
-		const retriedCCF = (Item?: unknown) => () => {
-			throw service("ConditionalCheckFailedException", 400, {
-				$metadata: { httpStatusCode: 400, attempts: 2 },
-				...(Item === undefined ? {} : { Item }),
-			});
-		};
-		const unknown = "TTLSTORAGE_OUTCOME_UNKNOWN";
-		const w = utf8("w");
-		// Our own write is there: the earlier attempt was applied.
-		expect(await make(retriedCCF(item(v, NOW + 5_000))).storage.insertIfNotExists(p, k, v, 5)).toBe(
-			true,
-		);
-		expect(await make(retriedCCF(item(w, 0))).storage.compareAndSwap(p, k, v, w, 0)).toBe(true);
-		// Anything else: our earlier attempt may have been applied and then replaced or deleted.
-		const insert = (Item?: unknown) =>
-			codeOf(make(retriedCCF(Item)).storage.insertIfNotExists(p, k, v, 5));
-		expect(await insert(item(v, NOW + 9_000))).toBe(unknown);
-		expect(await insert(item(utf8("x"), NOW + 5_000))).toBe(unknown);
-		const swap = (Item?: unknown) =>
-			codeOf(make(retriedCCF(Item)).storage.compareAndSwap(p, k, v, w, 0));
-		expect(await swap()).toBe(unknown);
-		expect(await swap(item(v, 0))).toBe(unknown);
-		expect(await swap(item(utf8("x"), 0))).toBe(unknown);
-		// A delete leaves nothing to recognise: gone, or replaced by a later insert, is unknown.
-		const del = (Item?: unknown) =>
-			codeOf(make(retriedCCF(Item)).storage.compareAndDelete(p, k, v));
-		expect(await del()).toBe(unknown);
-		expect(await del(item(utf8("x"), 0))).toBe(unknown);
-		expect(await del(item(v, NOW - 1))).toBe(unknown);
-	});
-
-	it("asks DynamoDB for the current item on a failed insert or swap (a delete has no use for it)", async () => {
-		const { storage, sent } = make(() => ({}));
-		await storage.insertIfNotExists(p, k, v, 5);
-		await storage.compareAndSwap(p, k, v, v, 5);
-		await storage.compareAndDelete(p, k, v);
-		expect(sent.map((s) => s.input.ReturnValuesOnConditionCheckFailure)).toEqual([
-			"ALL_OLD",
-			"ALL_OLD",
-			undefined,
-		]);
+	it("a fenced put whose condition failed was superseded: it resolves", async () => {
+		const { storage } = make(() => {
+			throw service("ConditionalCheckFailedException", 400);
+		});
+		await expect(storage.put(p, k, v, 5, { fence })).resolves.toBeUndefined();
+		await expect(
+			storage.putBatch([{ pKey: p, cCols: k, value: v, fence }]),
+		).resolves.toBeUndefined();
 	});
 });
 
@@ -418,6 +396,27 @@ describe("putBatch", () => {
 		});
 		expect(await codeOf(storage.putBatch(items(3)))).toBe("TTLSTORAGE_UNAVAILABLE");
 		expect(sent.length).toBeGreaterThan(1);
+	});
+
+	it('once some items were written, a failure that would say "nothing written" is OUTCOME_UNKNOWN', async () => {
+		// The second chunk's connection is refused after the first chunk was stored.
+		const refusedSecond = make((_s, n) => {
+			if (n === 2) throw network("ECONNREFUSED");
+			return {};
+		});
+		expect(await codeOf(refusedSecond.storage.putBatch(items(30)))).toBe(
+			"TTLSTORAGE_OUTCOME_UNKNOWN",
+		);
+		// The first request stored 2 of 3 items; the last one stays unprocessed past the deadline.
+		const partly = make((s) => ({ UnprocessedItems: { tbl: writes(s).slice(-1) } }), {
+			batchDeadlineMs: 150,
+		});
+		expect(await codeOf(partly.storage.putBatch(items(3)))).toBe("TTLSTORAGE_OUTCOME_UNKNOWN");
+		// Refused before anything was written: nothing was.
+		const refusedFirst = make(() => {
+			throw network("ECONNREFUSED");
+		});
+		expect(await codeOf(refusedFirst.storage.putBatch(items(30)))).toBe("TTLSTORAGE_UNAVAILABLE");
 	});
 });
 

@@ -14,6 +14,7 @@ export type PgPhase = "connect" | "write" | "read";
 
 interface PgErrorShape {
 	readonly code?: unknown;
+	readonly syscall?: unknown;
 	readonly message?: unknown;
 	readonly severity?: unknown;
 	readonly routine?: unknown;
@@ -25,15 +26,13 @@ const shape = (error: unknown): PgErrorShape =>
 /** A five-character SQLSTATE, as node-postgres puts a server error's code. */
 const SQLSTATE = /^[0-9A-Z]{5}$/;
 
-/** Node socket errors raised before anything reached the server. */
-const CONNECT_CODES = new Set([
-	"ECONNREFUSED",
-	"ENOTFOUND",
-	"EAI_AGAIN",
-	"EHOSTUNREACH",
-	"ENETUNREACH",
-	"EADDRNOTAVAIL",
-]);
+/** Node socket errors that only opening a connection raises: nothing reached the server. */
+const CONNECT_CODES = new Set(["ECONNREFUSED", "ENOTFOUND", "EAI_AGAIN"]);
+/**
+ * Node socket errors that show nothing was sent only when `connect` raised them: an open
+ * connection can raise them too, after a statement was sent.
+ */
+const UNREACHABLE_CODES = new Set(["EHOSTUNREACH", "ENETUNREACH", "EADDRNOTAVAIL"]);
 
 /** Node socket errors that break an open connection (a statement may have reached the server). */
 const BROKEN_CODES = new Set(["ECONNRESET", "EPIPE", "ETIMEDOUT", "ECONNABORTED"]);
@@ -96,6 +95,11 @@ function codeOf(error: unknown, phase: PgPhase): TTLStorageErrorCode {
 	}
 	if (phase === "connect") return "TTLSTORAGE_UNAVAILABLE";
 	if (code !== undefined && CONNECT_CODES.has(code)) return "TTLSTORAGE_UNAVAILABLE";
+	if (code !== undefined && UNREACHABLE_CODES.has(code)) {
+		return writes && e.syscall !== "connect"
+			? "TTLSTORAGE_OUTCOME_UNKNOWN"
+			: "TTLSTORAGE_UNAVAILABLE";
+	}
 	if (
 		(code !== undefined && BROKEN_CODES.has(code)) ||
 		/Connection terminated|Query read timeout|connection error|ended unexpectedly/i.test(message)
@@ -119,7 +123,8 @@ function codeOf(error: unknown, phase: PgPhase): TTLStorageErrorCode {
  * | `57014` by `statement_timeout` or `lock_timeout`, `55P03`, `40001`, `40P01` (after 3 tries), `25006`, `57P03` | UNAVAILABLE | UNAVAILABLE | UNAVAILABLE |
  * | `57014` by a cancel request | OUTCOME_UNKNOWN | UNAVAILABLE | – |
  * | class `53` (too many connections, out of memory, disk full) | THROTTLED | THROTTLED | THROTTLED |
- * | refused connection (`ECONNREFUSED`, DNS), pool timeout, pool ended | UNAVAILABLE | UNAVAILABLE | UNAVAILABLE |
+ * | host unreachable (`EHOSTUNREACH`, `ENETUNREACH`) on an open connection | OUTCOME_UNKNOWN | UNAVAILABLE | UNAVAILABLE |
+ * | refused connection (`ECONNREFUSED`, DNS, unreachable at `connect`), pool timeout, pool ended | UNAVAILABLE | UNAVAILABLE | UNAVAILABLE |
  * | class `28` (authentication), `3D000` (no such database), anything else (`42P01`: run `ensurePgSchema`) | FAILED | FAILED | FAILED |
  *
  * @example

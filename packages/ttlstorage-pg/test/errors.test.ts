@@ -30,6 +30,20 @@ describe("mapPgError", () => {
 		["ECONNRESET", socket("ECONNRESET"), "OUTCOME_UNKNOWN", "UNAVAILABLE", "UNAVAILABLE"],
 		["ECONNREFUSED", socket("ECONNREFUSED"), "UNAVAILABLE", "UNAVAILABLE", "UNAVAILABLE"],
 		[
+			"EHOSTUNREACH on an open connection (a statement may have been sent)",
+			Object.assign(socket("EHOSTUNREACH"), { syscall: "read" }),
+			"OUTCOME_UNKNOWN",
+			"UNAVAILABLE",
+			"UNAVAILABLE",
+		],
+		[
+			"EHOSTUNREACH while connecting",
+			Object.assign(socket("EHOSTUNREACH"), { syscall: "connect" }),
+			"UNAVAILABLE",
+			"UNAVAILABLE",
+			"UNAVAILABLE",
+		],
+		[
 			"pg_terminate_backend",
 			server("57P01", "terminating connection due to administrator command", "FATAL"),
 			"OUTCOME_UNKNOWN",
