@@ -39,6 +39,11 @@ const COUNTERS: ReadonlyArray<readonly [name: string, key: keyof LeaseMetrics, h
 		"storageErrors",
 		"Failed storage calls of the lease loops (heartbeat, polls, ticks, campaigns)",
 	],
+	[
+		"vvm_leases_batch_faults_total",
+		"batchFaults",
+		"Lease batch reads that found its root missing or corrupt (granting stops; see @vvm/leases, Operator recovery)",
+	],
 ];
 
 const TICK_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1];
@@ -49,7 +54,9 @@ const TICK_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25
  * - `vvm_leases_held`: partitions whose lease this host holds and serves;
  * - `vvm_leases_{granted,prolonged,expired}_total`, `vvm_leases_batch_conflicts_total`,
  *   `vvm_leases_ticks_total`, `vvm_leases_batch_writes_total`,
- *   `vvm_leases_batch_written_bytes_total`, `vvm_leases_storage_errors_total`;
+ *   `vvm_leases_batch_written_bytes_total`, `vvm_leases_storage_errors_total`,
+ *   `vvm_leases_batch_faults_total`; `vvm_leases_batch_fault` (1 while the batch's root is missing
+ *   or corrupt: nothing is granted);
  * - `vvm_leases_placement_driver_active` (1 on the active placement driver's host) and
  *   `vvm_leases_active_actor{actor="address/incarnation"}` (1, the driver this host last saw);
  * - `vvm_leases_tick_duration_seconds` and `vvm_leases_tick_cpu_seconds` (histograms of this
@@ -68,6 +75,14 @@ export function createLeaseMetrics(
 	metrics: () => LeaseMetrics | undefined,
 ): LeaseHostMetrics {
 	const registers = [registry];
+	new Gauge({
+		name: "vvm_leases_batch_fault",
+		help: "1 while the last read of the lease batch found its root missing or corrupt (nothing is granted then)",
+		registers,
+		collect() {
+			this.set(metrics()?.batchFault === undefined ? 0 : 1);
+		},
+	});
 	new Gauge({
 		name: "vvm_leases_held",
 		help: "Partitions whose lease this host holds and serves",

@@ -33,6 +33,8 @@ const skipPg = await postgresGate();
 const pgAt = postgresEnv();
 const PG_URL = `postgres://${pgAt.user}@${pgAt.host}:${pgAt.port}/${pgAt.database}`;
 const TABLE = `vvm_cph_${RUN}`;
+/** The two-host case's own table: the cluster of TABLE stored --num-vvm 1, this one runs with 2. */
+const TABLE_SPLIT = `vvm_cph_split_${RUN}`;
 const KEYSPACE = `vvm_cph_${RUN}`;
 const CUSTOMER = "app1pkg.Customer";
 
@@ -48,6 +50,7 @@ afterAll(async () => {
 			credentials: { accessKeyId: "local", secretAccessKey: "local" },
 		});
 		await client.send(new DeleteTableCommand({ TableName: TABLE })).catch(() => {});
+		await client.send(new DeleteTableCommand({ TableName: TABLE_SPLIT })).catch(() => {});
 		client.destroy();
 	}
 	if (!skipPg) {
@@ -191,7 +194,7 @@ describe("create and read through the HTTP API", () => {
 				"--dyn-endpoint",
 				DYN,
 				"--dyn-table",
-				`${TABLE}`,
+				TABLE_SPLIT,
 				"--num-vvm",
 				"2",
 			];

@@ -32,6 +32,8 @@ function nodeMetrics(over: Partial<LeaseMetrics>): LeaseMetrics {
 		placementDriverActive: false,
 		activeActor: undefined,
 		storageErrors: 0,
+		batchFaults: 0,
+		batchFault: undefined,
 		...over,
 	};
 }

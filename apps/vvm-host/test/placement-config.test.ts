@@ -16,6 +16,15 @@ describe("placement flags", () => {
 		});
 	});
 
+	it("--num-vvm-from (VVM_NUM_FROM): the stored num-vvm to change from, with --placement static", () => {
+		expect(config([]).placement.numVVMFrom).toBeUndefined();
+		expect(config(["--num-vvm", "3", "--num-vvm-from", "2"])).toMatchObject({
+			leadership: { numVVM: 3 },
+			placement: { mode: "static", numVVMFrom: 2 },
+		});
+		expect(config([], { VVM_NUM_FROM: "4" }).placement.numVVMFrom).toBe(4);
+	});
+
 	it("read VVM_PLACEMENT and friends; flags win", () => {
 		const env = {
 			VVM_PLACEMENT: "leases",
@@ -52,6 +61,11 @@ describe("placement flags", () => {
 			"--lease-max-clock-skew-ms 500 must be below a quarter of --lease-interval-ms 2000",
 		],
 		[["--lease-namespace", " "], "--lease-namespace must not be empty"],
+		[["--num-vvm-from", "0"], "--num-vvm-from must be an integer in 1..4294967295"],
+		[
+			["--placement", "leases", "--num-vvm-from", "2"],
+			"--num-vvm-from changes the numVVM of --placement static; --placement leases has no slots",
+		],
 		[["--lease-namespace", "x".repeat(201)], "--lease-namespace must be at most 200 bytes"],
 	])("rejects %j naming the flag", (argv, message) => {
 		expect(() => parseHostConfig(argv, {})).toThrow(ConfigError);

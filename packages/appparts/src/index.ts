@@ -12,6 +12,20 @@ export {
 	type ServingLease,
 } from "./leases-placement.ts";
 export {
+	changeStaticNumVVM,
+	checkStaticNumVVM,
+	claimPartitionEpoch,
+	DEFAULT_PLACEMENT_NAMESPACE,
+	NumVVMMismatchError,
+	type PartitionEpoch,
+	partitionEpochsKey,
+	readPartitionEpoch,
+	readStaticNumVVM,
+	staticPlacementKey,
+	takePartitionEpoch,
+} from "./partition-epochs.ts";
+export {
+	abortable,
 	locateBy,
 	type PartitionGrant,
 	type PartitionHolder,

@@ -7,6 +7,7 @@ import { checkPartitions } from "@vvm/cp";
 import type { LeaseEvent, LeaseMetrics, LeaseNode, LeaseTable } from "@vvm/leases";
 import { createLeaseNode } from "@vvm/leases";
 import type { TTLStorage } from "@vvm/ttlstorage";
+import { claimPartitionEpoch } from "./partition-epochs.ts";
 import type { PartitionPlacement, PlacementHandlers } from "./placement.ts";
 import { locateBy } from "./placement.ts";
 
@@ -74,6 +75,12 @@ export interface ServingLease {
  * answers `nobody` (its own lease is no holder to redirect to). Options are checked by
  * `createLeaseNode` before any I/O.
  *
+ * Before deploying a grant, the lease's `startTime` (its epoch) is claimed in the partition's
+ * epoch counter (`<namespace>/partition-epochs`, shared with the static placement): a grant whose
+ * epoch another holder already took, or passed, is declined (`onGranted` rejects), so a switch
+ * between static and leases placement never gives two holders one epoch, and static epochs taken
+ * after a lease are above it. `start(signal)`: `signal` is the start deadline only.
+ *
  * @example
  * ```ts
  * const placement = createLeasesPlacement({ storage, address: "10.0.0.1:8080", partitions: 12,
@@ -101,10 +108,25 @@ export function createLeasesPlacement(options: LeasesPlacementOptions): LeasesPl
 		clock,
 		...(options.onEvent === undefined ? {} : { onEvent: options.onEvent }),
 		onGranted: async (grant) => {
-			// startTime grows with every grant of a partition: its fencing token.
+			// startTime grows with every grant of a partition: its fencing token, once claimed in
+			// the partition's epoch counter, which the static placement takes its epochs from too.
+			const epoch = BigInt(grant.lease.startTime);
+			const claimed = await claimPartitionEpoch(
+				options.storage,
+				options.namespace,
+				grant.group,
+				epoch,
+				`leases:${node.incarnation}`,
+				grant.signal,
+			);
+			if (!claimed) {
+				throw new Error(
+					`[@vvm/appparts] partition ${grant.group}: epoch ${epoch} of this lease was already taken by another holder (a static placement?); not serving under it`,
+				);
+			}
 			await handlers.onGranted(grant.group, {
 				signal: grant.signal,
-				fencingToken: BigInt(grant.lease.startTime),
+				fencingToken: epoch,
 				// This grant's own deadline: a later grant of the group is another deployment.
 				leaseValid: () => !grant.signal.aborted && node.serving(grant.group),
 			});

@@ -24,7 +24,10 @@ export type PartitionLocation =
 export interface PartitionGrant {
 	/** Aborts when the grant ends (lease ended, leadership lost, close). */
 	readonly signal: AbortSignal;
-	/** Above every earlier holder's: the partition's fencing epoch (`@vvm/cp` lease `epoch`). */
+	/**
+	 * Above every earlier holder's of this partition, whichever placement, slot or numVVM it came
+	 * through: the partition's fencing epoch (`@vvm/cp` lease `epoch`).
+	 */
 	readonly fencingToken?: bigint;
 	/**
 	 * Whether this process may still write for the partition, by its own monotonic clock; `false`
@@ -47,7 +50,12 @@ export interface PlacementHandlers {
 /** A placement: the per-request answer, the partitions served, and a view for operators. */
 export interface PartitionPlacement {
 	readonly mode: "static" | "leases";
-	/** Starts taking part (heartbeat, leadership...); grants arrive through the handlers. */
+	/**
+	 * Starts taking part (heartbeat, checks, first reads); grants arrive through the handlers.
+	 * `signal` is the **start deadline** only (e.g. `AbortSignal.timeout(60_000)`): when it aborts
+	 * before `start` resolved, `start` rejects with its reason; once `start` resolved it is ignored.
+	 * The placement runs until {@link PartitionPlacement.close}.
+	 */
 	start(signal: AbortSignal): Promise<void>;
 	/** Where `partition` is served now (checked per request, on a monotonic deadline). */
 	locate(partition: number): PartitionLocation;
@@ -74,4 +82,34 @@ const NOBODY: PartitionLocation = Object.freeze({ kind: "nobody" });
 export function locateBy(serving: boolean, holder: PartitionHolder | undefined): PartitionLocation {
 	if (serving) return SERVED;
 	return holder === undefined ? NOBODY : { kind: "held", holder };
+}
+
+/**
+ * `promise`, or a rejection with `signal.reason` as soon as `signal` aborts (the work itself goes
+ * on; only the wait ends): how a placement's `start` honours its deadline.
+ *
+ * @example
+ * ```ts
+ * await abortable(firstRead(), AbortSignal.timeout(60_000));
+ * ```
+ */
+export function abortable<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
+	if (signal.aborted) {
+		promise.catch(() => {});
+		return Promise.reject(signal.reason);
+	}
+	return new Promise<T>((resolve, reject) => {
+		const onAbort = (): void => reject(signal.reason);
+		signal.addEventListener("abort", onAbort, { once: true });
+		promise.then(
+			(value) => {
+				signal.removeEventListener("abort", onAbort);
+				resolve(value);
+			},
+			(error: unknown) => {
+				signal.removeEventListener("abort", onAbort);
+				reject(error);
+			},
+		);
+	});
 }

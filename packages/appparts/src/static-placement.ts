@@ -1,5 +1,7 @@
 // The static placement: partition p belongs to the VVM slot (p mod numVVM) + 1 and is served by
-// that slot's leader (@vvm/orch), only while its lease is valid.
+// that slot's leader (@vvm/orch), only while its lease is valid, under an epoch taken from the
+// partition's own counter (not the slot's token: review 5, F2), and only under the cluster's
+// stored numVVM.
 import type { Clock, TimerHandle } from "@vvm/clock";
 import { systemClock } from "@vvm/clock";
 import { checkPartitions } from "@vvm/cp";
@@ -7,15 +9,40 @@ import type { Logger } from "@vvm/log";
 import { silentLogger } from "@vvm/log";
 import type { VVMLeadership, VVMService, VVMServiceContext } from "@vvm/orch";
 import { checkVVMTimings, parseLeaderValue } from "@vvm/orch";
+import type { TTLStorage } from "@vvm/ttlstorage";
+import {
+	checkStaticNumVVM,
+	DEFAULT_PLACEMENT_NAMESPACE,
+	NumVVMMismatchError,
+	readStaticNumVVM,
+	takePartitionEpoch,
+} from "./partition-epochs.ts";
 import type { PartitionHolder, PartitionPlacement, PlacementHandlers } from "./placement.ts";
-import { locateBy } from "./placement.ts";
+import { abortable, locateBy } from "./placement.ts";
 
 /** Options of {@link createStaticPlacement}. */
 export interface StaticPlacementOptions {
 	/** Partitions `0 .. partitions - 1`; the same on every VVM. */
 	readonly partitions: number;
-	/** The VVM slots (`VVMConfig.numVVM`); slot s serves the partitions p with p mod numVVM = s - 1. */
+	/**
+	 * The VVM slots (`VVMConfig.numVVM`); slot s serves the partitions p with p mod numVVM = s - 1.
+	 * Must equal the cluster's stored numVVM (the first VVM stores it): otherwise `start()` and
+	 * every leadership's service start reject with {@link NumVVMMismatchError}, and a running
+	 * placement that sees the stored value change stops serving. Change it with
+	 * `changeStaticNumVVM` (README, "Changing numVVM").
+	 */
 	readonly numVVM: number;
+	/**
+	 * Where the partitions' epochs and the cluster's numVVM are kept: the same storage (keyspace) as
+	 * the command processor's and every other VVM's.
+	 */
+	readonly storage: TTLStorage;
+	/**
+	 * Prefix of those records' keys (`<namespace>/partition-epochs`, `<namespace>/static-placement`);
+	 * default `"vvm"`. Give the leases placement's `namespace` so a switch between the two keeps
+	 * one epoch counter per partition.
+	 */
+	readonly namespace?: string;
 	/** Deploy and undeploy partitions here (`deployCpPartitions(cp).handlers`). */
 	readonly handlers: PlacementHandlers;
 	/** This VVM's leadership (`vvm.leadership()`), `undefined` while it holds none. */
@@ -49,9 +76,14 @@ export function staticPartitionsOf(slot: number, numVVM: number, partitions: num
 	return out;
 }
 
+/** How many times `start()` reads the stored numVVM when the storage fails, before it rejects. */
+const START_CHECK_ATTEMPTS = 5;
+
 interface Grant {
 	readonly ctl: AbortController;
 	ready: boolean;
+	/** The partition's epoch taken for this grant, once taken. */
+	epoch: bigint | undefined;
 }
 
 interface Held {
@@ -68,9 +100,24 @@ interface Held {
  * miss), so a 421 may name a holder up to that old: the named host then answers 421 or 503 itself.
  * Options are checked before anything runs (`RangeError`/`TypeError`).
  *
+ * **Epochs.** Each grant of partition p is fenced by a new epoch of p's own counter
+ * (`takePartitionEpoch`: `max(stored + 1, the slot's fencing token)`, compare-and-swap), not by
+ * the slot's token: slots' tokens are unrelated counters, so after a numVVM change (p moves to
+ * another slot) they would not order p's holders. The leases placement claims its lease epochs in
+ * the same counter, so holders stay ordered across a switch between the two.
+ *
+ * **numVVM.** `start()` and each leadership's service start check `numVVM` against the cluster's
+ * stored value (storing it when there is none) and reject with {@link NumVVMMismatchError} when
+ * they differ; the holder refresh reads it too, and a placement that sees it change ends its
+ * grants (logged at error) and serves nothing more. Storage errors: `start()` reads up to 5 times,
+ * `holderRefreshMs` apart, within its deadline, then rejects with the error; a service start
+ * after a good check goes on (logged at warn); before any good check it rejects.
+ *
+ * **start(signal).** `signal` is the start deadline only; `close()` ends the placement.
+ *
  * @example
  * ```ts
- * const placement = createStaticPlacement({ partitions: 10, numVVM: 2, handlers,
+ * const placement = createStaticPlacement({ partitions: 10, numVVM: 2, handlers, storage,
  *   leadership: () => vvm.leadership(), leaderOf: (slot) => leadershipStorage.get(slot) });
  * // provideVVM({ …, services: [placement.service] }); await placement.start(signal);
  * ```
@@ -87,8 +134,22 @@ export function createStaticPlacement(options: StaticPlacementOptions): StaticPl
 	if (!Number.isFinite(refreshMs) || refreshMs < 1) {
 		throw new RangeError(`[@vvm/appparts] holderRefreshMs must be at least 1, got ${refreshMs}`);
 	}
+	if (typeof options.storage?.compareAndSwap !== "function") {
+		throw new TypeError("[@vvm/appparts] storage must be a TTLStorage");
+	}
+	const storage = options.storage;
+	const namespace = options.namespace ?? DEFAULT_PLACEMENT_NAMESPACE;
+	if (typeof namespace !== "string" || namespace.trim() === "" || namespace.length > 200) {
+		throw new TypeError(
+			"[@vvm/appparts] namespace must be a non-empty string of at most 200 characters",
+		);
+	}
 	const clock = options.clock ?? systemClock;
 	const logger = options.logger ?? silentLogger;
+	/** Set once the stored numVVM was seen to differ from ours: nothing is served from then on. */
+	let refused: NumVVMMismatchError | undefined;
+	/** Whether the stored numVVM was read equal to ours at least once. */
+	let numVVMChecked = false;
 	const holders = new Map<number, PartitionHolder>();
 	let held: Held | undefined;
 	let timer: TimerHandle | undefined;
@@ -99,6 +160,17 @@ export function createStaticPlacement(options: StaticPlacementOptions): StaticPl
 	const slotsWithPartitions = Math.min(numVVM, partitions);
 	const refresh = (): Promise<void> => {
 		refreshing ??= (async () => {
+			try {
+				const stored = await readStaticNumVVM(storage, namespace);
+				if (stored === numVVM) numVVMChecked = true;
+				if (stored !== undefined && stored !== numVVM && refused === undefined) {
+					refused = new NumVVMMismatchError(numVVM, stored);
+					logger.error({ event: "num-vvm-changed", numVVM, stored }, refused.message);
+					end(`the cluster's numVVM is now ${stored}, not ${numVVM}`);
+				}
+			} catch (error) {
+				logger.debug({ event: "num-vvm-read-failed", err: error }, "stored numVVM read failed");
+			}
 			for (let slot = 1; slot <= slotsWithPartitions; slot++) {
 				try {
 					const value = await options.leaderOf(slot);
@@ -124,7 +196,7 @@ export function createStaticPlacement(options: StaticPlacementOptions): StaticPl
 		});
 	};
 
-	const end = (reason: string): void => {
+	function end(reason: string): void {
 		const h = held;
 		if (h === undefined) return;
 		held = undefined;
@@ -136,7 +208,7 @@ export function createStaticPlacement(options: StaticPlacementOptions): StaticPl
 			{ event: "partitions-ended", slot: h.slot, partitions: [...h.grants.keys()], reason },
 			`stopped serving ${h.grants.size} partition(s): ${reason}`,
 		);
-	};
+	}
 
 	const service: VVMService = {
 		name: "partitions",
@@ -144,45 +216,81 @@ export function createStaticPlacement(options: StaticPlacementOptions): StaticPl
 			const slot = options.leadership()?.slot;
 			if (slot === undefined) throw new Error("the partitions service started without a slot");
 			if (closed || ctx.signal.aborted) return;
+			// Never serve under another numVVM than the cluster's: a partition would have two slots.
+			if (refused !== undefined) throw refused;
+			try {
+				await checkStaticNumVVM(storage, numVVM, namespace);
+				numVVMChecked = true;
+			} catch (error) {
+				// A storage error after a good check (at start or a refresh) does not end a leadership:
+				// the epochs below order the holders anyway, and the next refresh reads it again.
+				if (error instanceof NumVVMMismatchError || !numVVMChecked) throw error;
+				logger.warn(
+					{ event: "num-vvm-read-failed", err: error },
+					"the stored numVVM could not be read; going on with the value checked before",
+				);
+			}
+			if (closed || ctx.signal.aborted) return;
 			const h: Held = { slot, ctx, grants: new Map() };
 			held = h;
-			const fencingToken =
-				ctx.fencingToken === undefined ? {} : { fencingToken: BigInt(ctx.fencingToken) };
+			// The slot's token only as a floor: a partition fenced by it before this version stays ordered.
+			const floor = ctx.fencingToken === undefined ? 0n : BigInt(ctx.fencingToken);
+			const tag = `static:${slot}:${options.leadership()?.address ?? ""}`;
 			const mine = staticPartitionsOf(slot, numVVM, partitions);
-			for (const p of mine) {
-				const ctl = new AbortController();
-				const grant: Grant = { ctl, ready: false };
-				h.grants.set(p, grant);
+			const decline = (p: number, grant: Grant, error: unknown): void => {
+				if (grant.ctl.signal.aborted || held !== h) return;
+				// A declined grant: not served here; requests for it answer 503 until a new leadership.
+				h.grants.delete(p);
+				grant.ctl.abort(error);
+				handlers.onEnded(p, "deploy failed");
+				logger.error(
+					{ event: "partition-declined", partition: p, err: error },
+					`partition ${p} could not be deployed`,
+				);
+			};
+			for (const p of mine)
+				h.grants.set(p, { ctl: new AbortController(), ready: false, epoch: undefined });
+			ctx.signal.addEventListener(
+				"abort",
+				() => end(String(ctx.signal.reason ?? "leadership ended")),
+				{ once: true },
+			);
+			// Each partition's epoch first (in parallel), so every grant is handed over by the time
+			// this service has started; a partition whose epoch cannot be taken is declined alone.
+			const granted = [...h.grants];
+			await Promise.all(
+				granted.map(async ([p, grant]) => {
+					try {
+						grant.epoch = await takePartitionEpoch(storage, namespace, p, {
+							tag,
+							floor,
+							signal: grant.ctl.signal,
+						});
+					} catch (error) {
+						decline(p, grant, error);
+					}
+				}),
+			);
+			for (const [p, grant] of granted) {
+				const { ctl, epoch } = grant;
+				if (epoch === undefined || ctl.signal.aborted) continue;
 				handlers
 					.onGranted(p, {
 						signal: ctl.signal,
-						...fencingToken,
-						leaseValid: () => !ctl.signal.aborted && !ctx.signal.aborted && ctx.leaseValid(),
+						fencingToken: epoch,
+						leaseValid: () =>
+							!ctl.signal.aborted &&
+							!ctx.signal.aborted &&
+							refused === undefined &&
+							ctx.leaseValid(),
 					})
 					.then(
 						() => {
 							grant.ready = true;
 						},
-						(error: unknown) => {
-							if (ctl.signal.aborted || held !== h) return;
-							// A declined grant: not served here; requests for it answer 503 until a new leadership.
-							h.grants.delete(p);
-							ctl.abort(error);
-							handlers.onEnded(p, "deploy failed");
-							logger.error(
-								{ event: "partition-declined", partition: p, err: error },
-								`partition ${p} could not be deployed`,
-							);
-						},
+						(error: unknown) => decline(p, grant, error),
 					);
 			}
-			ctx.signal.addEventListener(
-				"abort",
-				() => end(String(ctx.signal.reason ?? "leadership ended")),
-				{
-					once: true,
-				},
-			);
 			logger.info(
 				{ event: "partitions-granted", slot, partitions: mine, fencingToken: ctx.fencingToken },
 				`serving ${mine.length} partition(s) of slot ${slot}`,
@@ -197,15 +305,41 @@ export function createStaticPlacement(options: StaticPlacementOptions): StaticPl
 		mode: "static",
 		service,
 		async start(signal) {
+			// `signal` bounds the start only (as in every placement): close() ends the placement.
+			if (closed || running) return;
+			signal.throwIfAborted();
+			// A storage error is tried again a few times (holderRefreshMs apart) within the deadline.
+			for (let attempt = 1; ; attempt++) {
+				try {
+					await abortable(checkStaticNumVVM(storage, numVVM, namespace), signal);
+					numVVMChecked = true;
+					break;
+				} catch (error) {
+					if (error instanceof NumVVMMismatchError || signal.aborted) throw error;
+					if (attempt >= START_CHECK_ATTEMPTS) throw error;
+					logger.warn(
+						{ event: "num-vvm-read-failed", attempt, err: error },
+						"the stored numVVM could not be read; trying again",
+					);
+					await abortable(
+						new Promise<void>((resolve) => clock.setTimer(refreshMs, resolve)),
+						signal,
+					);
+				}
+			}
 			if (closed || running) return;
 			running = true;
-			signal.addEventListener("abort", () => void placement.close(), { once: true });
-			await refresh();
-			schedule();
+			await abortable(refresh(), signal);
+			if (timer === undefined) schedule();
 		},
 		locate(partition) {
 			const h = held;
-			if (h?.grants.has(partition) && !h.ctx.signal.aborted && h.ctx.leaseValid()) {
+			if (
+				h?.grants.has(partition) &&
+				refused === undefined &&
+				!h.ctx.signal.aborted &&
+				h.ctx.leaseValid()
+			) {
 				return locateBy(true, undefined);
 			}
 			const known = holders.get(staticSlotOf(partition, numVVM));
@@ -214,7 +348,9 @@ export function createStaticPlacement(options: StaticPlacementOptions): StaticPl
 		},
 		served() {
 			const h = held;
-			if (h === undefined || h.ctx.signal.aborted || !h.ctx.leaseValid()) return [];
+			if (h === undefined || refused !== undefined || h.ctx.signal.aborted || !h.ctx.leaseValid()) {
+				return [];
+			}
 			return [...h.grants.keys()].sort((a, b) => a - b);
 		},
 		describe() {
@@ -226,10 +362,15 @@ export function createStaticPlacement(options: StaticPlacementOptions): StaticPl
 				slot: h?.slot ?? null,
 				leaseValid: h?.ctx.leaseValid() ?? false,
 				fencingToken: h?.ctx.fencingToken ?? null,
+				refused: refused?.message ?? null,
 				partitionsOfSlot:
 					h === undefined
 						? []
-						: [...h.grants.entries()].map(([p, g]) => ({ partition: p, ready: g.ready })),
+						: [...h.grants.entries()].map(([p, g]) => ({
+								partition: p,
+								ready: g.ready,
+								epoch: g.epoch?.toString() ?? null,
+							})),
 				holders: Object.fromEntries([...holders].map(([slot, holder]) => [slot, holder.address])),
 			};
 		},

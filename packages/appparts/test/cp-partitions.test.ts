@@ -78,6 +78,7 @@ describe("placement options are checked before anything runs", () => {
 		handlers,
 		leadership: () => undefined,
 		leaderOf: async () => undefined,
+		storage: createMemTTLStorage(),
 		clock: new MockClock(),
 	};
 
@@ -87,6 +88,8 @@ describe("placement options are checked before anything runs", () => {
 		["numVVM 0", { numVVM: 0 }, /numVVM must be an integer in 1\.\.4294967295, got 0/],
 		["holderRefreshMs 0", { holderRefreshMs: 0 }, /holderRefreshMs must be at least 1/],
 		["handlers missing", { handlers: {} }, /handlers must have onGranted and onEnded/],
+		["storage missing", { storage: undefined }, /storage must be a TTLStorage/],
+		["namespace empty", { namespace: " " }, /namespace must be a non-empty string/],
 	])("static: %s", (_, bad, message) => {
 		expect(() => createStaticPlacement({ ...base, ...(bad as object) })).toThrow(message);
 	});

@@ -1,5 +1,6 @@
 import { MockClock } from "@vvm/clock";
 import type { VVMLeadership } from "@vvm/orch";
+import { createMemTTLStorage } from "@vvm/ttlstorage-mem";
 import { describe, expect, it } from "vitest";
 import type { PartitionHolder, PartitionPlacement, PlacementHandlers } from "../src/placement.ts";
 import {
@@ -70,6 +71,7 @@ function setup(options: {
 			reads.push(slot);
 			return leaders.get(slot);
 		},
+		storage: createMemTTLStorage({ clock }),
 		clock,
 	});
 	const lease = { valid: true };
@@ -161,6 +163,7 @@ describe("static placement", () => {
 			},
 			leadership: () => leadership(1),
 			leaderOf: async () => undefined,
+			storage: createMemTTLStorage({ clock }),
 			clock,
 		});
 		await placement.service.start({
@@ -205,6 +208,7 @@ describe("static placement", () => {
 				if (fail) throw new Error("storage down");
 				return slot === 2 ? "h2:1#x" : undefined;
 			},
+			storage: createMemTTLStorage({ clock }),
 			clock,
 		});
 		await placement.start(new AbortController().signal);

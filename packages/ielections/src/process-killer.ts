@@ -82,6 +82,8 @@ interface Watchdog {
 	readonly logged: Uint8Array;
 	readonly logs: Map<number, (line: string) => void>;
 	nextSlot: number;
+	/** Slots given back by `disarm` (no deadline, not logged), taken before `nextSlot`. */
+	readonly free: number[];
 	/** Why the watchdog thread is gone; deadlines are no longer enforced. */
 	failure: string | undefined;
 }
@@ -104,6 +106,7 @@ function startWatchdog(): Watchdog {
 		logged: new Uint8Array(shared.logged),
 		logs: new Map(),
 		nextSlot: 0,
+		free: [],
 		failure: undefined,
 	};
 	Atomics.store(w.ctrl, 1, -1);
@@ -139,7 +142,9 @@ function monotonicMs(): bigint {
  * The production {@link Killer}: a watchdog in a worker thread (one per process, started lazily on
  * the first `schedule`, `unref`'d) that SIGKILLs the whole process at the deadline, even when the
  * main thread's event loop is blocked, after writing why (see {@link ProcessKillerOptions.log}).
- * Each call returns its own deadline slot; the process dies at the earliest pending deadline, never
+ * Each killer takes a deadline slot (64 per process) at its first `schedule` and gives it back at
+ * `disarm` (the slot is taken again at the next `schedule`), so only killers with a deadline
+ * pending count; the process dies at the earliest pending deadline, never
  * after it (with `log`, the kill is committed 100 ms before the deadline so the line can be
  * written first). Deadlines use the monotonic clock (`process.hrtime`), so wall-clock steps do not
  * move them. A deadline within 100 ms (with `log`) or already passed is final: neither `schedule`
@@ -180,13 +185,16 @@ export function processKiller(options: ProcessKillerOptions = {}): Killer {
 			const w = watchdog;
 			if (w.failure !== undefined) throw new Error(`[@vvm/ielections] ${w.failure}`);
 			if (slot === undefined) {
-				if (w.nextSlot >= SLOTS)
-					throw new RangeError(`[@vvm/ielections] at most ${SLOTS} process killers per process`);
-				slot = w.nextSlot++;
-				if (log !== undefined) {
-					w.logs.set(slot, log);
-					w.logged[slot] = 1;
-				}
+				const reused = w.free.pop();
+				if (reused === undefined && w.nextSlot >= SLOTS)
+					throw new RangeError(
+						`[@vvm/ielections] at most ${SLOTS} armed process killers per process`,
+					);
+				slot = reused ?? w.nextSlot++;
+				// A free slot has no deadline (0), so the watchdog ignores it while it is set up here.
+				w.logged[slot] = log === undefined ? 0 : 1;
+				if (log !== undefined) w.logs.set(slot, log);
+				else w.logs.delete(slot);
 			}
 			// A deadline that already passed is final: after SIGSTOP/SIGCONT (or a long stall) the main
 			// thread may get here before the watchdog has woken up; re-arming would rescue a process
@@ -207,6 +215,12 @@ export function processKiller(options: ProcessKillerOptions = {}): Killer {
 			Atomics.store(w.deadlines, slot, 0n);
 			Atomics.add(w.ctrl, 0, 1);
 			Atomics.notify(w.ctrl, 0);
+			// Nothing pending: the slot goes back to the pool (F6: an Elections per unit of work would
+			// otherwise use up the 64 slots); the next schedule() of this killer takes one again.
+			w.logs.delete(slot);
+			w.logged[slot] = 0;
+			w.free.push(slot);
+			slot = undefined;
 		},
 	};
 }

@@ -121,6 +121,19 @@ describe("processKiller", () => {
 		});
 	}, 30_000);
 
+	it("gives a disarmed killer's slot back: more than 64 killers in turn, and a reused slot still kills", async () => {
+		const result = await runChild(["reuse", "300"]);
+		stamp(result.stdout, "REUSED");
+		stamp(result.stdout, "SCHEDULED");
+		expect(result.signal).toBe("SIGKILL");
+		// Killed for the reused slot's own deadline, not for one of the disarmed ones. The line goes
+		// to `log` (stdout here) or, when the main thread does not answer within the 100 ms grace
+		// (a loaded machine), to stderr: either is right, this test is about the slot.
+		const said = `${result.stdout}\n${result.stderr}`;
+		expect(said).toMatch(/\[@vvm\/ielections\] killer: test deadline; /);
+		expect(said).not.toContain("far deadline");
+	}, 30_000);
+
 	it("hands the line to `log` on the main thread when it answers, then kills", async () => {
 		const result = await runChild(["log", "300"]);
 		stamp(result.stdout, "SCHEDULED");

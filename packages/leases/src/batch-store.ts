@@ -7,7 +7,9 @@ import {
 	decodeShardHeader,
 	encodeRoot,
 	encodeShard,
+	FORMAT,
 } from "./batch-codec.ts";
+import { LeasesError } from "./errors.ts";
 import type { LeaseKeys } from "./keys.ts";
 import { isRootKey } from "./keys.ts";
 import { packShards } from "./layout.ts";
@@ -67,10 +69,27 @@ function shardEnd(root: RootRecord, i: number): number {
 	return root.starts[i + 1] ?? root.groups;
 }
 
+/** Value of the creation marker (`<ns>/leases-created`): format 1, kind 4. @internal */
+export const MARKER_VALUE: Uint8Array = Uint8Array.of(FORMAT, 4);
+
+/** The error of a batch whose root is gone although the cluster was created. @internal */
+function rootMissing(why: string): LeasesError {
+	return new LeasesError(
+		"LEASES_BATCH_ROOT_MISSING",
+		`the lease batch has no root record but ${why}: nothing is granted or prolonged until an operator repairs it (repairLeaseRoot, see the README "Operator recovery")`,
+	);
+}
+
 /**
  * Reads the whole batch with one range read. Shards whose bytes equal the ones in `previous` are
  * not decoded again. Storage errors reject; an undecodable record rejects with
  * `LEASES_CORRUPT_RECORD`.
+ *
+ * A batch without its root is never read as "no leases": it rejects with
+ * `LEASES_BATCH_ROOT_MISSING` when the creation marker exists or any shard record holds a lease.
+ * Only a batch that was never created (no marker, and at most the lease-less shards of a creation
+ * that died before it wrote the root) reads as empty: a lease is granted only once the marker is
+ * stored (see `PlacementActor`), so no lease can exist then.
  * @internal
  */
 export async function readBatch(
@@ -91,6 +110,12 @@ export async function readBatch(
 		others.push({ cCols, bytes: value, epoch: header.epoch, from: header.from });
 	}
 	if (rootBytes === undefined) {
+		for (const o of others) {
+			if (decodeShard(o.bytes).leases.some((l) => l !== undefined))
+				throw rootMissing(`${others.length} shard record(s) hold leases`);
+		}
+		if ((await storage.get(keys.marker, keys.root)) !== undefined)
+			throw rootMissing(`the cluster was created (its marker exists)`);
 		return { ...EMPTY_BATCH, maxEpoch, stale: others };
 	}
 	const root =
@@ -192,6 +217,26 @@ export class BatchStore {
 
 	read(previous?: BatchState): Promise<BatchState> {
 		return readBatch(this.#storage, this.#keys, previous);
+	}
+
+	/**
+	 * Whether the stored root record is still exactly `state`'s (one point read): a placement
+	 * driver working from a batch it did not read in this tick checks it before a write that
+	 * grants, so it never grants from a batch whose root was lost or replaced under it (it reads
+	 * the batch again, which reports the fault).
+	 */
+	async rootUnchanged(state: BatchState): Promise<boolean> {
+		const stored = await this.#storage.get(this.#keys.batch, this.#keys.root);
+		const known = state.root?.bytes;
+		return stored !== undefined && known !== undefined && bytesEqual(stored, known);
+	}
+
+	/**
+	 * Makes sure the creation marker is stored (insert-if-not-exists: stored already is as good).
+	 * Called once the root exists and before the first grant. Storage errors reject.
+	 */
+	async ensureMarker(): Promise<void> {
+		await this.#storage.insertIfNotExists(this.#keys.marker, this.#keys.root, MARKER_VALUE, 0);
 	}
 
 	/**

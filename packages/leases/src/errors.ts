@@ -10,6 +10,10 @@
  *   format, or bytes not written by this package).
  * - `LEASES_STORAGE_ERROR`: a storage call failed where the caller asked for a result (`start`,
  *   `refresh`); `cause` is the `TTLStorageError`.
+ * - `LEASES_BATCH_ROOT_MISSING`: the lease batch has no root record although the cluster was
+ *   created (shard records exist, or the creation marker does): a storage fault or an operator's
+ *   mistake. Nothing is granted (and, once the placement driver has read it, nothing prolonged)
+ *   until an operator repairs it (`repairLeaseRoot`).
  *
  * @example
  * ```ts
@@ -21,7 +25,8 @@ export type LeasesErrorCode =
 	| "LEASES_LEASE_ENDED"
 	| "LEASES_REPLACED"
 	| "LEASES_CORRUPT_RECORD"
-	| "LEASES_STORAGE_ERROR";
+	| "LEASES_STORAGE_ERROR"
+	| "LEASES_BATCH_ROOT_MISSING";
 
 /**
  * All codes, for iteration and validation.
@@ -37,6 +42,7 @@ export const LEASES_ERROR_CODES: readonly LeasesErrorCode[] = Object.freeze([
 	"LEASES_REPLACED",
 	"LEASES_CORRUPT_RECORD",
 	"LEASES_STORAGE_ERROR",
+	"LEASES_BATCH_ROOT_MISSING",
 ]);
 
 const MARKER = Symbol.for("vvm.error.LeasesError");

@@ -53,6 +53,10 @@ export interface TickSummary {
  * - `lease-started` / `lease-ended`: this node started / stopped serving a group.
  * - `resharded`: the batch moved to a new layout (`shards` records in epoch `epoch`).
  * - `storage-error`: a storage call of a background loop failed; the loop carries on.
+ * - `batch-fault`: a read of the lease batch found it unusable (`error.code`
+ *   `LEASES_BATCH_ROOT_MISSING` or `LEASES_CORRUPT_RECORD`); `operation` is `tick` (this node's
+ *   placement driver, which then grants and prolongs nothing) or `read` (a poll). Emitted at every
+ *   such read until the batch is repaired; an operator has to act (README, "Operator recovery").
  * - `replaced`: another incarnation took this node's address; the node stopped.
  *
  * @example
@@ -87,6 +91,12 @@ export type LeaseEvent =
 			readonly type: "storage-error";
 			readonly at: number;
 			readonly operation: "heartbeat" | "read" | "tick" | "campaign" | "cleanup" | "leave";
+			readonly error: unknown;
+	  }
+	| {
+			readonly type: "batch-fault";
+			readonly at: number;
+			readonly operation: "tick" | "read";
 			readonly error: unknown;
 	  }
 	| { readonly type: "replaced"; readonly at: number; readonly by: string };

@@ -13,6 +13,10 @@ export interface HeartbeatOptions {
 	readonly ttlSeconds: number;
 	/** The grants to acknowledge, read at every write. */
 	readonly acks: () => ReadonlyMap<number, number>;
+	/** The grants being deployed, read at every write. */
+	readonly deploying?: () => ReadonlyMap<number, number>;
+	/** Whether this host accepts leases now, read at every write. */
+	readonly accepting?: () => boolean;
 	readonly clock: Clock;
 }
 
@@ -41,6 +45,8 @@ export class Heartbeat {
 			incarnation: this.#o.holder.incarnation,
 			seq: this.#seq,
 			acks: this.#o.acks(),
+			deploying: this.#o.deploying?.() ?? new Map(),
+			accepting: this.#o.accepting?.() ?? true,
 		});
 	}
 

@@ -144,6 +144,9 @@ export class LocalLeases {
 			this.#accept(group, held);
 			return;
 		}
+		// Deploying: the next heartbeat says so, and the placement driver prolongs the lease
+		// meanwhile, however long the deployment takes.
+		this.#hooks.onAcksChanged();
 		(result as Promise<void>).then(
 			() => this.#accept(group, held),
 			(error: unknown) => {
@@ -181,7 +184,7 @@ export class LocalLeases {
 		} catch {
 			// The lease has ended either way; a throwing callback must not keep it.
 		}
-		if (held.accepted) this.#hooks.onAcksChanged();
+		this.#hooks.onAcksChanged(); // its acknowledgement (or "deploying") leaves the heartbeat
 	}
 
 	/** One timer, at the earliest deadline. */
@@ -238,6 +241,18 @@ export class LocalLeases {
 			.filter(([, h]) => monoNow < h.deadline)
 			.map(([g]) => g)
 			.sort((a, b) => a - b);
+	}
+
+	/**
+	 * Grants whose `onGranted` is still running and still valid here: group → term, for the
+	 * heartbeat (the placement driver prolongs them while they deploy).
+	 */
+	deploying(): Map<number, number> {
+		const out = new Map<number, number>();
+		const monoNow = this.#clock.monotonic();
+		for (const [g, h] of this.#held)
+			if (!h.accepted && monoNow < h.deadline) out.set(g, h.lease.term);
+		return out;
 	}
 
 	/** Accepted grants still valid here: group → term, for the heartbeat. */

@@ -15,3 +15,8 @@ export {
 	type PlacementDriverOptions,
 } from "./options.ts";
 export { readLeaseTable } from "./read-table.ts";
+export {
+	type RepairLeaseRootOptions,
+	type RepairLeaseRootResult,
+	repairLeaseRoot,
+} from "./repair.ts";

@@ -25,6 +25,8 @@ export const MAX_ADDRESS_BYTES = 255;
  * Where the records of one lease cluster live (all under `namespace`):
  * - `<ns>/leases`: the batch: cCols `[0]` is the root (layout), `[1] u32(epoch) u32(from)` a shard;
  * - `<ns>/members`: one heartbeat per host, cCols = its address;
+ * - `<ns>/leases-created`: the creation marker (cCols `[0]`), written once the batch's root exists
+ *   and before the first lease is granted: a batch without root is a fault once it exists;
  * - `<ns>/placement-driver`: the elections record of the active placement driver, and
  *   `<ns>/placement-driver-fencing` its fencing-token counter (kept by `@vvm/ielections`).
  * @internal
@@ -35,6 +37,8 @@ export interface LeaseKeys {
 	readonly placementDriver: Bytes;
 	readonly placementDriverFencing: Bytes;
 	readonly root: Bytes;
+	/** pKey of the creation marker (its cCols are `root`'s). */
+	readonly marker: Bytes;
 	shard(epoch: number, from: number): Bytes;
 	member(address: string): Bytes;
 }
@@ -61,6 +65,7 @@ export function leaseKeys(namespace: string): LeaseKeys {
 		placementDriver: utf8(`${namespace}/placement-driver`),
 		placementDriverFencing: utf8(`${namespace}/placement-driver-fencing`),
 		root: ROOT,
+		marker: utf8(`${namespace}/leases-created`),
 		shard: (epoch, from) => concatBytes(SHARD, u32(epoch), u32(from)),
 		member: (address) => utf8(address),
 	};

@@ -1,3 +1,5 @@
+import { LeasesError } from "./errors.ts";
+
 /**
  * Counters and gauges of one node, for a `/metrics` endpoint. Placement-driver counters count
  * only what this node stored while it was the active actor (what reached storage, once).
@@ -38,6 +40,18 @@ export interface LeaseMetrics {
 	readonly activeActor: string | undefined;
 	/** Failed storage calls of the background loops (heartbeat, polls, ticks, campaigns). */
 	readonly storageErrors: number;
+	/**
+	 * Reads of the lease batch that found it unusable (`batch-fault` events): its root missing
+	 * (`LEASES_BATCH_ROOT_MISSING`) or a record that cannot be decoded (`LEASES_CORRUPT_RECORD`).
+	 */
+	readonly batchFaults: number;
+	/**
+	 * The batch's state as of this node's last read (a poll, or a tick of its placement driver):
+	 * `undefined` when it was usable, else the code of the fault. While set, nothing is granted
+	 * from the batch and this host stops serving at its deadlines: an operator has to act (README,
+	 * "Operator recovery").
+	 */
+	readonly batchFault: "LEASES_BATCH_ROOT_MISSING" | "LEASES_CORRUPT_RECORD" | undefined;
 }
 
 /** Mutable counters behind {@link LeaseMetrics}. @internal */
@@ -56,6 +70,8 @@ export interface Counters {
 	lastTickCpuMs: number | undefined;
 	maxTickMs: number | undefined;
 	storageErrors: number;
+	batchFaults: number;
+	batchFault: LeaseMetrics["batchFault"];
 }
 
 /** @internal */
@@ -75,5 +91,25 @@ export function newCounters(): Counters {
 		lastTickCpuMs: undefined,
 		maxTickMs: undefined,
 		storageErrors: 0,
+		batchFaults: 0,
+		batchFault: undefined,
 	};
+}
+
+/**
+ * Records what a read of the batch found: `error` undefined for a usable batch. Returns the
+ * fault's code when `error` is a batch fault (root missing, undecodable record), else `undefined`
+ * (a storage error, counted by the caller).
+ * @internal
+ */
+export function noteBatchRead(counters: Counters, error?: unknown): LeaseMetrics["batchFault"] {
+	if (error === undefined) {
+		counters.batchFault = undefined;
+		return undefined;
+	}
+	const code = LeasesError.is(error) ? error.code : undefined;
+	if (code !== "LEASES_BATCH_ROOT_MISSING" && code !== "LEASES_CORRUPT_RECORD") return undefined;
+	counters.batchFaults++;
+	counters.batchFault = code;
+	return code;
 }

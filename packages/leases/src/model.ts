@@ -36,7 +36,10 @@ export interface Lease {
 	readonly startTime: number;
 	/** The lease is valid while the placement driver's clock reads less than this. */
 	readonly expirationTime: number;
-	/** The holder has taken the lease up (its `onGranted` finished); only accepted leases are prolonged. */
+	/**
+	 * The holder has taken the lease up (its `onGranted` finished). A lease is prolonged while its
+	 * holder's heartbeat acknowledges it (accepted) or says it is still deploying it.
+	 */
 	readonly accepted: boolean;
 	/** `false` once the placement driver decided to move the group (rebalancing): it lets the lease expire. */
 	readonly prolongable: boolean;

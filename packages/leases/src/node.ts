@@ -12,7 +12,7 @@ import type { LeaseChange, LeaseTable, LeaseView } from "./lease-table.ts";
 import { LeaseTableState } from "./lease-table.ts";
 import { Loop } from "./loop.ts";
 import type { Counters, LeaseMetrics } from "./metrics.ts";
-import { newCounters } from "./metrics.ts";
+import { newCounters, noteBatchRead } from "./metrics.ts";
 import type { LeaseHolder } from "./model.ts";
 import type { LeaseNodeOptions, ResolvedOptions } from "./options.ts";
 import { resolveOptions } from "./options.ts";
@@ -54,7 +54,9 @@ export interface LeaseNode extends AsyncDisposable {
 	/**
 	 * Joins the cluster (writes the heartbeat), reads the lease table, then starts the background
 	 * loops. Rejects with `LEASES_STORAGE_ERROR` when storage fails, or with `signal.reason`; the
-	 * node is closed then (its heartbeat deleted if it was written).
+	 * node is closed then (its heartbeat deleted if it was written). A batch that needs an
+	 * operator (`LEASES_BATCH_ROOT_MISSING`, `LEASES_CORRUPT_RECORD`) does not fail it: the node
+	 * starts, serves nothing, and reports the fault (`batch-fault` event, `metrics().batchFault`).
 	 */
 	start(options?: { readonly signal?: AbortSignal }): Promise<void>;
 	/** Whether this host may serve `group` now: it holds the lease and its local deadline has not passed. */
@@ -68,7 +70,10 @@ export interface LeaseNode extends AsyncDisposable {
 	/** The whole table, for `GET /leases`. */
 	table(): LeaseTable;
 	metrics(): LeaseMetrics;
-	/** Reads the batch now (polling does it every `pollIntervalMs`). */
+	/**
+	 * Reads the batch now (polling does it every `pollIntervalMs`). Rejects with
+	 * `LEASES_STORAGE_ERROR`, `LEASES_CORRUPT_RECORD` or `LEASES_BATCH_ROOT_MISSING`.
+	 */
 	refresh(options?: { readonly signal?: AbortSignal }): Promise<void>;
 	/**
 	 * Resolves with the live lease of `group` as soon as one is known (at once if it is); rejects
@@ -119,6 +124,10 @@ class LeaseNodeImpl implements LeaseNode {
 	readonly #candidate: PlacementDriverCandidate | undefined;
 	readonly #waiters = new Set<Waiter>();
 	#batch: BatchState | undefined;
+	/** `clock.monotonic()` at the start of the last read of the batch that succeeded. */
+	#lastReadAt: number | undefined;
+	/** `clock.monotonic()` when `start()` was called. */
+	#startedAt: number | undefined;
 	#started = false;
 	#closing: Promise<void> | undefined;
 
@@ -144,6 +153,8 @@ class LeaseNodeImpl implements LeaseNode {
 			holder: me,
 			ttlSeconds: o.heartbeatTtlSeconds,
 			acks: () => this.#local.acks(),
+			deploying: () => this.#local.deploying(),
+			accepting: () => this.#accepting(),
 			clock: this.#clock,
 		});
 		this.#heartbeatLoop = new Loop(
@@ -212,6 +223,7 @@ class LeaseNodeImpl implements LeaseNode {
 		if (this.#controller.signal.aborted) throw this.#controller.signal.reason;
 		if (this.#started) throw new TypeError("[@vvm/leases] start() was already called");
 		this.#started = true;
+		this.#startedAt = this.#clock.monotonic();
 		try {
 			signal?.throwIfAborted();
 			try {
@@ -222,7 +234,15 @@ class LeaseNodeImpl implements LeaseNode {
 				});
 			}
 			signal?.throwIfAborted();
-			await this.refresh(options);
+			try {
+				await this.refresh(options);
+			} catch (error) {
+				// A batch an operator has to repair does not keep the host out: it joins, serves
+				// nothing, reports the fault (event, `metrics().batchFault`) and takes its leases
+				// once the batch is usable again.
+				if (noteBatchRead(this.#counters, error) === undefined) throw error;
+				this.#emit({ type: "batch-fault", at: this.#clock.now(), operation: "read", error });
+			}
 		} catch (error) {
 			// A node that could not start leaves nothing behind: its heartbeat goes, if written.
 			await this.close();
@@ -243,23 +263,42 @@ class LeaseNodeImpl implements LeaseNode {
 		}
 	}
 
+	/**
+	 * This host accepts leases while it has read the batch within half a lease interval (two
+	 * polls at least): a host that cannot read it sees no prolongation and stops serving at its
+	 * deadlines, so its heartbeat says "not accepting" and the placement driver moves its groups
+	 * instead of prolonging leases nobody serves.
+	 */
+	#accepting(): boolean {
+		// Before the first read (the join's heartbeat, written right before it), count from the start.
+		const at = this.#lastReadAt ?? this.#startedAt;
+		return at !== undefined && this.#clock.monotonic() - at < this.#o.freshWindowMs;
+	}
+
 	async #poll(): Promise<void> {
 		try {
 			await this.#read();
 		} catch (error) {
-			this.#storageError("read", error);
+			if (noteBatchRead(this.#counters, error) !== undefined)
+				this.#emit({ type: "batch-fault", at: this.#clock.now(), operation: "read", error });
+			else this.#storageError("read", error);
 		}
 	}
 
 	async #read(): Promise<void> {
+		const startedAt = this.#clock.monotonic();
 		const state = await this.#store.read(this.#batch);
 		if (this.#controller.signal.aborted) return;
 		this.#batch = state;
+		this.#lastReadAt = Math.max(this.#lastReadAt ?? startedAt, startedAt);
+		noteBatchRead(this.#counters);
 		this.#take(this.#table.applyBatch(state, this.#clock.now()));
 	}
 
 	#applyLocalWrite(shards: readonly StoredShard[]): void {
 		if (this.#controller.signal.aborted) return;
+		// This process's placement driver just wrote these: as good as a read of them.
+		this.#lastReadAt = this.#clock.monotonic();
 		this.#take(this.#table.applyShards(shards, this.#clock.now()));
 	}
 

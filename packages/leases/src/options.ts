@@ -91,8 +91,10 @@ export interface LeaseNodeOptions {
 	readonly clock?: Clock;
 	/**
 	 * A lease was granted to this host: start the group (e.g. actualize its sequencer), stop when
-	 * `grant.signal` aborts. The lease counts as accepted (and gets prolonged) once this returns or
-	 * its promise resolves; if it throws or rejects, the host declines the lease.
+	 * `grant.signal` aborts. While its promise is pending the heartbeat says "deploying" and the
+	 * placement driver prolongs the lease, however long it takes (a deployment that never settles
+	 * keeps the group: bound it, and reject to decline); the lease counts as accepted once this
+	 * returns or its promise resolves; if it throws or rejects, the host declines the lease.
 	 */
 	readonly onGranted?: (grant: LeaseGrant) => void | Promise<void>;
 	/** This host stopped serving a group (expiry, close, ...). */

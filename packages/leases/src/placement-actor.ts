@@ -3,9 +3,10 @@ import type { BatchState, BatchStore, StoredShard, WriteOptions } from "./batch-
 import type { LeaseEvent, TickSummary } from "./events.ts";
 import type { MemberView } from "./member-view.ts";
 import type { Counters } from "./metrics.ts";
+import { noteBatchRead } from "./metrics.ts";
 import type { Lease } from "./model.ts";
 import { sameGrant } from "./model.ts";
-import type { PlacementMember } from "./placement.ts";
+import type { PlacementMember, PlacementResult } from "./placement.ts";
 import { computePlacement, UNKNOWN_HOLDER } from "./placement.ts";
 
 /** Options of {@link PlacementActor}. @internal */
@@ -37,7 +38,9 @@ function cpuMs(): number {
 
 /**
  * The active actor's work for one tick: read the batch if this actor does not know what is
- * stored, compute the next leases, store the changed shards (compare-and-swap each). After a lost
+ * stored, compute the next leases, store the changed shards (compare-and-swap each); before a
+ * write that grants from a batch it did not read in this tick, check (one point read) that the
+ * root is still the one it knows, and read again if not. After a lost
  * compare-and-swap or an unknown outcome it forgets the batch and reads it again next tick, so it
  * only ever writes a successor of what is stored: nothing it computed is applied twice, and what
  * it lost is computed again from what the winner wrote.
@@ -48,6 +51,8 @@ export class PlacementActor {
 	#state: BatchState | undefined;
 	#last: BatchState | undefined;
 	#activatedAt: number | undefined;
+	/** The creation marker is known to be stored: only then may this actor grant. */
+	#markerKnown = false;
 	readonly #expiredSeen = new Map<number, string>();
 
 	constructor(options: PlacementActorOptions) {
@@ -67,6 +72,7 @@ export class PlacementActor {
 	 */
 	activate(): void {
 		this.#state = undefined;
+		this.#markerKnown = false;
 		this.#activatedAt = this.#o.clock.monotonic();
 	}
 
@@ -98,6 +104,8 @@ export class PlacementActor {
 				// The placement driver's own clock: its monotonic reading moved to its wall time.
 				aliveWall: aliveAt === undefined ? Number.NEGATIVE_INFINITY : now - (mono - aliveAt),
 				acks: m.heartbeat.acks,
+				deploying: m.heartbeat.deploying ?? new Map(),
+				accepting: m.heartbeat.accepting ?? true,
 			});
 		}
 		return out;
@@ -108,25 +116,28 @@ export class PlacementActor {
 		const o = this.#o;
 		const started = o.clock.monotonic();
 		const cpu0 = cpuMs();
+		let read = false;
 		if (this.#state === undefined) {
-			this.#state = await o.store.read(this.#last);
-			this.#last = this.#state;
+			this.#state = await this.#read();
+			read = true;
 		}
-		const state = this.#state;
-		const now = Math.floor(o.clock.now());
-		const result = computePlacement({
-			leases: state.leases,
-			groups: o.groups,
-			members: this.#members(view, now),
-			now,
-			leaseIntervalMs: o.leaseIntervalMs,
-			prolongBelowMs: o.prolongBelowMs,
-			missing: state.missing,
-			// Whatever a missing shard held was written before now, so it expires within a lease
-			// interval of the writer's clock: within one interval plus the skew of ours.
-			unknownUntil: now + o.leaseIntervalMs + o.maxClockSkewMs,
-			grants: !this.#settling(view),
-		});
+		let state = this.#state;
+		// No lease before the creation marker: a root found missing later is then always told
+		// apart from a cluster never created (readBatch). The creating tick stores the root with no
+		// lease; the next one stores the marker, then grants.
+		if (!this.#markerKnown && state.root !== undefined) {
+			await o.store.ensureMarker();
+			this.#markerKnown = true;
+		}
+		let now = Math.floor(o.clock.now());
+		let result = this.#compute(state, view, now);
+		if (!read && result.granted.length > 0 && !(await o.store.rootUnchanged(state))) {
+			// Before granting from a batch it did not read this tick: the root readers follow is
+			// gone or was rewritten (a repair). Read again: a missing root rejects, nothing is granted.
+			state = this.#state = await this.#read();
+			now = Math.floor(o.clock.now());
+			result = this.#compute(state, view, now);
+		}
 		let expired = 0;
 		for (const g of result.expired) {
 			const l = state.leases[g];
@@ -182,6 +193,31 @@ export class PlacementActor {
 		c.maxTickMs = Math.max(c.maxTickMs ?? 0, durationMs);
 		o.emit({ type: "tick", at: o.clock.now(), ...summary });
 		return summary;
+	}
+
+	async #read(): Promise<BatchState> {
+		const state = await this.#o.store.read(this.#last);
+		this.#last = state;
+		noteBatchRead(this.#o.counters);
+		return state;
+	}
+
+	#compute(state: BatchState, view: MemberView, now: number): PlacementResult {
+		const o = this.#o;
+		const settling = this.#settling(view);
+		return computePlacement({
+			leases: state.leases,
+			groups: o.groups,
+			members: this.#members(view, now),
+			now,
+			leaseIntervalMs: o.leaseIntervalMs,
+			prolongBelowMs: o.prolongBelowMs,
+			missing: state.missing,
+			// Whatever a missing shard held was written before now, so it expires within a lease
+			// interval of the writer's clock: within one interval plus the skew of ours.
+			unknownUntil: now + o.leaseIntervalMs + o.maxClockSkewMs,
+			grants: this.#markerKnown && !settling,
+		});
 	}
 
 	/** Counts (and reports) what the stored shards changed, compared with what was stored before. */

@@ -8,6 +8,7 @@ import type { LeaseKeys } from "./keys.ts";
 import { Loop } from "./loop.ts";
 import { MemberView } from "./member-view.ts";
 import type { Counters } from "./metrics.ts";
+import { noteBatchRead } from "./metrics.ts";
 import type { PlacementActor } from "./placement-actor.ts";
 
 /** The elections key of the active placement driver. @internal */
@@ -123,7 +124,9 @@ export class PlacementDriverCandidate {
 			await o.actor.tick(this.#view);
 		} catch (error) {
 			o.actor.reset();
-			this.#error("tick", error);
+			if (noteBatchRead(o.counters, error) !== undefined)
+				o.emit({ type: "batch-fault", at: o.clock.now(), operation: "tick", error });
+			else this.#error("tick", error);
 		}
 	}
 

@@ -9,6 +9,13 @@ export interface PlacementMember {
 	readonly aliveWall: number;
 	/** Its acknowledged grants: group → term. */
 	readonly acks: ReadonlyMap<number, number>;
+	/** Grants it is deploying (`onGranted` running): group → term; prolonged like acknowledged ones. */
+	readonly deploying?: ReadonlyMap<number, number>;
+	/**
+	 * `false`: it said it cannot serve (it cannot read the batch): it gets no grant and no
+	 * prolongation, so its groups move once their leases expire. Absent: `true`.
+	 */
+	readonly accepting?: boolean;
 }
 
 /** Input of {@link computePlacement}: one tick of the loop, as a pure function. @internal */
@@ -59,7 +66,8 @@ interface Tally {
 }
 
 /**
- * The loop of seed 002 for one tick: walks every group, prolongs the leases of live holders,
+ * The loop of seed 002 for one tick: walks every group, prolongs the leases of live holders that
+ * acknowledge them (or are deploying them) and accept leases,
  * grants the free and the expired ones to the live host with the fewest leases, and rebalances by
  * letting leases of hosts above their share expire. It never grants a group whose lease has not
  * expired by `now`, whoever holds it.
@@ -83,7 +91,8 @@ export function computePlacement(input: PlacementInput): PlacementResult {
 	const next: LeaseSlots = new Array(coverage);
 	const tallies = new Map<string, Tally>();
 	for (const m of members.values())
-		if (m.fresh) tallies.set(m.holder.address, { member: m, keeps: [], leaving: [] });
+		if (m.fresh && m.accepting !== false)
+			tallies.set(m.holder.address, { member: m, keeps: [], leaving: [] });
 	const expired: number[] = [];
 	let prolonged = 0;
 	let accepted = 0;
@@ -101,9 +110,16 @@ export function computePlacement(input: PlacementInput): PlacementResult {
 			lease = { ...lease, accepted: true };
 			accepted++;
 		}
+		// Prolonged only while its holder still says it holds it: acknowledged in its latest
+		// heartbeat (or being deployed there), and able to serve. A holder that stopped serving
+		// (its deadline passed unseen, it cannot read the batch) withdrew its acknowledgement.
+		const held = lease.accepted
+			? m.acks.get(g) === lease.term || m.deploying?.get(g) === lease.term
+			: m.deploying?.get(g) === lease.term;
 		if (
 			m.fresh &&
-			lease.accepted &&
+			m.accepting !== false &&
+			held &&
 			lease.prolongable &&
 			g < groups &&
 			lease.expirationTime - now < input.prolongBelowMs

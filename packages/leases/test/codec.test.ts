@@ -133,6 +133,32 @@ describe("root and heartbeat encoding", () => {
 		expect(back.seq).toBe(2 ** 40);
 		expect([...back.acks]).toEqual([...acks].sort((a, b) => a[0] - b[0]));
 	});
+
+	it("carries deploying grants and 'not accepting' only when there are any (review 5, F1, F4)", () => {
+		const acks = new Map([[3, 7]]);
+		const plain = encodeHeartbeat({ incarnation: "x", seq: 5, acks });
+		// A steady host's record keeps the first format's bytes.
+		expect(
+			encodeHeartbeat({ incarnation: "x", seq: 5, acks, deploying: new Map(), accepting: true }),
+		).toEqual(plain);
+		expect(decodeHeartbeat(plain)).toMatchObject({ accepting: true });
+		expect(decodeHeartbeat(plain).deploying?.size).toBe(0);
+		const deploying = new Map([
+			[9, 1],
+			[4, 255],
+		]);
+		const back = decodeHeartbeat(
+			encodeHeartbeat({ incarnation: "x", seq: 6, acks, deploying, accepting: false }),
+		);
+		expect(back.accepting).toBe(false);
+		expect([...(back.deploying ?? [])]).toEqual([
+			[4, 255],
+			[9, 1],
+		]);
+		expect([...back.acks]).toEqual([[3, 7]]);
+		const withTail = encodeHeartbeat({ incarnation: "x", seq: 6, acks, accepting: false });
+		expect(() => decodeHeartbeat(Uint8Array.of(...withTail, 0))).toThrow(LeasesError);
+	});
 });
 
 describe("ShardSizer", () => {

@@ -100,11 +100,15 @@ describe("LocalLeases", () => {
 		const { local, acks } = fixture(() => new Promise<void>((r) => (finish = r)));
 		local.apply([{ group: 3, lease: lease({ term: 9 }) }]);
 		expect(local.acks().size).toBe(0);
+		// Meanwhile the heartbeat says "deploying" (the driver prolongs it: review 5, F1).
+		expect([...local.deploying()]).toEqual([[3, 9]]);
+		expect(acks()).toBe(1);
 		finish();
 		await Promise.resolve();
 		await Promise.resolve();
 		expect([...local.acks()]).toEqual([[3, 9]]);
-		expect(acks()).toBe(1);
+		expect(local.deploying().size).toBe(0);
+		expect(acks()).toBe(2);
 	});
 
 	it("declines a grant whose onGranted throws or rejects", async () => {

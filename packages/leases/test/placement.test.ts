@@ -43,6 +43,12 @@ function held(holder: LeaseHolder, group: number, over: Partial<Lease> = {}): Le
 	};
 }
 
+/** The acknowledgements `holder`'s heartbeat carries for its leases in `leases`. */
+const acksOf = (leases: LeaseSlots, holder: LeaseHolder): Map<number, number> =>
+	new Map(
+		leases.flatMap((l, g) => (l?.holder.address === holder.address ? [[g, l.term] as const] : [])),
+	);
+
 const holdersOf = (leases: LeaseSlots): Array<string | undefined> =>
 	leases.map((l) => l?.holder.address);
 
@@ -88,7 +94,7 @@ describe("computePlacement", () => {
 			input({
 				leases: [early, late],
 				groups: 2,
-				members: members(member(A, { aliveWall: T - 500 })),
+				members: members(member(A, { aliveWall: T - 500, acks: acksOf([early, late], A) })),
 			}),
 		);
 		expect(r.leases[0]).toBe(early);
@@ -107,10 +113,70 @@ describe("computePlacement", () => {
 			held({ address: "b:1", incarnation: "old" }, 3, soon),
 		];
 		const r = computePlacement(
-			input({ leases, members: members(member(A, { fresh: false }), member(B)) }),
+			input({
+				leases,
+				members: members(
+					member(A, { fresh: false, acks: acksOf(leases, A) }),
+					// b acknowledges every lease it has but the unaccepted one
+					member(B, { acks: new Map([...acksOf(leases, B)].filter(([g]) => g !== 1)) }),
+				),
+			}),
 		);
 		expect(r.leases.map((l) => l?.expirationTime)).toEqual(leases.map((l) => l.expirationTime));
 		expect(r.prolonged).toBe(0);
+	});
+
+	it("does not prolong an accepted lease whose holder no longer acknowledges it (review 5, F4)", () => {
+		const l = held(A, 0, { expirationTime: T + 1000 });
+		const silent = computePlacement(input({ leases: [l], groups: 1, members: members(member(A)) }));
+		expect(silent.leases[0]).toBe(l);
+		const stale = computePlacement(
+			input({
+				leases: [l],
+				groups: 1,
+				members: members(member(A, { acks: new Map([[0, l.term - 1]]) })),
+			}),
+		);
+		expect(stale.leases[0]).toBe(l);
+		const acked = computePlacement(
+			input({ leases: [l], groups: 1, members: members(member(A, { acks: acksOf([l], A) })) }),
+		);
+		expect(acked.prolonged).toBe(1);
+	});
+
+	it("prolongs an unaccepted lease while its holder is deploying it, not an older grant (review 5, F1)", () => {
+		const l = held(A, 0, { accepted: false, expirationTime: T + 1000, term: 9 });
+		const old = computePlacement(
+			input({
+				leases: [l],
+				groups: 1,
+				members: members(member(A, { deploying: new Map([[0, 8]]) })),
+			}),
+		);
+		expect(old.prolonged).toBe(0);
+		const r = computePlacement(
+			input({
+				leases: [l],
+				groups: 1,
+				members: members(member(A, { deploying: new Map([[0, 9]]) })),
+			}),
+		);
+		expect(r.prolonged).toBe(1);
+		expect(r.leases[0]).toMatchObject({ accepted: false, expirationTime: T + I, term: 9 });
+	});
+
+	it("grants nothing to and prolongs nothing of a host that does not accept leases (review 5, F4)", () => {
+		const l = held(A, 0, { expirationTime: T + 1000 });
+		const r = computePlacement(
+			input({
+				leases: [l],
+				groups: 3,
+				members: members(member(A, { accepting: false, acks: acksOf([l], A) }), member(B)),
+			}),
+		);
+		expect(r.leases[0]).toBe(l);
+		expect(r.prolonged).toBe(0);
+		expect(r.granted.map((g) => g.holder.address)).toEqual(["b:1", "b:1"]);
 	});
 
 	it("never moves an expiration back", () => {
@@ -152,7 +218,10 @@ describe("computePlacement", () => {
 		expect(next.shed).toBe(64 - 3 * 16);
 		for (const x of [A, B, C]) expect(count(next.leases, x)).toBe(16);
 		// After the surplus expires, d gets it; the others' leases were prolonged meanwhile.
-		const seen = (at: number) => members(...[A, B, C, D].map((x) => member(x, { aliveWall: at })));
+		const seen = (at: number) =>
+			members(
+				...[A, B, C, D].map((x) => member(x, { aliveWall: at, acks: acksOf(next.leases, x) })),
+			);
 		const prolonged = computePlacement(
 			input({ leases: next.leases, groups: 64, members: seen(T + I / 2), now: T + I / 2 }),
 		);

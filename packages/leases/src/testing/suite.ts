@@ -5,13 +5,14 @@ import { TTLStorageError } from "@vvm/ttlstorage";
 import type { SuiteCase } from "@vvm/ttlstorage/testing";
 import { faults, withFaults } from "@vvm/ttlstorage/testing";
 import { describe, expect, it } from "vitest";
-import { BatchStore } from "../batch-store.ts";
+import { BatchStore, EMPTY_BATCH } from "../batch-store.ts";
 import { LeasesError } from "../errors.ts";
 import { leaseKeys } from "../keys.ts";
 import { MemberView } from "../member-view.ts";
 import { newCounters } from "../metrics.ts";
 import { createLeaseNode, internals, kCandidate } from "../node.ts";
 import { PlacementActor } from "../placement-actor.ts";
+import { repairLeaseRoot } from "../repair.ts";
 import type { TestHost } from "./cluster.ts";
 import { LeaseCluster } from "./cluster.ts";
 
@@ -430,8 +431,16 @@ const CASES: ReadonlyArray<readonly [string, CaseBody, { mockOnly?: boolean }?]>
 				await B.observe();
 				await cluster.step(f.p.tick);
 			}
-			// Both compute grants for every group from the same (empty) batch; their first writes
-			// are held until both arrived, then race.
+			// The batch exists with no lease yet (a creating tick grants nothing: the creation
+			// marker comes first). Both compute grants for every group from it; their first
+			// writes are held until both arrived, then race.
+			const setup = new BatchStore(cluster.storage, keys);
+			const created = await setup.write(EMPTY_BATCH, [], {
+				writer: "setup/1",
+				now: Math.floor(f.clock.now()),
+				groups: 64,
+			});
+			expect(created.result).toBe("resharded");
 			let arrived = 0;
 			let release!: () => void;
 			const bothThere = new Promise<void>((resolve) => {
@@ -439,7 +448,7 @@ const CASES: ReadonlyArray<readonly [string, CaseBody, { mockOnly?: boolean }?]>
 			});
 			for (const x of [A, B]) {
 				x.link.inject({
-					on: ["insertIfNotExists", "compareAndSwap"],
+					on: "compareAndSwap",
 					times: 1,
 					action: faults.hook(async () => {
 						if (++arrived === 2) release();
@@ -449,8 +458,8 @@ const CASES: ReadonlyArray<readonly [string, CaseBody, { mockOnly?: boolean }?]>
 			}
 			const [ra, rb] = await Promise.all([A.actor.tick(A.view), B.actor.tick(B.view)]);
 			const results = [ra.result, rb.result].sort();
-			expect(results).toEqual(["conflict", "resharded"]);
-			const winner = ra.result === "resharded" ? A : B;
+			expect(results).toEqual(["conflict", "written"]);
+			const winner = ra.result === "written" ? A : B;
 			const loser = winner === A ? B : A;
 			expect(winner.counters.granted).toBe(64);
 			expect(loser.counters.granted).toBe(0);
@@ -474,6 +483,67 @@ const CASES: ReadonlyArray<readonly [string, CaseBody, { mockOnly?: boolean }?]>
 			if (w.writes > 0) expect(["conflict", "unchanged"]).toContain(l.result);
 			expect(winner.counters.granted + loser.counters.granted).toBe(64);
 			await cluster.until("holders serve every group", () => cluster.allServedOnce(), f.p.I);
+			assertSafe(cluster);
+		},
+	],
+	[
+		"LostRootStopsGrantingUntilRepaired",
+		async (f) => {
+			// Review 5, F3: a batch whose root record is gone is a fault, never "no leases".
+			const cluster = f.cluster();
+			const hosts = await threeHosts(cluster);
+			await stable(cluster, f, 3 * f.p.I);
+			const startTimes = () =>
+				new Map((hosts[0]?.node.table().leases ?? []).map((l) => [l.group, l.startTime]));
+			const before = startTimes();
+			const granted = () => hosts.reduce((n, h) => n + h.node.metrics().granted, 0);
+			const grantedBefore = granted();
+			const keys = leaseKeys(f.namespace);
+			const loseRoot = async () => {
+				const root = await f.storage.get(keys.batch, keys.root);
+				expect(root).toBeDefined();
+				const gone = await f.storage.compareAndDelete(keys.batch, keys.root, root as Uint8Array);
+				expect(gone).toBe(true);
+			};
+			const repair = () => repairLeaseRoot(f.storage, { namespace: f.namespace, groups: 64 });
+			const faulty = (h: TestHost) => h.node.metrics().batchFault === "LEASES_BATCH_ROOT_MISSING";
+			// 1. Every host's polls report it; repaired at once, every lease goes on as stored.
+			await loseRoot();
+			await cluster.until("every host reports the lost root", () => hosts.every(faulty), f.p.I);
+			expect(granted()).toBe(grantedBefore);
+			expect((await repair()).result).toBe("rebuilt");
+			await cluster.until(
+				"the fault clears everywhere",
+				() => hosts.every((h) => !faulty(h)),
+				f.p.I,
+			);
+			await stable(cluster, f, f.p.I);
+			expect(granted()).toBe(grantedBefore);
+			expect(startTimes()).toEqual(before);
+			// 2. Lost again, and a holder dies: its groups expire, but the placement driver, about to
+			// grant them, finds the root gone and grants nothing until the repair.
+			const pd = cluster.activeDrivers()[0] as TestHost;
+			const victim = hosts.find((h) => h !== pd) as TestHost;
+			await loseRoot();
+			await cluster.crash(victim);
+			const driverStopped = () =>
+				pd.events.some(
+					(e) =>
+						e.type === "batch-fault" &&
+						e.operation === "tick" &&
+						LeasesError.is(e.error) &&
+						e.error.code === "LEASES_BATCH_ROOT_MISSING",
+				);
+			await cluster.until("the driver stops at a grant", driverStopped, f.p.I + f.p.slack);
+			await cluster.step(2 * f.p.tick);
+			expect(granted()).toBe(grantedBefore);
+			expect((await repair()).result).toBe("rebuilt");
+			await cluster.until(
+				"every group served again",
+				() => cluster.allServedOnce(),
+				f.p.I + f.p.slack,
+			);
+			expect(granted()).toBeGreaterThan(grantedBefore);
 			assertSafe(cluster);
 		},
 	],
