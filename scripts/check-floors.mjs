@@ -25,6 +25,10 @@ const FLOORS = {
 	"@vvm/chaos": 7,
 	// The conformance matrix (private): on top, so that nothing can depend on it.
 	"@vvm/conformance": 8,
+	// The write-path simulator (private): imports the chaos commands checker (floor 7).
+	"@vvm/sim": 8,
+	// The linearizability check of every driver (private): on top too.
+	"@vvm/lincheck": 8,
 };
 
 const problems = [];
