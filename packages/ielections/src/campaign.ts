@@ -1,7 +1,7 @@
 import type { Clock } from "@vvm/clock";
 import { systemClock } from "@vvm/clock";
 import type { Elections, LeadershipState } from "./elections.ts";
-import type { ElectionsError } from "./errors.ts";
+import { ElectionsError } from "./errors.ts";
 import { validateDuration } from "./timings.ts";
 
 /**
@@ -31,7 +31,10 @@ export interface CampaignOptions<K, V> {
 	 * Not awaited: run your work until the signal aborts. A throw or rejection is ignored.
 	 */
 	readonly onStartedLeading?: (signal: AbortSignal, leadership: LeadershipState<V>) => unknown;
-	/** Called once when a leadership ended, with the reason (lost, released, cleanup). */
+	/**
+	 * Called once when a leadership ended, with the reason (lost, released, cleanup). After a loss
+	 * (`ELECTIONS_LOST`, `ELECTIONS_STORAGE_ERROR`) the campaign ends: see {@link Campaign.done}.
+	 */
 	readonly onStoppedLeading?: (reason: ElectionsError) => void;
 	/**
 	 * Called when the observed leader changes (this candidate included); `undefined` = nobody
@@ -45,12 +48,29 @@ export interface CampaignOptions<K, V> {
  * and the loop has ended when it resolves.
  */
 export interface Campaign extends AsyncDisposable {
-	/** Resolves when the campaign has ended (stopped, or its signal aborted). */
+	/**
+	 * Resolves when the campaign has ended by `stop()`, its signal, or a `cleanup()` of the
+	 * elections. **Rejects** with the {@link ElectionsError} (`ELECTIONS_LOST` or
+	 * `ELECTIONS_STORAGE_ERROR`) when a leadership was lost: the campaign does not lead again,
+	 * because the lost leadership's killer stays armed (its work may still be running) and would
+	 * SIGKILL the process while it led. Exit the process then (non-zero) and let its supervisor
+	 * start a fresh one, which campaigns again; left unhandled, the rejection ends the process as
+	 * Node's default unhandled-rejection mode does. (With a `killer` of your own that never ends
+	 * the process, you may instead start a new campaign once the old leadership's work has stopped.)
+	 */
 	readonly done: Promise<void>;
-	/** Stops campaigning and releases the leadership if held. Idempotent. */
+	/**
+	 * Stops campaigning and releases the leadership if held. Idempotent. Resolves once the loop has
+	 * ended, also after a loss (which only `done` reports).
+	 */
 	stop(): Promise<void>;
 	[Symbol.asyncDispose](): Promise<void>;
 }
+
+/** An involuntary end: the elections keep the killer armed for it until the process ends. */
+const isLoss = (reason: unknown): reason is ElectionsError =>
+	ElectionsError.is(reason) &&
+	(reason.code === "ELECTIONS_LOST" || reason.code === "ELECTIONS_STORAGE_ERROR");
 
 const safely = (fn: () => unknown): void => {
 	try {
@@ -63,9 +83,11 @@ const safely = (fn: () => unknown): void => {
 
 /**
  * Campaigns for `key` until stopped, as Kubernetes client-go's `LeaderElector` does for users
- * that are not VVMs: acquire when free, lead while the leadership lasts (`onStartedLeading` gets
- * its signal), and after a loss go back to following and try again. Storage errors count as "not
- * acquired" and are retried; `onEvent`/`logger` of the elections see them.
+ * that are not VVMs: follow while another candidate leads, acquire when free, lead while the
+ * leadership lasts (`onStartedLeading` gets its signal), and campaign on after a voluntary release.
+ * Storage errors while following count as "not acquired" and are retried; `onEvent`/`logger` of
+ * the elections see them. A **lost** leadership ends the campaign: `done` rejects with the
+ * `ElectionsError`, and the process should exit and be restarted (see {@link Campaign.done}).
  *
  * @example
  * ```ts
@@ -75,7 +97,10 @@ const safely = (fn: () => unknown): void => {
  *   onStartedLeading: (signal) => serve(signal),
  *   onNewLeader: (leader) => console.log("leader:", leader),
  * });
- * await run.done;
+ * await run.done.catch((lost) => {
+ *   console.error(lost); // ELECTIONS_LOST or ELECTIONS_STORAGE_ERROR: the killer is armed
+ *   process.exit(1); // the supervisor starts a fresh process, which campaigns again
+ * });
  * ```
  */
 export function campaign<K, V>(
@@ -127,8 +152,20 @@ export function campaign<K, V>(
 				if (state !== undefined) safely(() => options.onStartedLeading?.(signal, state));
 				await untilAborted(signal);
 				if (!signal.aborted) await elections.releaseLeadership(options.key).catch(() => {});
-				safely(() => options.onStoppedLeading?.(signal.reason as ElectionsError));
-				continue; // lost: try again at once (the record is gone or someone else holds it)
+				const reason: unknown = signal.reason;
+				safely(() => options.onStoppedLeading?.(reason as ElectionsError));
+				if (isLoss(reason)) {
+					// Lost: the killer stays armed (the work may still run), so this process must not
+					// lead again. Wait for the compare-and-delete of the lost record (a release of a key
+					// no longer held does only that; its failure was reported as release-failed), then
+					// end with the reason.
+					if (elections.leadership(options.key) === undefined)
+						await elections.releaseLeadership(options.key).catch(() => {});
+					throw reason;
+				}
+				// Cleaned up elsewhere: these elections never acquire again.
+				if (ElectionsError.is(reason) && reason.code === "ELECTIONS_CLEANUP") return;
+				continue; // released (by stop(), or by a releaseLeadership of the key): campaign on
 			}
 			try {
 				observe(await elections.currentLeader(options.key));
@@ -141,7 +178,8 @@ export function campaign<K, V>(
 	const done = loop().finally(() => external?.removeEventListener("abort", onExternal));
 	const stop = async (): Promise<void> => {
 		stopCtl.abort(new Error("[@vvm/ielections] campaign stopped"));
-		await done;
+		// A loss is reported by `done` (and onStoppedLeading); stopping after it is not an error.
+		await done.catch(() => {});
 	};
 	return { done, stop, [Symbol.asyncDispose]: stop };
 }

@@ -1,7 +1,7 @@
 import { MockClock } from "@vvm/clock";
 import { campaign, createElections, ElectionsError, vvmLeadershipStorage } from "@vvm/ielections";
 import { RecordingKiller } from "@vvm/ielections/testing";
-import { withFaults } from "@vvm/ttlstorage/testing";
+import { faults, withFaults } from "@vvm/ttlstorage/testing";
 import { describe, expect, it } from "vitest";
 import { createMiniTTLStorage } from "./helpers/mini-ttl-storage.ts";
 
@@ -13,8 +13,9 @@ function setup() {
 	const clock = new MockClock(1_000_000);
 	const driver = withFaults(createMiniTTLStorage(clock), { clock });
 	const storage = vvmLeadershipStorage(driver);
-	const elections = () => createElections(storage, { clock, killer: new RecordingKiller(clock) });
-	return { clock, storage, elections };
+	const elections = (killer = new RecordingKiller(clock)) =>
+		createElections(storage, { clock, killer });
+	return { clock, driver, storage, elections };
 }
 
 describe("campaign", () => {
@@ -49,9 +50,13 @@ describe("campaign", () => {
 		await e.cleanup();
 	});
 
-	it("after a loss it goes back to following and campaigns again", async () => {
+	// Issue 35: a lost leadership's killer stays armed (its work may still run), so a campaign that
+	// led again in the same process was SIGKILLed while leading, its fresh record blocking every
+	// other candidate. A loss now ends the campaign: done rejects, and the process is to exit.
+	it("after a lost renewal (record stolen) it ends: done rejects with ELECTIONS_LOST, never leads again", async () => {
 		const { clock, storage, elections } = setup();
-		const e = elections();
+		const killer = new RecordingKiller(clock);
+		const e = elections(killer);
 		const stopped: string[] = [];
 		let started = 0;
 		const run = campaign(e, {
@@ -64,6 +69,10 @@ describe("campaign", () => {
 			},
 			onStoppedLeading: (reason) => stopped.push(reason.code),
 		});
+		const ended = run.done.then(
+			() => "resolved",
+			(error: unknown) => (ElectionsError.is(error) ? error.code : String(error)),
+		);
 		await settle();
 		expect(started).toBe(1);
 		// Someone overwrites the record: the next renewal loses.
@@ -71,13 +80,110 @@ describe("campaign", () => {
 		await clock.advanceAsync(5_000);
 		await settle();
 		expect(stopped).toEqual(["ELECTIONS_LOST"]);
-		expect(ElectionsError.is(new ElectionsError("ELECTIONS_LOST", "x"))).toBe(true);
-		// The thief's record expires 20 s after its write; the campaign takes the key back.
-		await clock.advanceAsync(20_000);
+		expect(await ended).toBe("ELECTIONS_LOST");
+		// The killer stays armed: the lost leadership's deadline is still pending.
+		expect(killer.disarmed).toBe(false);
+		expect(killer.deadline).toBeLessThan(Number.POSITIVE_INFINITY);
+		// The thief's record expires 20 s after its write: the ended campaign does not take the key.
+		await clock.advanceAsync(40_000);
+		await settle();
+		expect(started).toBe(1);
+		expect(await storage.get(2)).toBeUndefined();
+		await run.stop(); // after a loss: resolves, the loss was reported by done
+		await e.cleanup();
+	});
+
+	it("after its record is gone (the issue's sequence) it does not re-acquire the free key", async () => {
+		const { clock, storage, elections } = setup();
+		const killer = new RecordingKiller(clock);
+		const e = elections(killer);
+		const led: number[] = [];
+		const run = campaign(e, {
+			key: 6,
+			value: "me",
+			durationSeconds: 20,
+			retryMs: 10,
+			clock,
+			onStartedLeading: () => led.push(clock.monotonic()),
+		});
+		const rejection = run.done.catch((error: unknown) => error);
+		await settle();
+		await clock.advanceAsync(5_000); // one good renewal
+		await settle();
+		expect(e.leadership(6)?.renewals).toBe(1);
+		expect(await storage.compareAndDelete(6, "me")).toBe(true);
+		await clock.advanceAsync(5_000); // the renewal finds the record gone: lost
+		await settle();
+		const error = await rejection;
+		expect(ElectionsError.is(error) && error.code).toBe("ELECTIONS_LOST");
+		await clock.advanceAsync(1_000); // 100 retry periods: the key stays free
+		await settle();
+		expect(led).toHaveLength(1);
+		expect(await storage.get(6)).toBeUndefined();
+		expect(killer.firedAt()).toBeUndefined();
+		expect(killer.deadline).toBeLessThan(Number.POSITIVE_INFINITY);
+		await e.cleanup();
+	});
+
+	it("after renewals fail (ELECTIONS_STORAGE_ERROR) it ends once its record is deleted", async () => {
+		const { clock, driver, storage, elections } = setup();
+		const e = elections(new RecordingKiller(clock));
+		const stopped: string[] = [];
+		const run = campaign(e, {
+			key: 7,
+			value: "me",
+			durationSeconds: 20,
+			clock,
+			onStoppedLeading: (reason) => stopped.push(reason.code),
+		});
+		let settled: unknown = "pending";
+		run.done.then(
+			() => {
+				settled = "resolved";
+			},
+			(error: unknown) => {
+				settled = error;
+			},
+		);
+		await settle();
+		driver.inject({ on: "compareAndSwap", action: faults.fail(), times: 3 });
+		await clock.advanceAsync(5_000); // attempt 1 fails
+		await settle();
+		await clock.advanceAsync(1_000); // attempt 2
+		await settle();
+		await clock.advanceAsync(1_000); // attempt 3: given up
+		await settle();
+		expect(stopped).toEqual(["ELECTIONS_STORAGE_ERROR"]);
+		expect(ElectionsError.is(settled) && settled.code).toBe("ELECTIONS_STORAGE_ERROR");
+		// done rejected only after the compare-and-delete of the lost record.
+		expect(await storage.get(7)).toBeUndefined();
+		await clock.advanceAsync(60_000);
+		await settle();
+		expect(await storage.get(7)).toBeUndefined();
+		await e.cleanup();
+	});
+
+	it("a voluntary release campaigns on; a cleanup of the elections ends it (done resolves)", async () => {
+		const { clock, storage, elections } = setup();
+		const e = elections();
+		let started = 0;
+		const run = campaign(e, {
+			key: 8,
+			value: "me",
+			durationSeconds: 20,
+			clock,
+			onStartedLeading: () => {
+				started++;
+			},
+		});
+		await settle();
+		await e.releaseLeadership(8); // someone gave the key up on purpose: not a loss
 		await settle();
 		expect(started).toBe(2);
-		await run.stop();
+		expect(await storage.get(8)).toBe("me");
 		await e.cleanup();
+		await expect(run.done).resolves.toBeUndefined();
+		expect(await storage.get(8)).toBeUndefined();
 	});
 
 	it("ends when its signal aborts, and with await using", async () => {
