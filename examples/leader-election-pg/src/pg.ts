@@ -44,7 +44,14 @@ const running = campaign(elections, {
 		if (leader !== me) console.log(`follower: ${job} is led by ${leader ?? "nobody"}`);
 	},
 });
-await running.done;
+try {
+	await running.done;
+} catch (error) {
+	// The leadership was lost (not released by us): its killer stays armed, so exit and let the
+	// supervisor start a fresh process (@vvm/ielections README, first screen).
+	console.error(`lost ${job}: ${(error as Error).message}; exiting`);
+	process.exit(1);
+}
 await elections.cleanup(); // ends the renewal loops
 console.log(`released: ${job}`);
 await storage.close();
