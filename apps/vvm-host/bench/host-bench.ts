@@ -18,6 +18,7 @@
 //   pnpm bench --quick               # level only, shorter runs, 2 000 workspaces: a minute or two
 //   BENCH_STORAGES=level BENCH_LEVELS=0 BENCH_SECONDS=6 BENCH_ROUNDS=3 pnpm bench
 //   BENCH_VARIANTS=fenced,unfenced pnpm bench   # also the test-only unfenced mutant (fence cost)
+//   BENCH_VARIANTS=fenced,nosync pnpm bench --quick   # also level with --level-durability unsafe-no-sync (fsync cost)
 //   BENCH_PROFILE=/tmp/prof pnpm bench --quick   # each host process writes a V8 CPU profile there
 //   BENCH_HOST_NODE_OPTIONS=--perf-basic-prof pnpm bench --quick   # node options of the hosts
 //   BENCH_BASELINE=/tmp/old-checkout pnpm bench   # also that checkout's built host, same rounds
@@ -38,7 +39,7 @@ type Storage = "level" | "cas" | "dyn" | "pg";
 const PG_PORT = Number(process.env.PG_PORT ?? 54329);
 const PG_URL = `postgres://vvm@127.0.0.1:${PG_PORT}/vvm`;
 const portOf: Record<Exclude<Storage, "level">, number> = { cas: 9042, dyn: 8000, pg: PG_PORT };
-type Variant = "fenced" | "unfenced" | "baseline";
+type Variant = "fenced" | "unfenced" | "nosync" | "baseline";
 
 const env = process.env;
 const QUICK = process.argv.includes("--quick");
@@ -214,6 +215,9 @@ async function startHost(data: HostData, level: number, variant: Variant): Promi
 			"--log-level",
 			"info",
 			...(variant === "unfenced" ? ["--unsafe-allow-mutants"] : []),
+			...(variant === "nosync" && storage === "level"
+				? ["--level-durability", "unsafe-no-sync"]
+				: []),
 		],
 		{
 			cwd: hostDir,
@@ -550,9 +554,11 @@ const hostLabel = (s: Storage, level: number, variant: Variant, phase: "warm" | 
 const variantNote = (variant: Variant): string =>
 	variant === "unfenced"
 		? ", unfenced (test-only mutant)"
-		: variant === "baseline"
-			? ", baseline (BENCH_BASELINE)"
-			: "";
+		: variant === "nosync"
+			? ", unsafe-no-sync (writes not fsynced)"
+			: variant === "baseline"
+				? ", baseline (BENCH_BASELINE)"
+				: "";
 const cpLabel = (s: Storage | "mem", level: number, phase: "warm" | "cold") =>
 	`@vvm/cp alone on ${s}, level ${level}, ${phase}`;
 

@@ -5,7 +5,7 @@ import { hostConfig as config } from "./support/config.ts";
 describe("parseHostConfig", () => {
 	it("has the documented defaults", () => {
 		expect(config([])).toEqual({
-			storage: { kind: "level", settings: { dataDir: "./.vvm-data" } },
+			storage: { kind: "level", settings: { dataDir: "./.vvm-data", durability: "sync" } },
 			http: { host: "127.0.0.1", port: 8080, address: undefined, workIntervalMs: 1_000 },
 			leadership: {
 				leadershipSeconds: 20,

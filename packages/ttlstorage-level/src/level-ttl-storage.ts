@@ -37,7 +37,7 @@ import {
 	validateSwapArgs,
 	validateWriteOptions,
 } from "@vvm/ttlstorage";
-import type { AbstractLevel, AbstractSublevel } from "abstract-level";
+import type { AbstractBatchOptions, AbstractLevel, AbstractSublevel } from "abstract-level";
 import {
 	cColsOf,
 	dataKey,
@@ -103,14 +103,30 @@ export interface LevelTTLStorageOptions {
 	 */
 	readonly syncReads?: boolean;
 	/**
+	 * UNSAFE: write batches without `sync: true`. Default `false`: every batch (a group of writes)
+	 * is written with `sync: true`, so LevelDB `fdatasync`s its log before any write of the group
+	 * resolves, and an acknowledged write survives a machine crash or a power cut, not only a
+	 * process crash. `true` resolves a write once it is in the operating system's page cache: a
+	 * machine crash or power cut can then drop writes that were acknowledged (leader records, fence
+	 * raises, acknowledged commands). For throwaway data and benchmarks only.
+	 */
+	readonly unsafeNoSync?: boolean;
+	/**
 	 * Where a failed background cleaner run is logged (at `error`; the cleaner keeps running): any
 	 * pino-compatible logger. Default: nothing is logged.
 	 */
 	readonly logger?: Logger;
 }
 
-/** The level driver: a {@link TTLStorage} plus control over its expiry cleaner. */
+/**
+ * The level driver: a {@link TTLStorage} with fencing and conditional batches (`raiseFence` and
+ * `putBatchIf` always there) plus control over its expiry cleaner.
+ */
 export interface LevelTTLStorage extends TTLStorage {
+	/** {@link TTLStorage.raiseFence}: this driver always has it (`supports.fencing` `"epoch"`). */
+	raiseFence(scope: Bytes, epoch?: bigint): Promise<bigint>;
+	/** {@link TTLStorage.putBatchIf}: this driver always has it (one write of a group). */
+	putBatchIf(items: readonly ConditionalBatchItem[]): Promise<boolean>;
 	/**
 	 * Runs one cleaner pass now: physically deletes records that are expired at this moment and
 	 * drops stale index entries. Resolves to the number of records deleted.
@@ -120,16 +136,6 @@ export interface LevelTTLStorage extends TTLStorage {
 
 const EMPTY = new Uint8Array(0);
 const NO_READS: readonly Uint8Array[] = [];
-
-/** A group whose batch was issued: `landed` settles when it landed (`undefined`) or failed. */
-interface Written {
-	readonly view: GroupView<Sub>;
-	readonly landed: Promise<Failure | undefined>;
-}
-
-interface Failure {
-	readonly failure: unknown;
-}
 
 function storageError(operation: string, cause: unknown): TTLStorageError {
 	if (TTLStorageError.is(cause)) return cause;
@@ -165,6 +171,12 @@ class LevelTTLStorageImpl implements LevelTTLStorage {
 	readonly #ownsDb: boolean;
 	/** `syncReads` and the database supports `getSync`. */
 	readonly #syncReads: boolean;
+	/**
+	 * The options of every batch: `{ sync: true }` unless `unsafeNoSync`. `sync` is
+	 * `classic-level`'s (LevelDB's `WriteOptions.sync`), passed through by `abstract-level` and
+	 * ignored by in-memory databases; `abstract-level`'s own options type does not name it.
+	 */
+	readonly #batchOptions: AbstractBatchOptions<Uint8Array, Uint8Array>;
 	readonly #log: Logger;
 	/** Epoch of each fenced scope seen by this process (the stored fence record, cached). */
 	readonly #epochs = new Map<string, bigint>();
@@ -173,8 +185,6 @@ class LevelTTLStorageImpl implements LevelTTLStorage {
 	#queue: Job<Sub>[] = [];
 	/** The group loop, while it runs. */
 	#draining: Promise<void> | undefined;
-	/** Wakes the group loop while it waits for a batch to land with nothing queued. */
-	#wake: (() => void) | undefined;
 	/** Point reads waiting for the next `getMany` (see #readAll). */
 	#reads: Array<{
 		readonly key: Uint8Array;
@@ -210,6 +220,12 @@ class LevelTTLStorageImpl implements LevelTTLStorage {
 				`[@vvm/ttlstorage-level] syncReads must be a boolean, got ${String(syncReads)}`,
 			);
 		}
+		const unsafeNoSync = options.unsafeNoSync ?? false;
+		if (typeof unsafeNoSync !== "boolean") {
+			throw new TypeError(
+				`[@vvm/ttlstorage-level] unsafeNoSync must be a boolean, got ${String(unsafeNoSync)}`,
+			);
+		}
 		const prefix = options.prefix ?? "ttl";
 		if (typeof prefix !== "string" || prefix.length === 0) {
 			throw new TypeError("[@vvm/ttlstorage-level] prefix must be a non-empty string");
@@ -225,6 +241,10 @@ class LevelTTLStorageImpl implements LevelTTLStorage {
 		this.#ownsDb = options.ownsDb ?? false;
 		this.#syncReads =
 			syncReads && (this.#data as { supports?: { getSync?: boolean } }).supports?.getSync === true;
+		this.#batchOptions = Object.freeze({ sync: !unsafeNoSync }) as AbstractBatchOptions<
+			Uint8Array,
+			Uint8Array
+		>;
 		this.#log = libraryLogger(options.logger, { pkg: "@vvm/ttlstorage-level" });
 		this.#arm();
 	}
@@ -309,7 +329,6 @@ class LevelTTLStorageImpl implements LevelTTLStorage {
 				resolve: resolve as (value: unknown) => void,
 				reject,
 			});
-			this.#wake?.();
 			if (this.#draining === undefined) {
 				const draining = this.#drain();
 				this.#draining = draining;
@@ -320,41 +339,34 @@ class LevelTTLStorageImpl implements LevelTTLStorage {
 	}
 
 	async #drain(): Promise<void> {
-		// The group whose batch is at the database: the next group reads and decides meanwhile.
-		let previous: Written | undefined;
+		// One group at a time, from its read to its batch's landing (the log fsynced): every write
+		// that arrives while a batch is at the database joins the next group. So an fsync in flight
+		// makes the next group bigger instead of a smaller group waiting behind it: a write waits for
+		// at most the batch at the database, then its own.
+		let landed = false;
 		for (;;) {
-			// Writes called in the same turn of the event loop go together: the group forms once the
-			// turn's I/O callbacks ran (every request read in it), not at the first write's microtask,
-			// so one batch takes them all (a fifth fewer batches per create through the host).
+			// Writes called in the same turn of the event loop go together: a group that starts from
+			// idle forms once the turn's I/O callbacks ran (every request read in it), not at the first
+			// write's microtask, so one batch takes them all (a fifth fewer batches per create through
+			// the host). After a batch landed, the writes that queued meanwhile go at once.
 			// `node:timers`' own setImmediate: a test's fake timers (which replace the global) do not
 			// hold the driver's writes back.
-			await new Promise<void>((resolve) => nextTurn(resolve));
-			if (this.#queue.length === 0) {
-				if (previous === undefined) break;
-				// Until the batch lands or a write arrives, whichever is first.
-				const settled = await Promise.race([
-					previous.landed.then(() => true),
-					new Promise<false>((resolve) => {
-						this.#wake = () => resolve(false);
-					}),
-				]);
-				this.#wake = undefined;
-				if (settled) previous = undefined;
-				continue;
-			}
+			if (!landed || this.#queue.length === 0)
+				await new Promise<void>((resolve) => nextTurn(resolve));
+			if (this.#queue.length === 0) break;
 			const jobs = this.#queue;
 			this.#queue = [];
-			previous = await this.#runGroup(jobs, previous);
+			await this.#runGroup(jobs);
+			landed = true;
 		}
 		this.#draining = undefined;
 	}
 
 	/**
-	 * One group: one read, the decisions in order over the view, then (once the previous group's
-	 * batch landed) one batch; every job settles when it lands. Returns the group while its batch is
-	 * at the database (or the previous one, if this one wrote nothing).
+	 * One group: one read, the decisions in order over the view, then one batch; every job settles
+	 * when it landed. Nothing else writes meanwhile, so the read and the batch see the same state.
 	 */
-	async #runGroup(jobs: readonly Job<Sub>[], previous: Written | undefined): Promise<Written> {
+	async #runGroup(jobs: readonly Job<Sub>[]): Promise<void> {
 		const reads = new ReadSet();
 		for (const job of jobs) {
 			for (const key of job.reads) reads.add(key);
@@ -369,7 +381,7 @@ class LevelTTLStorageImpl implements LevelTTLStorage {
 		} catch (error) {
 			readFailure = error ?? new Error("getMany failed");
 		}
-		const view = new GroupView<Sub>(reads.names, stored, previous?.view);
+		const view = new GroupView<Sub>(reads.names, stored);
 		const outcomes: Array<{ ok: true; value: unknown } | { ok: false; error: unknown }> = [];
 		if (readFailure === undefined)
 			for (const job of jobs) {
@@ -381,21 +393,14 @@ class LevelTTLStorageImpl implements LevelTTLStorage {
 					outcomes.push({ ok: false, error: storageError(job.operation, error) });
 				}
 			}
-		// The decisions count on the previous group's writes: its batch must land first (LevelDB
-		// lands concurrent batches in any order), and if it failed, they are void.
-		const prior = previous === undefined ? undefined : await previous.landed;
-		view.base = undefined;
-		const landed = (async (): Promise<Failure | undefined> => {
-			const failure = readFailure ?? prior?.failure;
-			if (failure === undefined && view.ops.length > 0)
-				try {
-					await this.#root.batch(view.ops);
-				} catch (error) {
-					return this.#settle(jobs, outcomes, error ?? new Error("batch failed"));
-				}
-			return this.#settle(jobs, outcomes, failure, view);
-		})();
-		return { view, landed };
+		if (readFailure === undefined && view.ops.length > 0)
+			try {
+				await this.#root.batch(view.ops, this.#batchOptions);
+			} catch (error) {
+				this.#settle(jobs, outcomes, error ?? new Error("batch failed"));
+				return;
+			}
+		this.#settle(jobs, outcomes, readFailure, view);
 	}
 
 	/** Settles a group's jobs once its batch landed (`failure` undefined) or failed. */
@@ -404,7 +409,7 @@ class LevelTTLStorageImpl implements LevelTTLStorage {
 		outcomes: ReadonlyArray<{ ok: true; value: unknown } | { ok: false; error: unknown }>,
 		failure: unknown,
 		view?: GroupView<Sub>,
-	): Failure | undefined {
+	): void {
 		if (failure === undefined && view !== undefined)
 			for (const [name, epoch] of view.epochs) this.#epochs.set(name, epoch);
 		jobs.forEach((job, i) => {
@@ -415,7 +420,6 @@ class LevelTTLStorageImpl implements LevelTTLStorage {
 				job.reject(storageError(job.operation, failure));
 			else job.resolve(outcome.value);
 		});
-		return failure === undefined ? undefined : { failure };
 	}
 
 	// --- fencing --------------------------------------------------------------------------------

@@ -32,9 +32,9 @@ export interface Job<S> {
 }
 
 /**
- * What the jobs of one group see: the records read for the group, overlaid by what the previous
- * group wrote (its batch may still be at the database) and by what the group's earlier jobs
- * wrote; likewise the fence epochs. Nothing of it is stored before the group's one batch is.
+ * What the jobs of one group see: the records read for the group, overlaid by what the group's
+ * earlier jobs wrote; likewise the fence epochs. Nothing of it is stored before the group's one
+ * batch is (and no other group's batch is at the database meanwhile).
  * @internal
  */
 export class GroupView<S> {
@@ -46,25 +46,16 @@ export class GroupView<S> {
 	readonly #decoded = new Map<string, Decoded | undefined>();
 	/** Epochs raised by this group's jobs. */
 	readonly epochs: Map<string, bigint> = new Map();
-	/** The previous group, while its batch may not have landed (cleared once it did). */
-	base: GroupView<S> | undefined;
 
-	constructor(
-		keys: readonly string[],
-		stored: readonly (Uint8Array | undefined)[],
-		base: GroupView<S> | undefined,
-	) {
+	constructor(keys: readonly string[], stored: readonly (Uint8Array | undefined)[]) {
 		keys.forEach((k, i) => {
 			this.#raw.set(k, stored[i]);
 		});
-		this.base = base;
 	}
 
 	/** The record at `key` as the group sees it; throws on a corrupt stored record. */
 	record(key: string): Decoded | undefined {
 		if (this.#written.has(key)) return this.#written.get(key);
-		const before = this.base === undefined ? undefined : this.base.#written;
-		if (before?.has(key)) return before.get(key);
 		if (this.#decoded.has(key)) return this.#decoded.get(key);
 		const raw = this.#raw.get(key);
 		const decoded = raw === undefined ? undefined : decodeValue(raw);
@@ -72,9 +63,9 @@ export class GroupView<S> {
 		return decoded;
 	}
 
-	/** The epoch raised for a scope by this group or the previous one, if any. */
+	/** The epoch raised for a scope by this group, if any. */
 	raised(name: string): bigint | undefined {
-		return this.epochs.get(name) ?? this.base?.epochs.get(name);
+		return this.epochs.get(name);
 	}
 
 	/** Notes what a job of the group wrote at `key` (`undefined`: deleted). */
