@@ -1,0 +1,111 @@
+// `pnpm --filter @vvm/sim sim`: runs seeds, replays one, shrinks a failure. See README.md.
+import { parseArgs } from "node:util";
+import type { ProfileName } from "./profiles.ts";
+import { PROFILES } from "./profiles.ts";
+import { loadProfile, profileOfSeed, runMany, runParallel, shrinkSeed } from "./runner.ts";
+import { runSeed, START } from "./world.ts";
+
+const { values } = parseArgs({
+	options: {
+		seeds: { type: "string", default: "1000" },
+		from: { type: "string", default: "1" },
+		seed: { type: "string" },
+		profile: { type: "string", default: "all" },
+		soak: { type: "boolean", default: false },
+		mutant: { type: "boolean", default: false },
+		level: { type: "string" },
+		"stop-at-first": { type: "boolean", default: false },
+		trace: { type: "boolean", default: false },
+		"no-shrink": { type: "boolean", default: false },
+		kind: { type: "string" },
+		"stop-on": { type: "string" },
+		stride: { type: "string", default: "1" },
+		workers: { type: "string", default: "1" },
+		json: { type: "boolean", default: false },
+		"budget-ms": { type: "string" },
+	},
+});
+
+const names: ProfileName[] =
+	values.profile === "all" ? [...PROFILES] : (values.profile?.split(",") as ProfileName[]);
+for (const n of names)
+	if (!PROFILES.includes(n)) {
+		console.error(`unknown profile ${n}; one of ${PROFILES.join(", ")}, or all`);
+		process.exit(2);
+	}
+const level = values.level === undefined ? undefined : (Number(values.level) as 0 | 1 | 2);
+const mutant = values.mutant === true;
+
+if (values.seed !== undefined) {
+	const seed = Number(values.seed);
+	for (const name of [profileOfSeed(seed, names)]) {
+		const profile = await loadProfile(name);
+		const r = await runSeed({
+			seed,
+			profile,
+			keepTrace: values.trace,
+			unsafeUnfenced: mutant,
+			...(level === undefined ? {} : { trustLevel: level }),
+		});
+		console.log(
+			`seed ${seed} profile ${name}: ${r.ok ? "ok" : "FAILED"} (${r.config}) trace ${r.traceHash}, ${r.steps} steps, ${r.faults.length} faults, ${r.virtualMs} virtual ms${r.stuck ? ", STUCK" : ""}`,
+		);
+		if (values.trace) for (const line of r.trace ?? []) console.log(`  ${line}`);
+		if (r.ok) continue;
+		for (const a of r.anomalies) console.log(`  ${a}`);
+		for (const c of r.causes.filter((x) => !r.anomalies.includes(x))) console.log(`  cause: ${c}`);
+		if (values["no-shrink"]) continue;
+		const s = await shrinkSeed(
+			{
+				seed,
+				profile,
+				unsafeUnfenced: mutant,
+				...(level === undefined ? {} : { trustLevel: level }),
+			},
+			r,
+			values.kind,
+		);
+		console.log(
+			`shortest failing schedule (${s.runs} replays): ops ${s.ops}, ${s.result.faults.length} of ${r.faults.length} faults kept`,
+		);
+		console.log(`  ${s.result.config}`);
+		for (const f of s.result.faults) console.log(`  t=${f.at - START} ms  #${f.n}  ${f.what}`);
+		console.log("  anomalies:");
+		for (const a of s.result.anomalies) console.log(`    ${a}`);
+		for (const c of s.result.causes.filter((x) => !s.result.anomalies.includes(x)))
+			console.log(`    cause: ${c}`);
+		console.log(
+			`replay: pnpm --filter @vvm/sim sim --seed ${seed} --profile ${name}${level === undefined ? "" : ` --level ${level}`}${mutant ? " --mutant" : ""}`,
+		);
+	}
+	process.exit(0);
+}
+
+const count = values.soak ? Number.MAX_SAFE_INTEGER : Number(values.seeds);
+const json = values.json === true;
+const many = {
+	from: Number(values.from),
+	count,
+	stride: Number(values.stride),
+	profiles: names,
+	unsafeUnfenced: mutant,
+	...(level === undefined ? {} : { trustLevel: level }),
+	stopAtFirst: values["stop-at-first"] || values["stop-on"] !== undefined,
+	...(values["stop-on"] === undefined ? {} : { stopOn: values["stop-on"].split(",") }),
+	...(values["budget-ms"] === undefined ? {} : { budgetMs: Number(values["budget-ms"]) }),
+	...(json ? {} : { progress: (line: string) => console.log(line) }),
+};
+const workers = Number(values.workers);
+const summary = workers > 1 ? await runParallel(many, workers) : await runMany(many);
+if (json) {
+	console.log(JSON.stringify(summary));
+	process.exit(0);
+}
+console.log(
+	`${summary.seeds} seeds (profiles ${names.join(",")}, one per seed in turn; ${workers} worker${workers > 1 ? "s" : ""}) in ${(summary.ms / 1000).toFixed(1)} s: ${summary.runsPerSecond.toFixed(1)} seeds/s (CPU ${(summary.cpuMs / 1000).toFixed(1)} s); ${summary.failures.length} failed, ${summary.stuck} stuck`,
+);
+for (const f of summary.failures.slice(0, 20))
+	console.log(
+		`  FAILED seed ${f.seed} profile ${f.profile} at ${(f.atMs / 1000).toFixed(1)} s: ${f.anomalies[0]}`,
+	);
+process.exit(summary.failures.length === 0 ? 0 : 1);

@@ -1,0 +1,124 @@
+import { describe, expect, it } from "vitest";
+import { probeDynProfile } from "../src/dyn-probe.ts";
+import { Rng } from "../src/rng.ts";
+import { loadProfile, runMany, runParallel, shrinkSeed } from "../src/runner.ts";
+import { runSeed } from "../src/world.ts";
+
+/**
+ * The CI budget (issue 32): this many seeds, within this much wall time, no failure but the known
+ * open ones. `.ci/run` runs 10 000 in a step of their own (`SIM_CI_SEEDS=10000`, nothing beside);
+ * the suite, beside other files, runs the first 1 000.
+ */
+const CI_SEEDS = Number(process.env.SIM_CI_SEEDS ?? 1_000);
+/**
+ * Seeds that fail on the current tree for a defect found and not fixed yet: each must still fail
+ * (a fix removes it from here), and no other seed may. Open: seed 5696 (dyn, level 2, write
+ * coalescing): an update acknowledged by the holder of epoch 60 is replaced by the state of an
+ * earlier event (PLog offset 8, epoch 50) after a record read answered "not found" meanwhile;
+ * `pnpm --filter @vvm/sim sim --seed 5696 --profile dyn --trace`.
+ */
+const KNOWN_OPEN: ReadonlyMap<number, string> = new Map([[5696, "register-regressed"]]);
+const CI_BUDGET_MS = 170_000;
+/** Processes the CI budget runs on (the CI machine has 2 cores; 1 on a shared machine). */
+const CI_WORKERS = Number(process.env.SIM_WORKERS ?? 2);
+
+describe("the PRNG", () => {
+	it("is a function of its seed, and forks independent streams", () => {
+		const a = new Rng(42);
+		const b = new Rng(42);
+		const xs = Array.from({ length: 5 }, () => a.nextU32());
+		expect(Array.from({ length: 5 }, () => b.nextU32())).toEqual(xs);
+		expect(new Rng(43).nextU32()).not.toBe(xs[0]);
+		const r = new Rng(7);
+		for (let i = 0; i < 1000; i++) {
+			const v = r.int(3, 5);
+			expect(v >= 3 && v <= 5 && Number.isInteger(v)).toBe(true);
+		}
+	});
+});
+
+describe("determinism", () => {
+	it.each(["epoch", "ordered", "dyn"] as const)(
+		"%s: the same seed replays the same run (trace hash), another seed another one",
+		async (name) => {
+			const profile = await loadProfile(name);
+			const first = await runSeed({ seed: 11, profile });
+			const again = await runSeed({ seed: 11, profile });
+			const other = await runSeed({ seed: 12, profile });
+			expect(again.traceHash).toBe(first.traceHash);
+			expect(again.anomalies).toEqual(first.anomalies);
+			expect(again.faults).toEqual(first.faults);
+			expect(other.traceHash).not.toBe(first.traceHash);
+			// The run did something: commands answered, faults injected.
+			expect(first.stats.ops).toBeGreaterThan(0);
+			expect(first.faults.length).toBeGreaterThan(0);
+		},
+	);
+});
+
+describe("the dyn profile", () => {
+	it("is measured on the real driver and SDK: a code of the contract and a send count per outcome", async () => {
+		const table = await probeDynProfile();
+		for (const op of ["conditional", "put", "batch", "get"] as const)
+			for (const raw of ["refused", "lost", "late"] as const) {
+				const f = table.failures[op][raw];
+				expect(f.sends, `${op}/${raw}`).toBeGreaterThanOrEqual(1);
+				expect(f.code, `${op}/${raw}`).toMatch(/^TTLSTORAGE_/);
+			}
+		// A conditional write whose answer was lost may have been applied: never "nothing written".
+		expect(table.failures.conditional.lost.code).toBe("TTLSTORAGE_OUTCOME_UNKNOWN");
+		expect(["true", "false", "unknown"]).toContain(table.resendFoundOurs);
+	});
+});
+
+describe("the mutant: cp built with unsafeUnfenced", () => {
+	it("is caught within 300 seeds, and its shrunk schedule still fails", async () => {
+		const summary = await runMany({
+			from: 1,
+			count: 300,
+			profiles: ["epoch"],
+			unsafeUnfenced: true,
+			stopAtFirst: true,
+		});
+		expect(summary.failures.length).toBe(1);
+		const found = summary.failures[0];
+		if (found === undefined) return;
+		const profile = await loadProfile("epoch");
+		const first = await runSeed({ seed: found.seed, profile, unsafeUnfenced: true });
+		const shrunk = await shrinkSeed({ seed: found.seed, profile, unsafeUnfenced: true }, first);
+		expect(shrunk.result.ok).toBe(false);
+		expect(shrunk.result.faults.length).toBeLessThanOrEqual(first.faults.length);
+		console.log(
+			`mutant caught by seed ${found.seed} after ${summary.seeds} seeds (${(found.atMs / 1000).toFixed(1)} s); shrunk to ${shrunk.result.faults.length} of ${first.faults.length} faults, ${shrunk.ops} ops: ${shrunk.result.anomalies[0]}`,
+		);
+	}, 300_000);
+});
+
+describe("the CI budget", () => {
+	// Before the review4 fixes of @vvm/cp (cases 1, 5) and @vvm/ttlstorage-dyn (cases 2, 3) this
+	// failed: the simulator finds those cases (README, "Proof of power").
+	it(`${CI_SEEDS} seeds over every profile within ${CI_BUDGET_MS / 1000} s (${CI_WORKERS} processes): no failure but the known open ones`, async () => {
+		const summary = await runParallel(
+			{ from: 1, count: CI_SEEDS, profiles: ["epoch", "ordered", "dyn"], budgetMs: CI_BUDGET_MS },
+			CI_WORKERS,
+		);
+		const line = `${summary.seeds} seeds on ${CI_WORKERS} process(es) in ${(summary.ms / 1000).toFixed(1)} s (${summary.runsPerSecond.toFixed(1)} seeds/s, CPU ${(summary.cpuMs / 1000).toFixed(1)} s): ${summary.failures.length} failed, ${summary.stuck} stuck`;
+		console.log(line);
+		const unexpected = summary.failures
+			.filter(
+				(f) =>
+					!(
+						KNOWN_OPEN.get(f.seed) !== undefined &&
+						f.anomalies[0]?.startsWith(`${KNOWN_OPEN.get(f.seed)}:`)
+					),
+			)
+			.slice(0, 10)
+			.map((f) => `seed ${f.seed} ${f.profile}: ${f.anomalies[0]}`);
+		expect(unexpected, line).toEqual([]);
+		expect(summary.seeds, line).toBe(CI_SEEDS);
+		// A known open seed that passes was fixed: take it out of KNOWN_OPEN.
+		const failed = new Set(summary.failures.map((f) => f.seed));
+		const fixed = [...KNOWN_OPEN.keys()].filter((seed) => seed <= CI_SEEDS && !failed.has(seed));
+		expect(fixed, "known open seeds that pass now").toEqual([]);
+	}, 200_000);
+});
