@@ -199,6 +199,21 @@ export class ChaosHost {
 		clearTimeout(timer);
 	}
 
+	/**
+	 * An operator's stop (a `--num-vvm` change, a placement switch): like {@link shutdown}, but
+	 * {@link resume} starts the host again. Faults find no running incarnation meanwhile.
+	 */
+	async pause(graceMs = 10_000): Promise<void> {
+		await this.shutdown(graceMs);
+	}
+
+	/** Starts the host again after {@link pause}, with what its command says now; restarts resume. */
+	resume(): void {
+		if (this.fatal !== undefined || this.current !== undefined) return;
+		this.#restart = true;
+		this.start();
+	}
+
 	/** Last resort (the tool itself is exiting): SIGKILL without waiting. */
 	killNow(): void {
 		this.#restart = false;

@@ -21,6 +21,16 @@ function baseEnv(): Record<string, string> {
 }
 
 /**
+ * What the operator actions change between host starts (`src/operator.ts`): the hosts' placement
+ * and `--num-vvm`, and `--num-vvm-from` for the one start that changes the stored value.
+ */
+export interface ClusterShape {
+	readonly placement: "static" | "leases";
+	readonly numVVM: number;
+	readonly numVVMFrom: number | undefined;
+}
+
+/**
  * The command of host number `index` (its storage flags and environment come from the caller).
  *
  * @example
@@ -33,6 +43,11 @@ export function hostCommand(
 	build: HostBuild,
 	storageArgs: readonly string[],
 	extraEnv: Readonly<Record<string, string>>,
+	cluster: ClusterShape = {
+		placement: options.placement,
+		numVVM: options.numVVM,
+		numVVMFrom: undefined,
+	},
 ): HostCommand {
 	const args = [
 		"--http-port",
@@ -40,7 +55,8 @@ export function hostCommand(
 		"--leadership-seconds",
 		String(options.leadershipSeconds),
 		"--num-vvm",
-		String(options.numVVM),
+		String(cluster.numVVM),
+		...(cluster.numVVMFrom === undefined ? [] : ["--num-vvm-from", String(cluster.numVVMFrom)]),
 		"--acquire-retry-ms",
 		String(options.acquireRetryMs),
 		// A follower waits as long as the run lasts (a timeout would only restart it).
@@ -54,7 +70,7 @@ export function hostCommand(
 		...(options.workload === "commands"
 			? [
 					"--placement",
-					"leases",
+					cluster.placement,
 					"--partitions",
 					String(options.partitions),
 					"--lease-interval-ms",

@@ -25,6 +25,14 @@ export const ALL_MUTANT_COMBOS: readonly (readonly MutantName[])[] = [
 	["killer", "lease-check", "lease-timer"],
 ];
 
+/** The operator actions of the commands workload (`--operator`, `src/operator.ts`). */
+const OPERATOR_ACTIONS: readonly ["num-vvm", "placement-switch", "root-loss"] = [
+	"num-vvm",
+	"placement-switch",
+	"root-loss",
+];
+export type OperatorAction = (typeof OPERATOR_ACTIONS)[number];
+
 /** A chaos run's configuration, validated. */
 export interface ChaosOptions {
 	/**
@@ -40,6 +48,15 @@ export interface ChaosOptions {
 	/** commands: the hosts' --lease-interval-ms and --lease-max-clock-skew-ms. */
 	readonly leaseIntervalMs: number;
 	readonly leaseMaxClockSkewMs: number;
+	/**
+	 * commands: the hosts' `--placement` at start (default `static` when `operator` has `num-vvm`,
+	 * else `leases`); the `placement-switch` action changes it.
+	 */
+	readonly placement: "static" | "leases";
+	/** commands: operator actions taken in turn, in a seeded order (empty: none). */
+	readonly operator: readonly OperatorAction[];
+	/** commands: the pause before each operator action (after the previous one ended). */
+	readonly operatorIntervalMs: number;
 	/** commands: concurrent clients and the workspaces they write. */
 	readonly clients: number;
 	readonly workspaces: number;
@@ -96,6 +113,9 @@ const FLAGS = {
 	"lease-max-clock-skew-ms": { type: "string" },
 	clients: { type: "string" },
 	workspaces: { type: "string" },
+	placement: { type: "string" },
+	operator: { type: "string" },
+	"operator-interval-ms": { type: "string" },
 	seed: { type: "string" },
 	duration: { type: "string" },
 	changes: { type: "string" },
@@ -189,6 +209,23 @@ function parseMutantList(flag: string, raw: string, separator: string): MutantNa
 	return MUTANT_NAMES.filter((m) => names.includes(m));
 }
 
+/** `num-vvm,root-loss` → the actions, checked; `all` is every one. */
+function parseOperatorList(raw: string | undefined): OperatorAction[] {
+	if (raw === undefined) return [];
+	if (raw.trim() === "all") return [...OPERATOR_ACTIONS];
+	const names = raw
+		.split(",")
+		.map((n) => n.trim())
+		.filter((n) => n !== "");
+	if (names.length === 0) throw new ChaosUsageError("--operator names no action");
+	for (const n of names)
+		if (!(OPERATOR_ACTIONS as readonly string[]).includes(n))
+			throw new ChaosUsageError(
+				`--operator names an unknown action "${n}" (known: ${OPERATOR_ACTIONS.join(", ")}, or all)`,
+			);
+	return OPERATOR_ACTIONS.filter((a) => names.includes(a));
+}
+
 function contactPoints(raw: string): string[] {
 	const points = raw
 		.split(",")
@@ -249,6 +286,9 @@ export function parseChaosOptions(argv: readonly string[]): ChaosOptions | undef
 			"lease-max-clock-skew-ms",
 			"clients",
 			"workspaces",
+			"placement",
+			"operator",
+			"operator-interval-ms",
 		] as const)
 			if (s(flag) !== undefined)
 				throw new ChaosUsageError(`--${flag} is an option of --workload commands`);
@@ -294,6 +334,14 @@ export function parseChaosOptions(argv: readonly string[]): ChaosOptions | undef
 			`--cas-keyspace must match ^[a-z][a-z0-9_]{0,47}$, got "${casKeyspace}"`,
 		);
 	}
+	const operator = parseOperatorList(s("operator"));
+	const placement = oneOf(
+		"placement",
+		s("placement") ?? (operator.includes("num-vvm") ? "static" : "leases"),
+		["static", "leases"] as const,
+	);
+	if (operator.includes("num-vvm") && hosts < 2)
+		throw new ChaosUsageError("--operator num-vvm changes --num-vvm: it needs --hosts 2 or more");
 	const mutantsRaw = s("mutants");
 	const unsafeRaw = s("unsafe-mutants");
 	if (mutantsRaw !== undefined && unsafeRaw !== undefined) {
@@ -313,6 +361,10 @@ export function parseChaosOptions(argv: readonly string[]): ChaosOptions | undef
 		partitions: int("partitions", s("partitions"), 1, 1024) ?? 8,
 		leaseIntervalMs,
 		leaseMaxClockSkewMs,
+		placement,
+		operator,
+		operatorIntervalMs:
+			int("operator-interval-ms", s("operator-interval-ms"), 0, 3_600_000) ?? 10_000,
 		clients: int("clients", s("clients"), 1, 256) ?? 8,
 		workspaces: int("workspaces", s("workspaces"), 1, 100_000) ?? 24,
 		seed: s("seed") ?? String(Date.now() % 1_000_000),
@@ -367,6 +419,17 @@ export function chaosHelp(): string {
 		"  --lease-max-clock-skew-ms <ms>  commands: (default interval/5)",
 		"  --clients <n>              commands: concurrent clients (default 8)",
 		"  --workspaces <n>           commands: workspaces they write (default 24)",
+		"  --placement static|leases  commands: the hosts' placement at start (default static with",
+		"                             --operator num-vvm, else leases)",
+		"  --operator <list>          commands: operator actions, in turn (seeded), each after",
+		"                             --operator-interval-ms: num-vvm (stop every host, start one with",
+		"                             --num-vvm M --num-vvm-from N, then the rest), placement-switch",
+		"                             (stop all, start all in the other --placement, same namespace),",
+		"                             root-loss (delete the lease batch root, see every host stop",
+		"                             granting and report it, run vvm-host repair-lease-root, see every",
+		"                             partition served again); all = the three. An action that needs",
+		"                             the other placement is preceded by a switch",
+		"  --operator-interval-ms <ms>  commands: pause before each operator action (default 10000)",
 		"",
 		"Run length (default --duration 60):",
 		"  --duration <s>             stop after s seconds",

@@ -26,7 +26,8 @@ export const RUN_FILES = {
 export const hostLogFile = (dir: string, name: string): string =>
 	join(dir, RUN_FILES.hostsDir, `${name}.log`);
 
-async function eachJsonLine(path: string, onLine: (value: unknown) => void): Promise<void> {
+/** Calls `onLine` with every JSON line of `path` (none when it does not exist). */
+export async function eachJsonLine(path: string, onLine: (value: unknown) => void): Promise<void> {
 	if (!existsSync(path)) return;
 	const lines = createInterface({
 		input: createReadStream(path),

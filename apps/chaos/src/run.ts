@@ -17,13 +17,18 @@ import type { FinalRecovery } from "./final-recovery.ts";
 import { recoverAllPartitions } from "./final-recovery.ts";
 import type { HostClocks } from "./host-clocks.ts";
 import { createHostClocks } from "./host-clocks.ts";
+import type { ClusterShape } from "./host-command.ts";
 import { hostCommand, REPO_ROOT } from "./host-command.ts";
 import type { LineFile } from "./jsonl-file.ts";
 import { openLineFile } from "./jsonl-file.ts";
 import type { LoadStats } from "./load.ts";
 import { startLoad } from "./load.ts";
 import { monoMs, sleep } from "./mono.ts";
+import type { Operator, OperatorReport } from "./operator.ts";
+import { startOperator } from "./operator.ts";
 import type { ChaosOptions } from "./options.ts";
+import type { PartitionEpochReport } from "./partition-epochs.ts";
+import { checkPartitionEpochs } from "./partition-epochs.ts";
 import { createRng } from "./rng.ts";
 import { checkRunDir, hostLogFile, RUN_FILES, readHistory } from "./run-files.ts";
 import type { StorageBackend } from "./storage-backend.ts";
@@ -50,6 +55,10 @@ export interface RunResult {
 	readonly partitionMoves?: number;
 	/** commands: what the final recovery (every partition deployed once more) applied before the check. */
 	readonly finalRecovery?: FinalRecovery;
+	/** commands: no two incarnations deployed a partition under one epoch (the hosts' logs). */
+	readonly epochs?: PartitionEpochReport;
+	/** commands with `--operator`: the actions taken and whether each completed. */
+	readonly operator?: OperatorReport;
 }
 
 /** The host's cluster application ID (`HOST_APP_ID` of vvm-host): the commands checker's keys. */
@@ -62,6 +71,8 @@ export function runPassed(result: RunResult): boolean {
 	return (
 		result.report.ok &&
 		(result.commands?.ok ?? true) &&
+		(result.epochs?.ok ?? true) &&
+		(result.operator?.ok ?? true) &&
 		result.targetReached &&
 		result.stopReason !== "interrupted"
 	);
@@ -160,16 +171,29 @@ export async function runChaos(
 			`[chaos] ${options.hosts} hosts (${build === "dist" ? "built apps/vvm-host/dist" : "sources via tsx"}), ${options.numVVM} slot(s), d = ${options.leadershipSeconds} s, on ${backend.description}${options.unsafeMutants.length > 0 ? `; UNSAFE MUTANTS ${options.unsafeMutants.join("+")}` : ""}`,
 		);
 		const restartRng = rng.fork("restarts");
+		// What the operator actions change between starts (placement, --num-vvm, --num-vvm-from).
+		const cluster: { current: ClusterShape } = {
+			current: { placement: options.placement, numVVM: options.numVVM, numVVMFrom: undefined },
+		};
+		let operator: Operator | undefined;
 		names.forEach((name, i) => {
 			hosts.push(
 				new ChaosHost({
 					name,
-					command: () => hostCommand(options, build, backend.hostArgs(i), clocks?.env(name) ?? {}),
+					command: () =>
+						hostCommand(
+							options,
+							build,
+							backend.hostArgs(i),
+							clocks?.env(name) ?? {},
+							cluster.current,
+						),
 					log: open(hostLogFile(outDir, name)),
 					stderr: open(join(outDir, RUN_FILES.hostsDir, `${name}.stderr.log`)),
 					events,
 					restartDelayMs: () => restartRng.between(100, 1000),
-					onLine: (_h, line: HostLine) => {
+					onLine: (h, line: HostLine) => {
+						operator?.onLine(h, line);
 						if (line.event === "acquired" && typeof line.slot === "number") {
 							acquisitions.set(line.slot, (acquisitions.get(line.slot) ?? 0) + 1);
 						}
@@ -219,6 +243,11 @@ export async function runChaos(
 			stopReason === ""
 				? startFaults(options, { hosts, storage: backend, clocks }, events, rng.fork("faults"))
 				: undefined;
+		if (stopReason === "" && commands && options.operator.length > 0)
+			operator = startOperator(
+				{ options, hosts, cluster, backend, build, events, say },
+				rng.fork("operator"),
+			);
 		const runStart = monoMs();
 		if (stopReason === "")
 			say(
@@ -246,7 +275,7 @@ export async function runChaos(
 				const c = clients?.stats;
 				if (c !== undefined) {
 					say(
-						`[chaos ${clockText(now - runStart)}] ops ${c.ops}: ok ${c.ok}, unknown ${c.unknown}, not written ${c.notWritten}, rejected ${c.rejected}, retries ${c.retries} | partition moves ${partitionMoves} | faults ${faultsStarted} (${faults?.active() ?? 0} active) | hosts up ${hosts.filter((h) => h.current).length}/${hosts.length}, starts ${hosts.reduce((n, h) => n + h.starts, 0)}`,
+						`[chaos ${clockText(now - runStart)}] ops ${c.ops}: ok ${c.ok}, unknown ${c.unknown}, not written ${c.notWritten}, rejected ${c.rejected}, retries ${c.retries} | operator actions ${operator?.done ?? 0} | partition moves ${partitionMoves} | faults ${faultsStarted} (${faults?.active() ?? 0} active) | hosts up ${hosts.filter((h) => h.current).length}/${hosts.length}, starts ${hosts.reduce((n, h) => n + h.starts, 0)}`,
 					);
 					continue;
 				}
@@ -256,6 +285,11 @@ export async function runChaos(
 			}
 		}
 		if (stopReason === "host-config-error") say(`[chaos] ${fatal()}`);
+		let operatorReport: OperatorReport | undefined;
+		if (operator !== undefined) {
+			say("[chaos] the operator finishes its current action");
+			operatorReport = await operator.stop();
+		}
 		say(`[chaos] stopping (${stopReason}); undoing faults, stopping load and hosts`);
 		await faults?.stop();
 		await load?.stop();
@@ -286,6 +320,7 @@ export async function runChaos(
 		await backend.close();
 		storage = undefined;
 		const report = await checkRunDir(outDir);
+		const epochs = commands ? await checkPartitionEpochs(outDir) : undefined;
 		const result: RunResult = {
 			options,
 			outDir,
@@ -302,6 +337,8 @@ export async function runChaos(
 			report,
 			...(commandReport === undefined ? {} : { commands: commandReport, partitionMoves }),
 			...(finalRecovery === undefined ? {} : { finalRecovery }),
+			...(epochs === undefined ? {} : { epochs }),
+			...(operatorReport === undefined ? {} : { operator: operatorReport }),
 		};
 		writeFileSync(join(outDir, RUN_FILES.report), `${JSON.stringify(result, null, "\t")}\n`);
 		return result;

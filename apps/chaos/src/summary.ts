@@ -74,6 +74,29 @@ function commandLines(
 	];
 }
 
+/** The partition-epoch check and the operator actions, as lines. */
+function epochLines(result: RunResult): string[] {
+	const e = result.epochs;
+	const op = result.operator;
+	return [
+		...(e === undefined
+			? []
+			: [
+					`partition epochs:    ${e.ok ? "PASS" : "FAIL"}: ${e.deployments} deployments, ${e.epochs} (partition, epoch) pairs, ${e.anomalies.length} served by two incarnations; ${e.outOfOrder} logged out of epoch order`,
+					...e.anomalies.slice(0, 10).map((a) => `  anomaly: ${a}`),
+				]),
+		...(op === undefined
+			? []
+			: [
+					`operator actions:    ${op.ok ? "PASS" : "FAIL"}: ${op.actions.length} (${op.actions.filter((a) => !a.ok).length} failed)`,
+					...op.actions.map(
+						(a) =>
+							`  ${a.action} at ${((a.startMono - op.actions[0]!.startMono) / 1000).toFixed(1)} s, ${((a.endMono - a.startMono) / 1000).toFixed(1)} s: ${a.ok ? "done" : `FAILED: ${a.problem}`} ${JSON.stringify(a.details)}`,
+					),
+				]),
+	];
+}
+
 /** The summary of a run: what ran, for how long, and the checker's findings. */
 export function summaryText(result: RunResult): string {
 	const o = result.options;
@@ -81,9 +104,10 @@ export function summaryText(result: RunResult): string {
 		return [
 			`=== chaos summary, commands workload (seed ${o.seed}) ===`,
 			`run:                 ${(result.elapsedMs / 1000).toFixed(1)} s, ended by ${result.stopReason}`,
-			`cluster:             ${o.hosts} hosts (${result.build}), --placement leases, ${o.partitions} partitions, lease ${o.leaseIntervalMs} ms (skew ${o.leaseMaxClockSkewMs} ms), trust level ${o.trustLevel}, ${result.hostStarts} host starts; ${result.storage}`,
+			`cluster:             ${o.hosts} hosts (${result.build}), --placement ${o.placement}${o.placement === "static" ? ` (--num-vvm ${o.numVVM})` : ""}, ${o.partitions} partitions, lease ${o.leaseIntervalMs} ms (skew ${o.leaseMaxClockSkewMs} ms), trust level ${o.trustLevel}, ${result.hostStarts} host starts; ${result.storage}`,
 			`clients:             ${o.clients} over ${o.workspaces} workspaces`,
 			...commandLines(result.commands, result.partitionMoves, result.finalRecovery),
+			...epochLines(result),
 			...reportLines(result.report).filter((l) => /^(faults|host exits|hosts ran mutants)/.test(l)),
 			`logs:                ${result.outDir}`,
 		].join("\n");

@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 import { ConfigError, helpText, parseHostConfig } from "./config.ts";
 import { EXIT, runHost } from "./host.ts";
+import { REPAIR_LEASE_ROOT_COMMAND, runRepairLeaseRoot } from "./repair-lease-root.ts";
 import { hostVersion } from "./version.ts";
 
 /** `vvm-host <version> (Node.js <version>)`. */
@@ -9,9 +10,12 @@ function versionText(): string {
 }
 
 async function main(): Promise<number> {
+	const argv = process.argv.slice(2);
+	// `vvm-host repair-lease-root [options]`: the operator's lease-root repair, then exit.
+	const repair = argv[0] === REPAIR_LEASE_ROOT_COMMAND;
 	let parsed: ReturnType<typeof parseHostConfig>;
 	try {
-		parsed = parseHostConfig(process.argv.slice(2), process.env);
+		parsed = parseHostConfig(repair ? argv.slice(1) : argv, process.env);
 	} catch (error) {
 		if (!(error instanceof ConfigError)) throw error;
 		process.stderr.write(
@@ -23,7 +27,7 @@ async function main(): Promise<number> {
 		process.stdout.write(`${parsed.show === "help" ? helpText() : versionText()}\n`);
 		return EXIT.OK;
 	}
-	return runHost(parsed.config);
+	return repair ? runRepairLeaseRoot(parsed.config) : runHost(parsed.config);
 }
 
 main().then(

@@ -57,6 +57,9 @@ interface HttpConfig {
 	readonly address: string | undefined;
 	/** The demo lease-guarded worker's tick; 0 disables it. */
 	readonly workIntervalMs: number;
+	/** HTTPS: a PEM certificate (chain) file and its private key file; both or neither. */
+	readonly tlsCert?: string;
+	readonly tlsKey?: string;
 }
 
 /** The placement section: who serves which partition, and the lease cluster's timings. */
@@ -181,6 +184,22 @@ const SPECS: readonly SectionSpec[] = [
 			def: "8080",
 			parse: intIn(0, 65_535),
 			help: 'HTTP port; 0 picks a free one (logged as "listening")',
+		},
+		{
+			key: "tlsCert",
+			flag: "tls-cert",
+			env: ["VVM_TLS_CERT"],
+			def: undefined,
+			parse: nonEmpty,
+			help: "HTTPS: a PEM certificate (chain) file; with --tls-key the host speaks only HTTPS",
+		},
+		{
+			key: "tlsKey",
+			flag: "tls-key",
+			env: ["VVM_TLS_KEY"],
+			def: undefined,
+			parse: nonEmpty,
+			help: "HTTPS: the PEM private key file of --tls-cert",
 		},
 		{
 			key: "workIntervalMs",
@@ -333,6 +352,11 @@ export function helpText(): string {
 		"vvm-host: runs a VVM that acquires leadership of one slot and serves HTTP while leader.",
 		"",
 		"Usage: vvm-host [options]      (flags win over environment variables)",
+		"       vvm-host repair-lease-root [options]",
+		"           the operator's repair of a lost or unreadable lease batch root (leases.batch-fault,",
+		"           vvm_leases_batch_fault 1): opens --storage, runs repairLeaseRoot of @vvm/leases with",
+		"           --lease-namespace and --partitions, prints rebuilt/unknown/intact/not-created and",
+		"           what it means, exits 0 (1 storage error, 2 bad configuration); safe while hosts run",
 		"",
 		"Options:",
 	];
@@ -459,6 +483,14 @@ export function parseHostConfig(
 	}
 	if (storage === undefined) throw new ConfigError(`--storage ${host.storage} is unknown`);
 	const http = sectionOf(read, "http").values as unknown as HttpConfig;
+	if ((http.tlsCert === undefined) !== (http.tlsKey === undefined)) {
+		const name = sectionOf(read, "http").name;
+		throw new ConfigError(
+			http.tlsCert === undefined
+				? `${name("tlsKey")} needs --tls-cert (the certificate of that key)`
+				: `${name("tlsCert")} needs --tls-key (the certificate's private key)`,
+		);
+	}
 	const auth = sectionOf(read, "auth");
 	const authSettings = auth.values as AuthSettings;
 	if (authSettings.jwksFile !== undefined && authSettings.jwtPublicKeyFile !== undefined)

@@ -14,12 +14,12 @@ import { createCpMetrics } from "./cp-metrics.ts";
 import { createPlacement } from "./create-placement.ts";
 import { apiV2Route } from "./http/api-v2.ts";
 import type { Authenticator } from "./http/auth.ts";
-import { AuthConfigError, createAuthenticator, guardRoutes } from "./http/auth.ts";
+import { AuthConfigError, createAuthenticator, guardRoutes, readTlsFiles } from "./http/auth.ts";
 import { openApiRoute } from "./http/openapi.ts";
 import type { OperatorState } from "./http/operator-routes.ts";
 import { operatorRoutes } from "./http/operator-routes.ts";
 import { partitionRoutes } from "./http/partition-routes.ts";
-import type { HttpServer } from "./http/router.ts";
+import type { HttpServer, TlsFiles } from "./http/router.ts";
 import { createRouteTable, startHttpServer } from "./http/router.ts";
 import { createLeaseMetrics } from "./lease-metrics.ts";
 import { createLeaseWorker } from "./lease-worker.ts";
@@ -172,14 +172,17 @@ export async function runHost(config: HostConfig, options: RunHostOptions = {}):
 	// Who may call the host: its files are read now, before any storage I/O; a bad one is a bad
 	// configuration (exit 2).
 	let auth: Authenticator | undefined;
+	let tls: TlsFiles | undefined;
 	try {
 		auth = await createAuthenticator(config.auth);
+		tls = readTlsFiles(config.http);
 	} catch (error) {
 		if (!(error instanceof AuthConfigError)) throw error;
 		logger.error({ event: "exit", code: EXIT.BAD_CONFIG }, error.message);
 		stderr(`vvm-host: bad configuration: ${error.message}`);
 		return EXIT.BAD_CONFIG;
 	}
+	const scheme = tls === undefined ? "http" : "https";
 	try {
 		logger.info(
 			{ event: "starting", storage: config.storage.kind },
@@ -265,6 +268,7 @@ export async function runHost(config: HostConfig, options: RunHostOptions = {}):
 					partition: (p) => partitions.partition(p),
 					fencingToken: (p) => partitions.fencingToken(p),
 					self: () => state.address,
+					scheme,
 					metrics: createCpMetrics(
 						metrics.registry,
 						() => cp,
@@ -277,6 +281,7 @@ export async function runHost(config: HostConfig, options: RunHostOptions = {}):
 					placement: () => state.placement,
 					partitions: config.cp.partitions,
 					self: () => state.address,
+					scheme,
 					logger,
 				}),
 				...operatorRoutes(operator),
@@ -291,7 +296,7 @@ export async function runHost(config: HostConfig, options: RunHostOptions = {}):
 			);
 		const { host, port } = config.http;
 		try {
-			opened.http = await startHttpServer(routes, host, port);
+			opened.http = await startHttpServer(routes, host, port, {}, tls);
 		} catch (error) {
 			return fail(
 				`cannot listen on ${host}:${port}: ${describeError(error)} (${listenHint(error)})`,
@@ -300,7 +305,7 @@ export async function runHost(config: HostConfig, options: RunHostOptions = {}):
 		if (state.address === "") state.address = `${host}:${opened.http.port}`;
 		// The leader record's value: the address plus a nonce unique to this run (`createLeaderValue` of @vvm/orch).
 		const leaderValue = createLeaderValue(state.address);
-		const url = `http://${host}:${opened.http.port}`;
+		const url = `${scheme}://${host}:${opened.http.port}`;
 		logger.info(
 			{
 				event: "listening",

@@ -214,6 +214,22 @@ export function logLeaseEvent(logger: Logger, event: LeaseEvent): void {
 				`leases: storage error during ${event.operation}`,
 			);
 			return;
+		case "batch-fault": {
+			// Every read that finds the batch unusable (each poll and tick) until an operator repairs
+			// it: `vvm-host repair-lease-root` (README, "Lost lease root").
+			const code = (event.error as { code?: unknown } | undefined)?.code;
+			logger.error(
+				{
+					event: name,
+					at: event.at,
+					operation: event.operation,
+					code: typeof code === "string" ? code : undefined,
+					error: event.error instanceof Error ? event.error.message : String(event.error),
+				},
+				"leases: the lease batch is unusable; nothing is granted until vvm-host repair-lease-root repairs it",
+			);
+			return;
+		}
 		case "replaced":
 			logger.error(
 				{ event: name, at: event.at, by: event.by },

@@ -25,6 +25,8 @@ export interface ApiV2Deps {
 	readonly fencingToken: (partition: number) => bigint | undefined;
 	/** This host's advertised address (`host:port`). */
 	readonly self: () => string;
+	/** The scheme of the cluster's hosts, for 421's `Location` (default `http`). */
+	readonly scheme?: "http" | "https";
 	readonly metrics: CpMetrics;
 	readonly logger: Logger;
 }
@@ -100,7 +102,7 @@ function parseJsonBody(text: string): BodyRead {
  * or a 503 when nobody (known) serves it or this host is still deploying it.
  */
 function locate(
-	deps: Pick<ApiV2Deps, "placement" | "partition" | "self">,
+	deps: Pick<ApiV2Deps, "placement" | "partition" | "self" | "scheme">,
 	partition: number,
 	url: string,
 ): AppPartition | ApiErrorReply {
@@ -122,7 +124,7 @@ function locate(
 			partition,
 		});
 	}
-	return notServedHere(where, partition, url, deps.self());
+	return notServedHere(where, partition, url, deps.self(), deps.scheme);
 }
 
 const isWrite = (r: ApiRoute): boolean =>

@@ -8,7 +8,7 @@ import type { IncomingMessage } from "node:http";
 import type { JSONWebKeySet, JWTPayload } from "jose";
 import { createLocalJWKSet, importSPKI, jwtVerify } from "jose";
 import type { ApiErrorReply } from "./errors.ts";
-import type { RouteRequest, RouteTable } from "./router.ts";
+import type { RouteRequest, RouteTable, TlsFiles } from "./router.ts";
 
 /** What a token may do: the workspaces it may read and write (`"*"`: all), and operator routes. */
 export interface Grant {
@@ -326,4 +326,28 @@ export function guardRoutes(table: RouteTable, auth: Authenticator | undefined):
 		request.req.resume();
 		return checked.reply;
 	};
+}
+
+/**
+ * The certificate and key files of `--tls-cert` / `--tls-key`, read now (before any storage
+ * I/O), or `undefined` without them. A file that cannot be read, or is not PEM, is an
+ * {@link AuthConfigError} naming the flag.
+ *
+ * @example
+ * ```ts
+ * const tls = readTlsFiles({ tlsCert: "/etc/vvm/cert.pem", tlsKey: "/etc/vvm/key.pem" });
+ * ```
+ */
+export function readTlsFiles(http: {
+	readonly tlsCert?: string;
+	readonly tlsKey?: string;
+}): TlsFiles | undefined {
+	if (http.tlsCert === undefined || http.tlsKey === undefined) return undefined;
+	const cert = readFor(http.tlsCert, "--tls-cert");
+	const key = readFor(http.tlsKey, "--tls-key");
+	if (!cert.includes("-----BEGIN CERTIFICATE-----"))
+		throw new AuthConfigError(`--tls-cert ${http.tlsCert}: no PEM certificate in it`);
+	if (!/-----BEGIN [A-Z ]*PRIVATE KEY-----/.test(key))
+		throw new AuthConfigError(`--tls-key ${http.tlsKey}: no PEM private key in it`);
+	return { cert, key };
 }

@@ -89,6 +89,7 @@ export function notServedHere(
 	partition: number,
 	path: string,
 	self: string,
+	scheme: "http" | "https" = "http",
 ): ApiErrorReply {
 	if (where.kind === "nobody")
 		return unavailable("no_holder", `no host is known to serve partition ${partition} yet`, 1000, {
@@ -102,7 +103,8 @@ export function notServedHere(
 			1000,
 			{ partition },
 		);
-	const location = `http://${holder.address}${path}`;
+	// The cluster's hosts speak one scheme (all with --tls-cert, or none).
+	const location = `${scheme}://${holder.address}${path}`;
 	return {
 		status: 421,
 		headers: { location, "vvm-holder": holder.address },

@@ -22,6 +22,8 @@ export interface PartitionRoutesOptions {
 	readonly partitions: number;
 	/** This host's advertised address (a holder named as itself is no redirect: 503). */
 	readonly self: () => string;
+	/** The scheme of the cluster's hosts, for 421's `Location` (default `http`). */
+	readonly scheme?: "http" | "https";
 	readonly logger: Logger;
 }
 
@@ -83,7 +85,13 @@ export function partitionRoutes(options: PartitionRoutesOptions): Route[] {
 				logger.debug({ event: "served", partition, mono, at, ...info }, "partition command served");
 				return { status: 200, body: { done: true, partition, mono, at, ...info } };
 			}
-			return notServedHere(where, partition, `${url.pathname}${url.search}`, options.self());
+			return notServedHere(
+				where,
+				partition,
+				`${url.pathname}${url.search}`,
+				options.self(),
+				options.scheme,
+			);
 		},
 	};
 	return [leases, work];

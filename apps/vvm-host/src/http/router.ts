@@ -4,6 +4,7 @@
 // (errors.ts). A route goes where its module is: see ARCHITECTURE.md "Where things go".
 import type { IncomingMessage, Server, ServerResponse } from "node:http";
 import { createServer } from "node:http";
+import { createServer as createTlsServer } from "node:https";
 import type { AddressInfo } from "node:net";
 import { cpErrorReply, hostRefusal } from "./errors.ts";
 
@@ -183,6 +184,12 @@ export const HTTP_LIMITS: Readonly<HttpLimits> = Object.freeze({
 	maxConnections: 4_096,
 });
 
+/** The PEM certificate (chain) and private key of an HTTPS server. */
+export interface TlsFiles {
+	readonly cert: string | Buffer;
+	readonly key: string | Buffer;
+}
+
 /** A started HTTP server. */
 export interface HttpServer {
 	readonly port: number;
@@ -203,28 +210,31 @@ export function startHttpServer(
 	host: string,
 	port: number,
 	limits: Partial<HttpLimits> = {},
+	tls?: TlsFiles,
 ): Promise<HttpServer> {
 	const bound = { ...HTTP_LIMITS, ...limits };
 	// One error boundary around every request: nothing a request sends (a target the URL parser
 	// refuses, a reply too large to encode) can throw out of this handler and end the process.
-	const server = createServer(
-		{ connectionsCheckingInterval: bound.checkIntervalMs },
-		(req, res) => {
-			const method = req.method ?? "GET";
-			let url: RequestUrl;
-			try {
-				url = requestUrl(req.url ?? "/");
-			} catch {
-				req.resume();
-				safeReply(res, hostRefusal(400, "target: not a valid request target", { field: "target" }));
-				return;
-			}
-			table({ method, url, req }).then(
-				(reply) => safeReply(res, reply),
-				(error: unknown) => safeReply(res, cpErrorReply(error)),
-			);
-		},
-	);
+	const handler = (req: IncomingMessage, res: ServerResponse): void => {
+		const method = req.method ?? "GET";
+		let url: RequestUrl;
+		try {
+			url = requestUrl(req.url ?? "/");
+		} catch {
+			req.resume();
+			safeReply(res, hostRefusal(400, "target: not a valid request target", { field: "target" }));
+			return;
+		}
+		table({ method, url, req }).then(
+			(reply) => safeReply(res, reply),
+			(error: unknown) => safeReply(res, cpErrorReply(error)),
+		);
+	};
+	const options = { connectionsCheckingInterval: bound.checkIntervalMs };
+	const server: Server =
+		tls === undefined
+			? createServer(options, handler)
+			: createTlsServer({ ...options, cert: tls.cert, key: tls.key }, handler);
 	// Slow or idle clients cannot hold the host: the headers within 10 s, the whole request within
 	// 30 s, an idle keep-alive connection closed after 1 s, and at most 4 096 connections at once
 	// (more are refused at accept).

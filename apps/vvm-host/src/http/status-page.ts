@@ -58,7 +58,7 @@ export const STATUS_PAGE_HTML: string = `<!doctype html>
 <section data-testid="section-leader-records">
 	<h2>Leader records of the cluster</h2>
 	<table>
-		<thead><tr><th>slot</th><th>holder</th><th>expires in</th></tr></thead>
+		<thead><tr><th>slot</th><th>holder</th><th title="the leader record's TTL on the storage; the leader's lease ends before it (at 0.8 of the leadership after the last renewal was sent), so its 'lease time left' is shorter">record expires in</th></tr></thead>
 		<tbody data-testid="slots"></tbody>
 	</table>
 </section>
