@@ -66,6 +66,9 @@ cas_series() {
 		run cas "5. commands at level $level over the 3-node Cassandra cluster (RF 3)" "${cluster[@]}" \
 			--workload commands --trust-level "$level" --duration 45 --seed "ci-cas-L$level"
 	done
+	# On a DynamoDB Local of its own (chaos starts one per run); here to even the two series out.
+	run dyn "6. operator actions under faults (a rolling --num-vvm change, a placement switch, a lost lease root repaired), commands checker on" \
+		--workload commands --trust-level 2 --clients 16 --operator all --duration 60 --seed ci-op-all
 }
 
 # series NAME: runs NAME_series with its lines prefixed and logged; exit status of the series.
