@@ -10,8 +10,8 @@ import { createRouteTable, startHttpServer } from "../src/http/router.ts";
 import type { HostProcess } from "./support/host-process.ts";
 import { killHard, spawnHost } from "./support/host-process.ts";
 
-const WRITER = "w".repeat(12) + "1001-only-writer-token";
-const ADMIN = "a".repeat(12) + "operator-and-all-token";
+const WRITER = `${"w".repeat(12)}1001-only-writer-token`;
+const ADMIN = `${"a".repeat(12)}operator-and-all-token`;
 
 let dir = "";
 const servers: HttpServer[] = [];

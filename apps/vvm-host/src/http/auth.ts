@@ -11,7 +11,7 @@ import type { ApiErrorReply } from "./errors.ts";
 import type { RouteRequest, RouteTable, TlsFiles } from "./router.ts";
 
 /** What a token may do: the workspaces it may read and write (`"*"`: all), and operator routes. */
-export interface Grant {
+interface Grant {
 	/** A name for logs (never the token). */
 	readonly name: string;
 	readonly workspaces: ReadonlySet<number> | "*";
@@ -43,9 +43,7 @@ export const JWT_CLAIMS = {
 } as const;
 
 /** The answer of {@link Authenticator.check}: go on, or the 401/403 to answer instead. */
-export type AuthCheck =
-	| { readonly ok: true }
-	| { readonly ok: false; readonly reply: ApiErrorReply };
+type AuthCheck = { readonly ok: true } | { readonly ok: false; readonly reply: ApiErrorReply };
 
 /** Authenticates and authorizes one request before its route runs. */
 export interface Authenticator {

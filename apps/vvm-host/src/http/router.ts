@@ -175,7 +175,7 @@ export interface HttpLimits {
 }
 
 /** What one client may hold of the host's HTTP server (README, Security: Limits). */
-export const HTTP_LIMITS: Readonly<HttpLimits> = Object.freeze({
+const HTTP_LIMITS: Readonly<HttpLimits> = Object.freeze({
 	/** How often node checks the two timeouts below (its default, 30 s, would let them run late). */
 	checkIntervalMs: 1_000,
 	headersTimeoutMs: 10_000,
