@@ -2,7 +2,11 @@
 // one-record creates at a multiple of its measured capacity. Requests go out on a fixed schedule,
 // whatever the answers (open loop: a slow host is not spared load, as clients do not spare it).
 // Reported: the offered and served rates, how many were shed (503, committed "no"), the p99 of
-// accepted creates against the unloaded p99, the host's RSS over the run; then the host stops
+// accepted creates against the unloaded p99, the host's RSS over the run; to tell where the time
+// goes: accepted and shed latency percentiles, the same per 5 s window of sending, the host's
+// queued commands and a trivial request's round trip (GET /metrics: the host's event loop and HTTP,
+// which no partition queue sees) once a second, this client's own event-loop delay, and the host's
+// own create-latency histogram over the open loop; then the host stops
 // gracefully and the storage is read back: every accepted create is applied once
 // (`checkCpStorage`) and no shed create wrote anything (its unique name is in no WLog entry).
 //
@@ -14,6 +18,7 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { Agent, request } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { monitorEventLoopDelay } from "node:perf_hooks";
 import { createInterface } from "node:readline";
 import { createCommandProcessor } from "@vvm/cp";
 import type { AcknowledgedCommand } from "@vvm/cp/testing";
@@ -53,10 +58,16 @@ async function startHost(dir: string): Promise<Host> {
 		child.once("exit", (code) => resolve(code)),
 	);
 	const port = await new Promise<number>((resolve, reject) => {
-		createInterface({ input: child.stdout }).on("line", (line) => {
+		const lines = createInterface({ input: child.stdout });
+		lines.on("line", (line) => {
 			try {
 				const l = JSON.parse(line) as { event?: string; port?: number; url?: string };
-				if (l.event === "listening") resolve(Number(l.port ?? new URL(String(l.url)).port));
+				if (l.event === "listening") {
+					resolve(Number(l.port ?? new URL(String(l.url)).port));
+					// The rest is drained unread: parsing the host's log lines would load this client.
+					lines.close();
+					child.stdout.resume();
+				}
 			} catch {}
 		});
 		child.once("exit", () => reject(new Error("the host exited before it listened")));
@@ -82,6 +93,8 @@ interface Sent {
 }
 interface Outcome {
 	readonly sent: Sent;
+	/** performance.now() when the request was issued. */
+	readonly sentAt: number;
 	readonly status: number | "error";
 	readonly ms: number;
 	readonly body: string;
@@ -106,6 +119,7 @@ function create(agent: Agent, port: number, s: Sent): Promise<Outcome> {
 				res.on("end", () =>
 					resolve({
 						sent: s,
+						sentAt: started,
 						status: res.statusCode ?? 0,
 						ms: performance.now() - started,
 						body: Buffer.concat(chunks).toString("utf8"),
@@ -116,7 +130,13 @@ function create(agent: Agent, port: number, s: Sent): Promise<Outcome> {
 		);
 		req.setNoDelay(true);
 		req.on("error", () =>
-			resolve({ sent: s, status: "error", ms: performance.now() - started, body: "" }),
+			resolve({
+				sent: s,
+				sentAt: started,
+				status: "error",
+				ms: performance.now() - started,
+				body: "",
+			}),
 		);
 		req.end(JSON.stringify({ name: s.name }));
 	});
@@ -177,11 +197,41 @@ async function main(): Promise<void> {
 	log(
 		`open loop: ${rate} creates/s offered for ${SECONDS} s (${FACTOR}x), up to ${CONNECTIONS} connections`,
 	);
+	const metricsText = (): Promise<string> =>
+		fetch(`${base}/metrics`)
+			.then((r) => r.text())
+			.catch(() => "");
+	/** The host's create-latency histogram: cumulative count per bucket bound. */
+	const createBuckets = (text: string): Map<string, number> =>
+		new Map(
+			[...text.matchAll(/^vvm_cp_request_duration_seconds_bucket\{([^}]*)\} (\d+)/gm)]
+				.filter((m) => m[1]?.includes('kind="create"'))
+				.map((m) => [/le="([^"]+)"/.exec(m[1] ?? "")?.[1] ?? "?", Number(m[2])]),
+		);
+	const before = createBuckets(await metricsText());
 	const rss: number[] = [rssMb(host.pid)];
 	const open: Promise<void>[] = [];
 	const openOutcomes: Outcome[] = [];
 	const t0 = performance.now();
-	const sampler = setInterval(() => rss.push(rssMb(host.pid)), 1000);
+	// The host's own view, once a second: commands queued in its partitions (all of them).
+	// How long a trivial request (/metrics) takes: the host's event-loop and HTTP queueing, which no
+	// partition queue sees; and this client's own event-loop delay, which is in every latency here.
+	const queued: number[] = [];
+	const metricsMs: number[] = [];
+	const clientLag = monitorEventLoopDelay({ resolution: 10 });
+	clientLag.enable();
+	const sampler = setInterval(() => {
+		rss.push(rssMb(host.pid));
+		const asked = performance.now();
+		void fetch(`${base}/metrics`)
+			.then((r) => r.text())
+			.then((text) => {
+				metricsMs.push(performance.now() - asked);
+				const m = /^vvm_cp_queued_commands (\d+)/m.exec(text);
+				if (m !== null) queued.push(Number(m[1]));
+			})
+			.catch(() => {});
+	}, 1000);
 	let offered = 0;
 	while (performance.now() - t0 < SECONDS * 1000) {
 		// Every 10 ms, what the schedule says is due by now.
@@ -197,6 +247,7 @@ async function main(): Promise<void> {
 	}
 	await Promise.all(open);
 	clearInterval(sampler);
+	clientLag.disable();
 	agent.destroy();
 	const seconds = (performance.now() - t0) / 1000;
 	const by = (f: (o: Outcome) => boolean) => openOutcomes.filter(f);
@@ -212,6 +263,35 @@ async function main(): Promise<void> {
 	log(
 		`offered ${Math.round(offered / seconds)}/s, served ${Math.round(accepted.length / seconds)}/s, shed ${shed.length} (503 committed no), other ${other.length}; accepted p99 ${acceptedP99.toFixed(1)} ms (${(acceptedP99 / unloaded.p99).toFixed(1)}x unloaded); host RSS ${Math.min(...rss)}..${Math.max(...rss)} MB`,
 	);
+	const ms = (xs: Outcome[], q: number): string =>
+		p(
+			xs.map((o) => o.ms),
+			q,
+		).toFixed(1);
+	log(
+		`accepted p50/p90/p99 ${ms(accepted, 0.5)}/${ms(accepted, 0.9)}/${ms(accepted, 0.99)} ms; shed p50/p99 ${ms(shed, 0.5)}/${ms(shed, 0.99)} ms; queued commands (host, per second) max ${Math.max(0, ...queued)}, median ${p(queued, 0.5)}`,
+	);
+	const windows: string[] = [];
+	for (let w = 0; w * 5 < SECONDS; w++) {
+		const inWindow = (o: Outcome): boolean => {
+			const at = o.sentAt - t0;
+			return at >= w * 5000 && at < (w + 1) * 5000;
+		};
+		const a = accepted.filter(inWindow);
+		windows.push(
+			`${w * 5}s: ${a.length} ok p99 ${ms(a, 0.99)}, ${shed.filter(inWindow).length} shed`,
+		);
+	}
+	log(`by 5 s window of sending: ${windows.join("; ")}`);
+	log(
+		`GET /metrics round trip (host event loop + HTTP) p50/max ${p(metricsMs, 0.5).toFixed(1)}/${Math.max(0, ...metricsMs).toFixed(1)} ms; this client's event-loop delay p50/p99 ${(clientLag.percentile(50) / 1e6).toFixed(1)}/${(clientLag.percentile(99) / 1e6).toFixed(1)} ms`,
+	);
+	const after = createBuckets(await metricsText());
+	const buckets = [...after].map(([le, n]) => `${le}:${n - (before.get(le) ?? 0)}`);
+	if (buckets.length > 0)
+		log(
+			`host-side create durations, open loop (answered within le seconds: count): ${buckets.join(" ")}`,
+		);
 	const otherKinds = new Map<string, number>();
 	for (const o of other)
 		otherKinds.set(String(o.status), (otherKinds.get(String(o.status)) ?? 0) + 1);

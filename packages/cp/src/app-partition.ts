@@ -212,6 +212,10 @@ export interface PartitionContext {
 	/** How long a read waits for the partition's first actualization before `CP_BUSY`. */
 	readonly readWaitMs: number;
 	readonly maxQueued: number;
+	/** `maxQueueWaitMs`: no command is admitted whose estimated queue wait exceeds it. */
+	readonly maxQueueWaitMs: number;
+	/** `queueWaitTargetMs`: the bound of a standing queue's estimated wait. */
+	readonly queueWaitTargetMs: number;
 	/** Already guarded and bound to the package (`libraryLogger`). */
 	readonly log: Logger;
 	readonly newSequencer: (storage: SeqStorage, onStorageError: () => void) => SequencerHandle;
@@ -237,7 +241,7 @@ export class AppPartitionImpl implements AppPartition {
 	readonly sequencer: Sequencer & { stats(): SequencerStats };
 	readonly #ctx: PartitionContext;
 	readonly #handle: SequencerHandle;
-	readonly #queue = new SerialQueue();
+	readonly #queue: SerialQueue;
 	readonly #counters = new Counters();
 	readonly #lease: PartitionLease | undefined;
 	/** Resolves once the fence is raised (the writer and the sequencer's storage exist). */
@@ -261,6 +265,14 @@ export class AppPartitionImpl implements AppPartition {
 	#pending: EncodedEvent | undefined;
 	/** The re-application of {@link AppPartitionImpl.#pending} in progress. */
 	#pendingRun: Promise<void> | undefined;
+	/**
+	 * Our event whose PLog write may or may not have landed (its answer was lost): it may still
+	 * land, late, so its offset must not go to another command (at level 2 that command's put and
+	 * this late one would overwrite each other). Before the next actualization reads the PLog, the
+	 * same bytes are written again at the same offset until that is confirmed; the late original
+	 * then writes what is already there. See {@link AppPartitionImpl.#resolveUnknownPLog}.
+	 */
+	#unknownPLog: EncodedEvent | undefined;
 	/** The first actualization read the PLog to its end: every earlier holder's event is applied. */
 	#caughtUp = false;
 	#closed = false;
@@ -268,6 +280,10 @@ export class AppPartitionImpl implements AppPartition {
 
 	constructor(ctx: PartitionContext, partitionId: number, lease: PartitionLease | undefined) {
 		this.#ctx = ctx;
+		this.#queue = new SerialQueue(ctx.clock, {
+			maxWaitMs: ctx.maxQueueWaitMs,
+			targetMs: ctx.queueWaitTargetMs,
+		});
 		this.partitionId = partitionId;
 		this.#lease = lease;
 		this.#fenced = this.#raiseFence();
@@ -289,6 +305,7 @@ export class AppPartitionImpl implements AppPartition {
 				signal: AbortSignal,
 			) => {
 				const s = await seq();
+				await this.#resolveUnknownPLog(signal);
 				this.#counters.actualizations++;
 				await s.actualizeSequencesFromPLog(offset, batcher, signal);
 				this.#caughtUp = true;
@@ -357,12 +374,14 @@ export class AppPartitionImpl implements AppPartition {
 			claimRecovered: ctx.orderedFencing,
 			idempotencyTtlSeconds: ctx.idempotencyTtlSeconds,
 		});
-		// The numbers and the offset go unfenced: the sequencer flushes only past events whose
-		// effects are applied (#commit, #recover), so any holder's flush, landing whenever, can only
-		// put them back (the WLog heals a number, actualization re-applies a longer tail), never
-		// past an unapplied event (README, "Fenced writes", rule 5).
+		// The numbers and the offset go fenced. The sequencer flushes only past events whose effects
+		// it saw applied (#commit, #recover; README, "Fenced writes", rule 5); fenced, a deposed
+		// holder's late flush is also refused outright on "epoch" drivers, and ordered below the new
+		// holder's flushes on "ordered" ones. (On "ordered" drivers a deposed holder's effect write
+		// can be shadowed without an error, so its flush may pass an event nobody applied if the new
+		// holder dies before applying it and flushing: simulator seed 5696, open; README.)
 		this.#seqStorage = createSeqStorage({
-			storage: ctx.writes,
+			storage: writes,
 			// An embedded store that commits in groups (level): a range read there opens an iterator
 			// over every table, point reads do not.
 			pointReads: ctx.storage.supports?.groupCommit === true,
@@ -499,6 +518,45 @@ export class AppPartitionImpl implements AppPartition {
 	}
 
 	/**
+	 * Settles {@link AppPartitionImpl.#unknownPLog} before actualization reads the PLog: writes the
+	 * same event at its offset again (idempotent: the same bytes, or insert-if-not-exists that finds
+	 * them) until a write is confirmed, retrying storage errors with backoff. Then the event is in
+	 * the PLog for sure, actualization re-applies it like any event of ours, and the original
+	 * write, should it still land, rewrites the same bytes. While this runs the sequencer is
+	 * actualizing: no command takes a number. A fence refusal deposes the partition; a lease
+	 * that ended stops it (the next holder's fence refuses or orders below the late write).
+	 */
+	async #resolveUnknownPLog(signal: AbortSignal): Promise<void> {
+		const unknown = this.#unknownPLog;
+		if (unknown === undefined) return;
+		for (let attempt = 0; ; attempt++) {
+			if (this.#closed || signal.aborted) throw closedError();
+			if (!this.#mayWrite()) throw leaseEnded(this.partitionId, "unknown");
+			try {
+				await this.#writerReady.writePLog(unknown);
+				break;
+			} catch (error) {
+				if (isFenced(error)) {
+					this.#depose(error);
+					throw error;
+				}
+				this.#ctx.log.warn(
+					{
+						event: "plog-resolve-retry",
+						partitionId: this.partitionId,
+						plogOffset: unknown.event.o,
+						attempt,
+						err: error,
+					},
+					`partition ${this.partitionId}: writing PLog offset ${unknown.event.o} again (its first write's answer was lost) failed; retrying`,
+				);
+				await this.#ctx.clock.sleep(Math.min(2_000, 50 * 2 ** attempt), signal).catch(noop);
+			}
+		}
+		if (this.#unknownPLog === unknown) this.#unknownPLog = undefined;
+	}
+
+	/**
 	 * Re-applies {@link AppPartitionImpl.#pending} (our committed event whose effects failed), once
 	 * for every caller at a time: recovery, and reads that must see it. Rejects while this process
 	 * may not write (the next holder applies it), or with the storage error (the next call tries
@@ -630,7 +688,7 @@ export class AppPartitionImpl implements AppPartition {
 					);
 				}
 			}
-			if (this.#queue.length >= this.#ctx.maxQueued) throw this.#busy("the command queue is full");
+			this.#admit();
 			if (this.sequencer.stats().actualizing) throw this.#busy("the partition is actualizing");
 			if (inFlight !== undefined) this.#keysInFlight.add(inFlight);
 			const result = await this.#queue.run(() => this.#execute({ plan: p, idempotency }));
@@ -642,6 +700,31 @@ export class AppPartitionImpl implements AppPartition {
 		} finally {
 			if (inFlight !== undefined) this.#keysInFlight.delete(inFlight);
 		}
+	}
+
+	/**
+	 * Admission: a command the partition's queue cannot take in time is shed at once, before
+	 * anything is read, written or numbered (`CP_BUSY`, committed "no"), with a `retryAfterMs` of
+	 * the backlog's estimated drain time: past `maxQueuedCommands`, past `maxQueueWaitMs` of
+	 * estimated wait, or past `queueWaitTargetMs` while the queue is standing.
+	 */
+	#admit(): void {
+		const queue = this.#queue;
+		const full = queue.length >= this.#ctx.maxQueued;
+		const waitMs = full
+			? Math.ceil(queue.waitEstimateMs()) || this.#ctx.retryAfterMs
+			: queue.shed();
+		if (!full && waitMs === 0) return;
+		this.#counters.shed++;
+		throw new CpError(
+			"CP_BUSY",
+			`server is busy: partition ${this.partitionId} has ${queue.length} commands queued, about ${waitMs} ms of work (${
+				full
+					? `maxQueuedCommands ${this.#ctx.maxQueued}`
+					: `over ${queue.standing ? `queueWaitTargetMs ${this.#ctx.queueWaitTargetMs} of a standing queue` : `maxQueueWaitMs ${this.#ctx.maxQueueWaitMs}`}`
+			}); nothing was written`,
+			{ retryAfterMs: waitMs },
+		);
 	}
 
 	#count(error: unknown): unknown {
@@ -850,6 +933,8 @@ export class AppPartitionImpl implements AppPartition {
 			applied = await writer.writePLog(encoded);
 		} catch (error) {
 			if (isFenced(error)) this.#depose(error);
+			// May land later: its offset is settled before anything reuses it.
+			else if (!CpError.is(error) || error.committed !== "no") this.#unknownPLog = encoded;
 			throw error;
 		}
 		if (!this.#mayWrite()) throw leaseEnded(this.partitionId, "unknown");
@@ -871,9 +956,14 @@ export class AppPartitionImpl implements AppPartition {
 			return answer;
 		}
 		if (conflict !== undefined) throw conflict.error(conflict.markError);
-		// Every event up to this one is applied: only now may the stored offset pass it.
+		// Every event up to this one is applied: only now may the stored offset pass it. Not once
+		// the lease has ended, though: then a newer holder may exist, and on an "ordered" driver
+		// our effect writes may have landed below its writes of the same keys without an error
+		// (shadowed, not applied); a flush past the event would let a holder after it skip the
+		// event if the newer one dies before applying it (simulator seed 5696). Unflushed, the
+		// transaction is dropped when the partition closes; the next holder applies the event.
 		this.#appliedThrough = encoded.event.o;
-		this.sequencer.flush();
+		if (this.#mayWrite()) this.sequencer.flush();
 		return answer;
 	}
 
@@ -1102,6 +1192,8 @@ export class AppPartitionImpl implements AppPartition {
 			partitionId: this.partitionId,
 			...this.#counters,
 			queued: this.#queue.length,
+			queueWaitMs: Math.round(this.#queue.waitEstimateMs()),
+			serviceMs: this.#queue.serviceMs,
 			actualizing: s.actualizing,
 			nextPLogOffset: s.nextPLogOffset,
 			unflushedValues: s.unflushedValues,

@@ -54,6 +54,21 @@ export interface CommandProcessorOptions {
 	/** Commands queued per partition before `CP_BUSY`; default 1000. */
 	readonly maxQueuedCommands?: number;
 	/**
+	 * Admission by time: a command whose estimated wait in its partition's queue (the commands
+	 * ahead of it times the measured service time per command) exceeds this is answered `CP_BUSY`
+	 * at once (committed "no", `retryAfterMs` the backlog's drain time) instead of queueing.
+	 * Bursts are absorbed up to this bound. Default 1000; `>= 1`.
+	 */
+	readonly maxQueueWaitMs?: number;
+	/**
+	 * The wait of a standing queue: once the estimated wait has stayed above this for 100 ms (a
+	 * queue that does not drain, not a burst), a command is admitted only while its estimated wait
+	 * is within it (or no other command is waiting), until the estimate has stayed within it for
+	 * 100 ms: under sustained overload accepted commands wait about this long and the excess is
+	 * shed. Default `min(50, maxQueueWaitMs)`; `0..maxQueueWaitMs`.
+	 */
+	readonly queueWaitTargetMs?: number;
+	/**
 	 * Group commit: unconditional writes (level 2 events, level 1/2 records, updates, the
 	 * sequencer's flushes) of all partitions that arrive while one batch is at the storage go out as
 	 * the next batch. Default `true`, except over a storage that does it itself
@@ -116,7 +131,13 @@ export interface CommandProcessorOptions {
 export interface CommandProcessorStats {
 	readonly totals: Omit<
 		PartitionStats,
-		"partitionId" | "actualizing" | "nextPLogOffset" | "epoch" | "deposed"
+		| "partitionId"
+		| "actualizing"
+		| "nextPLogOffset"
+		| "epoch"
+		| "deposed"
+		| "queueWaitMs"
+		| "serviceMs"
 	> & {
 		readonly actualizing: number;
 	};
@@ -169,6 +190,8 @@ class CommandProcessorImpl implements CommandProcessor {
 	/** Fenced, and the storage orders fenced writes per record (`supports.fencing: "ordered"`). */
 	readonly #orderedFencing: boolean;
 	readonly #idempotencyTtl: number;
+	readonly #maxQueueWaitMs: number;
+	readonly #queueWaitTargetMs: number;
 	#closed = false;
 
 	constructor(options: CommandProcessorOptions) {
@@ -185,10 +208,18 @@ class CommandProcessorImpl implements CommandProcessor {
 			["retryAfterMs", options.retryAfterMs, 0],
 			["readWaitMs", options.readWaitMs, 0],
 			["maxQueuedCommands", options.maxQueuedCommands, 1],
+			["maxQueueWaitMs", options.maxQueueWaitMs, 1],
+			["queueWaitTargetMs", options.queueWaitTargetMs, 0],
 			["writeBatchesInFlight", options.writeBatchesInFlight, 1],
 		] as const)
 			if (v !== undefined && (!Number.isSafeInteger(v) || v < min))
 				throw new RangeError(`[@vvm/cp] ${name} must be an integer >= ${min}, got ${v}`);
+		this.#maxQueueWaitMs = options.maxQueueWaitMs ?? 1000;
+		this.#queueWaitTargetMs = options.queueWaitTargetMs ?? Math.min(50, this.#maxQueueWaitMs);
+		if (this.#queueWaitTargetMs > this.#maxQueueWaitMs)
+			throw new RangeError(
+				`[@vvm/cp] queueWaitTargetMs must be <= maxQueueWaitMs (${this.#maxQueueWaitMs}), got ${this.#queueWaitTargetMs}`,
+			);
 		this.#idempotencyTtl = settings.idempotencyTtlSeconds;
 		this.#fencing =
 			options.unsafeUnfenced !== true &&
@@ -260,6 +291,8 @@ class CommandProcessorImpl implements CommandProcessor {
 				retryAfterMs: o.retryAfterMs ?? 1000,
 				readWaitMs: o.readWaitMs ?? 1000,
 				maxQueued: o.maxQueuedCommands ?? 1000,
+				maxQueueWaitMs: this.#maxQueueWaitMs,
+				queueWaitTargetMs: this.#queueWaitTargetMs,
 				log: libraryLogger(o.logger, { pkg: "@vvm/cp" }),
 				newSequencer: (storage: SeqStorage, count: () => void) =>
 					factory({ ...o.sequencer, seqTypes }, storage, {
@@ -302,6 +335,7 @@ class CommandProcessorImpl implements CommandProcessor {
 				rejected: sum((s) => s.rejected),
 				conflicts: sum((s) => s.conflicts),
 				busy: sum((s) => s.busy),
+				shed: sum((s) => s.shed),
 				storageErrors: sum((s) => s.storageErrors),
 				corruptedOffsets: sum((s) => s.corruptedOffsets),
 				actualizations: sum((s) => s.actualizations),

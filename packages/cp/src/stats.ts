@@ -20,6 +20,12 @@ export interface PartitionStats {
 	readonly conflicts: number;
 	/** Answered `CP_BUSY` ("server is busy", 503). */
 	readonly busy: number;
+	/**
+	 * Of those, commands shed at admission: the queue was past `maxQueuedCommands`, or their
+	 * estimated wait past `maxQueueWaitMs` (or `queueWaitTargetMs` of a standing queue). Nothing
+	 * written.
+	 */
+	readonly shed: number;
 	/** Commands failed with `CP_STORAGE`. */
 	readonly storageErrors: number;
 	/** PLog offsets holding a value this package did not write, consumed as corrupted. */
@@ -34,6 +40,10 @@ export interface PartitionStats {
 	readonly sequencerStorageErrors: number;
 	/** Commands queued or running. */
 	readonly queued: number;
+	/** How long a command submitted now would wait in the queue (ms, estimated). */
+	readonly queueWaitMs: number;
+	/** Moving average of a command's service time in the queue (ms); 0 until one ran. */
+	readonly serviceMs: number;
 	/** The sequencer is actualizing (commands are answered `CP_BUSY`). */
 	readonly actualizing: boolean;
 	/** The PLog offset of the next event. */
@@ -54,6 +64,7 @@ export class Counters {
 	rejected = 0;
 	conflicts = 0;
 	busy = 0;
+	shed = 0;
 	storageErrors = 0;
 	corruptedOffsets = 0;
 	actualizations = 0;
