@@ -57,7 +57,8 @@ export interface CommandProcessorOptions {
 	 * Admission by time: a command whose estimated wait in its partition's queue (the commands
 	 * ahead of it times the measured service time per command) exceeds this is answered `CP_BUSY`
 	 * at once (committed "no", `retryAfterMs` the backlog's drain time) instead of queueing.
-	 * Bursts are absorbed up to this bound. Default 1000; `>= 1`.
+	 * Bursts are absorbed up to this bound. Default 5000 (a partition with 16 clients' commands
+	 * in flight on a loaded machine stays well within it); `>= 1`.
 	 */
 	readonly maxQueueWaitMs?: number;
 	/**
@@ -65,7 +66,9 @@ export interface CommandProcessorOptions {
 	 * queue that does not drain, not a burst), a command is admitted only while its estimated wait
 	 * is within it (or no other command is waiting), until the estimate has stayed within it for
 	 * 100 ms: under sustained overload accepted commands wait about this long and the excess is
-	 * shed. Default `min(50, maxQueueWaitMs)`; `0..maxQueueWaitMs`.
+	 * shed. Default `maxQueueWaitMs` (no stricter bound for a standing queue: set it, e.g. 50, to
+	 * keep accepted commands' latency low under sustained overload at the cost of shedding
+	 * steady concurrent load); `0..maxQueueWaitMs`.
 	 */
 	readonly queueWaitTargetMs?: number;
 	/**
@@ -214,8 +217,8 @@ class CommandProcessorImpl implements CommandProcessor {
 		] as const)
 			if (v !== undefined && (!Number.isSafeInteger(v) || v < min))
 				throw new RangeError(`[@vvm/cp] ${name} must be an integer >= ${min}, got ${v}`);
-		this.#maxQueueWaitMs = options.maxQueueWaitMs ?? 1000;
-		this.#queueWaitTargetMs = options.queueWaitTargetMs ?? Math.min(50, this.#maxQueueWaitMs);
+		this.#maxQueueWaitMs = options.maxQueueWaitMs ?? 5000;
+		this.#queueWaitTargetMs = options.queueWaitTargetMs ?? this.#maxQueueWaitMs;
 		if (this.#queueWaitTargetMs > this.#maxQueueWaitMs)
 			throw new RangeError(
 				`[@vvm/cp] queueWaitTargetMs must be <= maxQueueWaitMs (${this.#maxQueueWaitMs}), got ${this.#queueWaitTargetMs}`,

@@ -402,30 +402,45 @@ class CassandraTTLStorageImpl implements TTLStorage {
 	}
 
 	/**
-	 * Unfenced items as lightweight-transaction puts, {@link LWT_PUT_CONCURRENCY} at a time; a
-	 * record's later item only after its earlier one returned.
+	 * Unfenced items as lightweight-transaction puts: the items of one partition one after the
+	 * other (Paxos serialises a partition's rounds anyway; concurrent rounds there only contend,
+	 * and on a 3-node cluster under load they timed out), up to {@link LWT_PUT_CONCURRENCY}
+	 * partitions at a time; a record's later item only after its earlier one returned.
 	 */
 	async #lwtPuts(items: readonly BatchItem[], wrote: () => void): Promise<void> {
 		for (const wave of wavesByRecord(items)) {
+			const lanes = new Map<string, BatchItem[]>();
+			for (const it of wave) {
+				const key = Buffer.from(it.pKey).toString("hex");
+				const lane = lanes.get(key);
+				if (lane === undefined) lanes.set(key, [it]);
+				else lane.push(it);
+			}
+			const queue = [...lanes.values()];
 			let next = 0;
 			let failed: unknown;
 			const worker = async (): Promise<void> => {
-				while (failed === undefined && next < wave.length) {
-					const it = wave[next++] as BatchItem;
-					try {
-						await this.#lwtPut("putBatch", it);
-						wrote();
-					} catch (error) {
-						// An unknown outcome outranks "nothing written" of another item.
-						if (
-							failed === undefined ||
-							(TTLStorageError.is(error) && error.code === "TTLSTORAGE_OUTCOME_UNKNOWN")
-						)
-							failed = error;
+				while (failed === undefined && next < queue.length) {
+					const lane = queue[next++] as BatchItem[];
+					for (const it of lane) {
+						if (failed !== undefined) return;
+						try {
+							await this.#lwtPut("putBatch", it);
+							wrote();
+						} catch (error) {
+							// An unknown outcome outranks "nothing written" of another item.
+							if (
+								failed === undefined ||
+								(TTLStorageError.is(error) && error.code === "TTLSTORAGE_OUTCOME_UNKNOWN")
+							)
+								failed = error;
+						}
 					}
 				}
 			};
-			await Promise.all(Array.from({ length: Math.min(LWT_PUT_CONCURRENCY, wave.length) }, worker));
+			await Promise.all(
+				Array.from({ length: Math.min(LWT_PUT_CONCURRENCY, queue.length) }, worker),
+			);
 			if (failed !== undefined) throw failed;
 		}
 	}
