@@ -5,6 +5,12 @@ import { PROFILES } from "./profiles.ts";
 import { loadProfile, profileOfSeed, runMany, runParallel, shrinkSeed } from "./runner.ts";
 import { runSeed, START } from "./world.ts";
 
+// `--placement`: the placement part (README, "Placement"), with options of its own.
+if (process.argv.includes("--placement")) {
+	const { placementMain } = await import("./placement-cli.ts");
+	process.exit(await placementMain(process.argv.slice(2)));
+}
+
 const { values } = parseArgs({
 	options: {
 		seeds: { type: "string", default: "1000" },

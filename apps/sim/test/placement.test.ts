@@ -1,0 +1,62 @@
+import { describe, expect, it } from "vitest";
+import { runPlacementSeeds } from "../src/placement-cli.ts";
+import {
+	PLACEMENT_TREE_FIXED,
+	placementFailureMatches,
+	runPlacementSeed,
+} from "../src/placement-world.ts";
+
+/**
+ * The placement part's CI budget (issue 33): seeds 1..N of `runPlacementSeed` (10–20 seeds/s on
+ * one core of the shared machine, 3–4 at load 18), stopped after CI_BUDGET_MS of wall time; at
+ * least MIN_SEEDS must have run (a slow machine checks fewer seeds, it does not fail).
+ */
+const CI_SEEDS = Number(process.env.SIM_PLACEMENT_CI_SEEDS ?? 200);
+const CI_BUDGET_MS = 45_000;
+const MIN_SEEDS = Math.min(CI_SEEDS, 60);
+/**
+ * An open finding of this simulator on the current tree, not a simulator fault: the static
+ * placement takes each partition's epoch once per leadership; a storage error then (one failed
+ * compare-and-swap or read) declines the partition, and it stays dark for as long as that VVM
+ * keeps the slot's leadership, past any bound once the faults stop (README, "Placement"). Every
+ * `dark` failure must have this cause (the world reads it from the placement's own `describe()`);
+ * any other failure fails the test. A fix in @vvm/appparts turns these into passes.
+ */
+const KNOWN_OPEN_DARK = /declined by the leader of its slot/;
+
+describe("placement: determinism", () => {
+	it("the same seed replays the same run (trace hash); another seed another one", async () => {
+		const a = await runPlacementSeed(12);
+		const b = await runPlacementSeed(12);
+		const c = await runPlacementSeed(13);
+		expect(a.traceHash).toBe(b.traceHash);
+		expect(a.trace).toEqual(b.trace);
+		expect(a.failures).toEqual(b.failures);
+		expect(c.traceHash).not.toBe(a.traceHash);
+		// The run did something: hosts started, operator actions ran, the faults stopped.
+		expect(a.trace.some((l) => l.includes("faults stop"))).toBe(true);
+		expect(a.steps).toBeGreaterThan(900);
+	}, 30_000);
+
+	it("a failure kind matches by kind or by kind@mode", () => {
+		const f = { kind: "overlap" as const, atMs: 0, detail: "", mode: "leases" as const };
+		expect(placementFailureMatches(f, ["overlap"])).toBe(true);
+		expect(placementFailureMatches(f, ["overlap@leases"])).toBe(true);
+		expect(placementFailureMatches(f, ["overlap@static", "same-epoch"])).toBe(false);
+	});
+});
+
+describe("placement: the CI budget", () => {
+	it(`seeds 1..${CI_SEEDS}: never two hosts serving one partition, every partition served within the bound after the faults (but the known open cause)`, async () => {
+		expect(PLACEMENT_TREE_FIXED).toBe(true);
+		const s = await runPlacementSeeds({ from: 1, count: CI_SEEDS, budgetMs: CI_BUDGET_MS });
+		const unexplained = s.failed
+			.filter((f) => !(f.failure.kind === "dark" && KNOWN_OPEN_DARK.test(f.failure.detail)))
+			.map((f) => `seed ${f.seed}: ${f.failure.kind} at ${f.failure.atMs} ms: ${f.failure.detail}`);
+		console.log(
+			`placement: ${s.seeds} seeds in ${(s.ms / 1000).toFixed(1)} s (${s.seedsPerSecond.toFixed(1)} seeds/s, CPU ${(s.cpuMs / 1000).toFixed(1)} s); ${s.failed.length} known-open dark, slowest recovery ${s.worstRecoveryMs} ms`,
+		);
+		expect(unexplained).toEqual([]);
+		expect(s.seeds).toBeGreaterThanOrEqual(MIN_SEEDS);
+	}, 120_000);
+});
