@@ -623,10 +623,23 @@ export async function runPlacementSeed(
 			for (const inst of instances) {
 				if (!inst.live || inst.mode !== "static" || inst.slot === undefined) continue;
 				if (appparts.staticSlotOf(p, inst.host.numVVM) !== inst.slot) continue;
-				const d = inst.placement.describe() as { partitionsOfSlot?: { partition: number }[] };
-				if (d.partitionsOfSlot?.some((x) => x.partition === p) === false) {
+				const d = inst.placement.describe() as {
+					partitionsOfSlot?: {
+						partition: number;
+						epoch?: string | null;
+						epochFailures?: number;
+						epochError?: string | null;
+					}[];
+				};
+				const mine = d.partitionsOfSlot?.find((x) => x.partition === p);
+				if (d.partitionsOfSlot !== undefined && mine === undefined) {
 					causes.push(
 						`partition ${p} declined by the leader of its slot ${inst.slot} (${inst.name}), which keeps the slot`,
+					);
+				} else if (mine?.epoch === null) {
+					// The tree that retries a failed epoch take (issue 33): still without an epoch.
+					causes.push(
+						`partition ${p} has no epoch yet at the leader of its slot ${inst.slot} (${inst.name}): ${mine.epochFailures ?? "?"} failed take(s), the last: ${mine.epochError ?? "none"}`,
 					);
 				}
 			}

@@ -13,17 +13,8 @@ import {
  */
 const CI_SEEDS = Number(process.env.SIM_PLACEMENT_CI_SEEDS ?? 200);
 const CI_BUDGET_MS = 45_000;
-const MIN_SEEDS = Math.min(CI_SEEDS, 60);
-/**
- * An open finding of this simulator on the current tree, not a simulator fault: the static
- * placement takes each partition's epoch once per leadership; a storage error then (one failed
- * compare-and-swap or read) declines the partition, and it stays dark for as long as that VVM
- * keeps the slot's leadership, past any bound once the faults stop (README, "Placement"). Every
- * `dark` failure must have this cause (the world reads it from the placement's own `describe()`);
- * any other failure fails the test. A fix in @vvm/appparts turns these into passes.
- */
-const KNOWN_OPEN_DARK = /declined by the leader of its slot/;
-
+// 59 ran once in 45 s at load 22 (2 cores): the floor says the check ran, not how fast.
+const MIN_SEEDS = Math.min(CI_SEEDS, 30);
 describe("placement: determinism", () => {
 	it("the same seed replays the same run (trace hash); another seed another one", async () => {
 		const a = await runPlacementSeed(12);
@@ -47,16 +38,18 @@ describe("placement: determinism", () => {
 });
 
 describe("placement: the CI budget", () => {
-	it(`seeds 1..${CI_SEEDS}: never two hosts serving one partition, every partition served within the bound after the faults (but the known open cause)`, async () => {
+	it(`seeds 1..${CI_SEEDS}: never two hosts serving one partition, every partition served within the bound after the faults`, async () => {
 		expect(PLACEMENT_TREE_FIXED).toBe(true);
 		const s = await runPlacementSeeds({ from: 1, count: CI_SEEDS, budgetMs: CI_BUDGET_MS });
-		const unexplained = s.failed
-			.filter((f) => !(f.failure.kind === "dark" && KNOWN_OPEN_DARK.test(f.failure.detail)))
-			.map((f) => `seed ${f.seed}: ${f.failure.kind} at ${f.failure.atMs} ms: ${f.failure.detail}`);
-		console.log(
-			`placement: ${s.seeds} seeds in ${(s.ms / 1000).toFixed(1)} s (${s.seedsPerSecond.toFixed(1)} seeds/s, CPU ${(s.cpuMs / 1000).toFixed(1)} s); ${s.failed.length} known-open dark, slowest recovery ${s.worstRecoveryMs} ms`,
+		// Any failure fails: a dark partition too (issue 33 closed the last accepted cause, a
+		// partition left without an epoch by one storage error while its VVM kept the slot).
+		const failures = s.failed.map(
+			(f) => `seed ${f.seed}: ${f.failure.kind} at ${f.failure.atMs} ms: ${f.failure.detail}`,
 		);
-		expect(unexplained).toEqual([]);
+		console.log(
+			`placement: ${s.seeds} seeds in ${(s.ms / 1000).toFixed(1)} s (${s.seedsPerSecond.toFixed(1)} seeds/s, CPU ${(s.cpuMs / 1000).toFixed(1)} s); ${s.failed.length} failed, slowest recovery ${s.worstRecoveryMs} ms`,
+		);
+		expect(failures).toEqual([]);
 		expect(s.seeds).toBeGreaterThanOrEqual(MIN_SEEDS);
 	}, 120_000);
 });

@@ -12,6 +12,12 @@ export {
 	type ServingLease,
 } from "./leases-placement.ts";
 export {
+	EPOCH_RETRY_DEFAULTS,
+	type EpochRetryOptions,
+	type ResolvedEpochRetry,
+	resolveEpochRetry,
+} from "./options.ts";
+export {
 	changeStaticNumVVM,
 	checkStaticNumVVM,
 	claimPartitionEpoch,
@@ -35,6 +41,7 @@ export {
 } from "./placement.ts";
 export {
 	createStaticPlacement,
+	PartitionEpochUnavailableError,
 	type StaticPlacement,
 	type StaticPlacementOptions,
 	staticPartitionsOf,

@@ -10,6 +10,8 @@ import { silentLogger } from "@vvm/log";
 import type { VVMLeadership, VVMService, VVMServiceContext } from "@vvm/orch";
 import { checkVVMTimings, parseLeaderValue } from "@vvm/orch";
 import type { TTLStorage } from "@vvm/ttlstorage";
+import type { EpochRetryOptions } from "./options.ts";
+import { epochRetryDelay, resolveEpochRetry } from "./options.ts";
 import {
 	checkStaticNumVVM,
 	DEFAULT_PLACEMENT_NAMESPACE,
@@ -51,10 +53,47 @@ export interface StaticPlacementOptions {
 	readonly leaderOf: (slot: number) => Promise<string | undefined>;
 	/** How often the other slots' leader records are read for 421 answers; default 1000 ms. */
 	readonly holderRefreshMs?: number;
-	/** Default `systemClock`. */
+	/**
+	 * How a partition's epoch is taken again after a storage error, within the leadership: waits
+	 * of 100 ms doubling to 5 s by default, until the leadership ends or the placement closes;
+	 * `giveUpAfterMs` gives the slot up instead (README, "Partition epochs"). Checked by
+	 * {@link resolveEpochRetry}.
+	 */
+	readonly epochRetry?: EpochRetryOptions;
+	/** Default `systemClock` (its monotonic time and timers pace the epoch retries). */
 	readonly clock?: Clock;
-	/** Grants, ends and declined deploys; default silent. */
+	/** Grants, ends, failed epoch takes (each one, at error) and declined deploys; default silent. */
 	readonly logger?: Logger;
+}
+
+/**
+ * Why a static placement gave its slot up: partitions of the slot still had no epoch
+ * `giveUpAfterMs` after the leadership began (`epochRetry.giveUpAfterMs`; code
+ * `APPPARTS_EPOCH_UNAVAILABLE`). The placement's service `start` rejects with it, so the VVM
+ * reports a problem, shuts down and releases the slot for another VVM. `cause` is the last
+ * storage error.
+ *
+ * @example
+ * ```ts
+ * if (vvm.problem()?.cause instanceof PartitionEpochUnavailableError) alertOperator();
+ * ```
+ */
+export class PartitionEpochUnavailableError extends Error {
+	readonly code = "APPPARTS_EPOCH_UNAVAILABLE";
+	/** The slot given up. */
+	readonly slot: number;
+	/** The partitions of the slot that had no epoch, ascending. */
+	readonly partitions: readonly number[];
+	constructor(slot: number, partitions: readonly number[], afterMs: number, cause: unknown) {
+		super(
+			`[@vvm/appparts] giving slot ${slot} up: partition(s) ${partitions.join(", ")} still have no ` +
+				`epoch ${afterMs} ms after the leadership began (the storage keeps failing: ${String(cause)})`,
+			{ cause },
+		);
+		this.name = "PartitionEpochUnavailableError";
+		this.slot = slot;
+		this.partitions = partitions;
+	}
 }
 
 /** The static placement; its `service` runs in the VVM and deploys the slot's partitions. */
@@ -82,8 +121,12 @@ const START_CHECK_ATTEMPTS = 5;
 interface Grant {
 	readonly ctl: AbortController;
 	ready: boolean;
-	/** The partition's epoch taken for this grant, once taken. */
+	/** The partition's epoch taken for this grant, once taken: served from then on. */
 	epoch: bigint | undefined;
+	/** Failed takes of the epoch in this leadership. */
+	failures: number;
+	/** The last failed take's error. */
+	lastError: unknown;
 }
 
 interface Held {
@@ -104,7 +147,15 @@ interface Held {
  * (`takePartitionEpoch`: `max(stored + 1, the slot's fencing token)`, compare-and-swap), not by
  * the slot's token: slots' tokens are unrelated counters, so after a numVVM change (p moves to
  * another slot) they would not order p's holders. The leases placement claims its lease epochs in
- * the same counter, so holders stay ordered across a switch between the two.
+ * the same counter, so holders stay ordered across a switch between the two. A take that fails
+ * (a storage error) leaves the partition unserved (`locate` answers `nobody`) and is tried again
+ * `epochRetry` apart (100 ms doubling to 5 s) for as long as the leadership lasts and is valid by
+ * its own clock; each failure is logged at error and counted in `describe()` (`epochFailures`,
+ * and per partition `epochFailures`, `epochError`). A retry is safe after an unknown outcome: a
+ * take serves only under the epoch its own compare-and-swap wrote over the value it read, so an
+ * earlier write that may have landed only makes the retry read it and go one higher. With
+ * `epochRetry.giveUpAfterMs` the service's start waits for the slot's epochs and, past that
+ * bound, gives the slot up ({@link PartitionEpochUnavailableError}).
  *
  * **numVVM.** `start()` and each leadership's service start check `numVVM` against the cluster's
  * stored value (storing it when there is none) and reject with {@link NumVVMMismatchError} when
@@ -138,6 +189,7 @@ export function createStaticPlacement(options: StaticPlacementOptions): StaticPl
 		throw new TypeError("[@vvm/appparts] storage must be a TTLStorage");
 	}
 	const storage = options.storage;
+	const retryOptions = resolveEpochRetry(options.epochRetry);
 	const namespace = options.namespace ?? DEFAULT_PLACEMENT_NAMESPACE;
 	if (typeof namespace !== "string" || namespace.trim() === "" || namespace.length > 200) {
 		throw new TypeError(
@@ -156,6 +208,8 @@ export function createStaticPlacement(options: StaticPlacementOptions): StaticPl
 	let running = false;
 	let refreshing: Promise<void> | undefined;
 	let closed = false;
+	/** Failed epoch takes since the placement was created (`describe().epochFailures`). */
+	let epochFailures = 0;
 
 	const slotsWithPartitions = Math.min(numVVM, partitions);
 	const refresh = (): Promise<void> => {
@@ -233,10 +287,12 @@ export function createStaticPlacement(options: StaticPlacementOptions): StaticPl
 			if (closed || ctx.signal.aborted) return;
 			const h: Held = { slot, ctx, grants: new Map() };
 			held = h;
+			const began = clock.monotonic();
 			// The slot's token only as a floor: a partition fenced by it before this version stays ordered.
 			const floor = ctx.fencingToken === undefined ? 0n : BigInt(ctx.fencingToken);
 			const tag = `static:${slot}:${options.leadership()?.address ?? ""}`;
 			const mine = staticPartitionsOf(slot, numVVM, partitions);
+			const live = (grant: Grant): boolean => !grant.ctl.signal.aborted && held === h && !closed;
 			const decline = (p: number, grant: Grant, error: unknown): void => {
 				if (grant.ctl.signal.aborted || held !== h) return;
 				// A declined grant: not served here; requests for it answer 503 until a new leadership.
@@ -248,32 +304,26 @@ export function createStaticPlacement(options: StaticPlacementOptions): StaticPl
 					`partition ${p} could not be deployed`,
 				);
 			};
-			for (const p of mine)
-				h.grants.set(p, { ctl: new AbortController(), ready: false, epoch: undefined });
-			ctx.signal.addEventListener(
-				"abort",
-				() => end(String(ctx.signal.reason ?? "leadership ended")),
-				{ once: true },
-			);
-			// Each partition's epoch first (in parallel), so every grant is handed over by the time
-			// this service has started; a partition whose epoch cannot be taken is declined alone.
-			const granted = [...h.grants];
-			await Promise.all(
-				granted.map(async ([p, grant]) => {
-					try {
-						grant.epoch = await takePartitionEpoch(storage, namespace, p, {
-							tag,
-							floor,
-							signal: grant.ctl.signal,
-						});
-					} catch (error) {
-						decline(p, grant, error);
-					}
-				}),
-			);
-			for (const [p, grant] of granted) {
+			/** One take of p's epoch; a storage error is counted and kept (logged by the caller). */
+			const take = async (p: number, grant: Grant): Promise<boolean> => {
+				try {
+					grant.epoch = await takePartitionEpoch(storage, namespace, p, {
+						tag,
+						floor,
+						signal: grant.ctl.signal,
+					});
+					return true;
+				} catch (error) {
+					if (!live(grant)) return false;
+					grant.failures++;
+					grant.lastError = error;
+					epochFailures++;
+					return false;
+				}
+			};
+			const hand = (p: number, grant: Grant): void => {
 				const { ctl, epoch } = grant;
-				if (epoch === undefined || ctl.signal.aborted) continue;
+				if (epoch === undefined) return;
 				handlers
 					.onGranted(p, {
 						signal: ctl.signal,
@@ -290,11 +340,108 @@ export function createStaticPlacement(options: StaticPlacementOptions): StaticPl
 						},
 						(error: unknown) => decline(p, grant, error),
 					);
+			};
+			/**
+			 * Takes p's epoch again after a failed take, `epochRetry` apart (doubling), while this
+			 * leadership lasts and, by its own clock, is valid; every failure is logged at error.
+			 */
+			const retry = async (p: number, grant: Grant): Promise<"taken" | "ended" | "gave-up"> => {
+				const giveUpAt =
+					retryOptions.giveUpAfterMs === undefined ? undefined : began + retryOptions.giveUpAfterMs;
+				let waitMs = epochRetryDelay(retryOptions, grant.failures);
+				const failed = (): void => {
+					logger.error(
+						{
+							event: "partition-epoch-failed",
+							partition: p,
+							failures: grant.failures,
+							retryInMs: waitMs,
+							err: grant.lastError,
+						},
+						`partition ${p}: its epoch could not be taken (failure ${grant.failures}); not served, trying again in ${waitMs} ms`,
+					);
+				};
+				failed();
+				for (;;) {
+					const now = clock.monotonic();
+					if (giveUpAt !== undefined && now >= giveUpAt) return "gave-up";
+					const sleepMs = giveUpAt === undefined ? waitMs : Math.min(waitMs, giveUpAt - now);
+					try {
+						await clock.sleep(sleepMs, grant.ctl.signal);
+					} catch {
+						return "ended";
+					}
+					if (!live(grant)) return "ended";
+					// Only a leader that is valid by its own clock raises a partition's epoch.
+					if (!ctx.leaseValid()) continue;
+					if (await take(p, grant)) {
+						if (!live(grant)) return "ended";
+						logger.info(
+							{ event: "partition-epoch-taken", partition: p, failures: grant.failures },
+							`partition ${p}: epoch ${grant.epoch} taken after ${grant.failures} failure(s)`,
+						);
+						hand(p, grant);
+						return "taken";
+					}
+					if (!live(grant)) return "ended";
+					waitMs = epochRetryDelay(retryOptions, grant.failures);
+					failed();
+				}
+			};
+			for (const p of mine) {
+				h.grants.set(p, {
+					ctl: new AbortController(),
+					ready: false,
+					epoch: undefined,
+					failures: 0,
+					lastError: undefined,
+				});
 			}
-			logger.info(
-				{ event: "partitions-granted", slot, partitions: mine, fencingToken: ctx.fencingToken },
-				`serving ${mine.length} partition(s) of slot ${slot}`,
+			ctx.signal.addEventListener(
+				"abort",
+				() => end(String(ctx.signal.reason ?? "leadership ended")),
+				{ once: true },
 			);
+			// Each partition's epoch first (in parallel), so every grant is handed over by the time
+			// this service has started when the storage answers; a partition whose take failed is
+			// not served and is taken again in the background (`retry`), until the leadership ends.
+			const granted = [...h.grants];
+			const first = await Promise.all(granted.map(([p, grant]) => take(p, grant)));
+			const pending: [number, Grant][] = [];
+			granted.forEach(([p, grant], i) => {
+				if (!live(grant)) return;
+				if (first[i]) hand(p, grant);
+				else pending.push([p, grant]);
+			});
+			const retries = pending.map(([p, grant]) => retry(p, grant));
+			logger.info(
+				{
+					event: "partitions-granted",
+					slot,
+					partitions: mine,
+					pending: pending.map(([p]) => p),
+					fencingToken: ctx.fencingToken,
+				},
+				`serving ${mine.length - pending.length} of the ${mine.length} partition(s) of slot ${slot}`,
+			);
+			if (retryOptions.giveUpAfterMs === undefined || pending.length === 0) return;
+			// Giving up is configured: this start waits for the slot's epochs, and rejects when some
+			// could not be taken in time (a VVM problem: the VVM releases the slot).
+			const outcomes = await Promise.all(retries);
+			const givenUp = pending.filter((_, i) => outcomes[i] === "gave-up");
+			if (givenUp.length === 0 || held !== h) return;
+			const error = new PartitionEpochUnavailableError(
+				slot,
+				givenUp.map(([p]) => p),
+				retryOptions.giveUpAfterMs,
+				givenUp[givenUp.length - 1]?.[1].lastError,
+			);
+			logger.error(
+				{ event: "slot-given-up", slot, partitions: error.partitions, err: error },
+				error.message,
+			);
+			end(error.message);
+			throw error;
 		},
 		async stop() {
 			end("services stopped");
@@ -335,7 +482,7 @@ export function createStaticPlacement(options: StaticPlacementOptions): StaticPl
 		locate(partition) {
 			const h = held;
 			if (
-				h?.grants.has(partition) &&
+				h?.grants.get(partition)?.epoch !== undefined &&
 				refused === undefined &&
 				!h.ctx.signal.aborted &&
 				h.ctx.leaseValid()
@@ -351,7 +498,10 @@ export function createStaticPlacement(options: StaticPlacementOptions): StaticPl
 			if (h === undefined || refused !== undefined || h.ctx.signal.aborted || !h.ctx.leaseValid()) {
 				return [];
 			}
-			return [...h.grants.keys()].sort((a, b) => a - b);
+			return [...h.grants]
+				.filter(([, g]) => g.epoch !== undefined)
+				.map(([p]) => p)
+				.sort((a, b) => a - b);
 		},
 		describe() {
 			const h = held;
@@ -363,6 +513,7 @@ export function createStaticPlacement(options: StaticPlacementOptions): StaticPl
 				leaseValid: h?.ctx.leaseValid() ?? false,
 				fencingToken: h?.ctx.fencingToken ?? null,
 				refused: refused?.message ?? null,
+				epochFailures,
 				partitionsOfSlot:
 					h === undefined
 						? []
@@ -370,6 +521,13 @@ export function createStaticPlacement(options: StaticPlacementOptions): StaticPl
 								partition: p,
 								ready: g.ready,
 								epoch: g.epoch?.toString() ?? null,
+								epochFailures: g.failures,
+								epochError:
+									g.lastError === undefined
+										? null
+										: g.lastError instanceof Error
+											? g.lastError.message
+											: String(g.lastError),
 							})),
 				holders: Object.fromEntries([...holders].map(([slot, holder]) => [slot, holder.address])),
 			};
