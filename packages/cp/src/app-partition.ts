@@ -600,6 +600,31 @@ export class AppPartitionImpl implements AppPartition {
 		return undefined;
 	}
 
+	/**
+	 * A record or WLog read is served only while the partition may write: its lease is valid and
+	 * no newer holder refused it. Checked once what the read waits for is settled, just before the
+	 * storage read. Past its lease a holder may acknowledge a command (its PLog write was confirmed
+	 * inside the lease) whose effects land after a newer holder's recovery began: that recovery
+	 * writes the record with an earlier event's state under its own, higher epoch before it
+	 * re-applies this event, and on an `"ordered"` driver the late effect write then lands below it
+	 * without an error (an `"epoch"` driver refuses it, and the holder knows: `#pending`). A read
+	 * there answered without the command its client was just told about (simulator seeds 1081,
+	 * 2300, 6469, 6527, 8365, 8371). Inside the lease every effect confirmed so far landed before
+	 * any newer holder was granted, and recovery never replaces a later event's state, so a storage
+	 * read issued then sees every command this holder acknowledged. `CP_CLOSED`, committed "no":
+	 * read from the new holder (which waits for its first actualization: `#settle`).
+	 */
+	#checkServes(): void {
+		if (this.#mayWrite()) return;
+		throw (
+			this.#deposed ??
+			new CpError(
+				"CP_CLOSED",
+				`the lease of partition ${this.partitionId} ended; a read here could miss what the next holder applies: read from the new holder`,
+			)
+		);
+	}
+
 	async #settlePending(): Promise<void> {
 		try {
 			await this.#applyPending();
@@ -1107,6 +1132,7 @@ export class AppPartitionImpl implements AppPartition {
 			throw new CpError("CP_NOT_FOUND", `table: no table ${table}`, { field: "table" });
 		const settling = this.#settle();
 		if (settling !== undefined) await settling;
+		this.#checkServes();
 		const k = cpKeys.record(this.#ctx.appId, wsid, id);
 		let bytes: Uint8Array | undefined;
 		try {
@@ -1140,6 +1166,7 @@ export class AppPartitionImpl implements AppPartition {
 		const { from, limit } = checkRange(request);
 		const settling = this.#settle();
 		if (settling !== undefined) await settling;
+		this.#checkServes();
 		const appId = this.#ctx.appId;
 		return this.#readLog(
 			(bucket) => wlogPKey(appId, wsid, bucket),
