@@ -611,7 +611,8 @@ export class AppPartitionImpl implements AppPartition {
 	 * there answered without the command its client was just told about (simulator seeds 1081,
 	 * 2300, 6469, 6527, 8365, 8371). Inside the lease every effect confirmed so far landed before
 	 * any newer holder was granted, and recovery never replaces a later event's state, so a storage
-	 * read issued then sees every command this holder acknowledged. `CP_CLOSED`, committed "no":
+	 * read issued then sees every command this holder acknowledged; checked again once the read
+	 * returned, so the lease held for the whole read. `CP_CLOSED`, committed "no":
 	 * read from the new holder (which waits for its first actualization: `#settle`).
 	 */
 	#checkServes(): void {
@@ -1140,6 +1141,9 @@ export class AppPartitionImpl implements AppPartition {
 		} catch (error) {
 			throw storageFailure(error, "no", "reading the record");
 		}
+		// Valid before and after the read: no newer holder was granted while it ran (a slow read
+		// can reach storage after the lease ended, while a new holder's recovery rewinds records).
+		this.#checkServes();
 		const stored = bytes === undefined ? undefined : decodeRecordValue(bytes);
 		if (bytes !== undefined && stored === undefined)
 			throw new CpError("CP_INTERNAL", `id: record ${id} holds a value that is not a record`, {
@@ -1168,12 +1172,14 @@ export class AppPartitionImpl implements AppPartition {
 		if (settling !== undefined) await settling;
 		this.#checkServes();
 		const appId = this.#ctx.appId;
-		return this.#readLog(
+		const entries = await this.#readLog(
 			(bucket) => wlogPKey(appId, wsid, bucket),
 			from,
 			limit,
 			(_o, bytes) => decodeLogValue(bytes),
 		);
+		this.#checkServes(); // as in readRecord: the lease held for the whole read
+		return entries;
 	}
 
 	async readPLog(request: ReadPLogRequest = {}): Promise<LogEntry[]> {

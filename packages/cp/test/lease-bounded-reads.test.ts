@@ -204,6 +204,48 @@ describe("reads are served only inside the lease", () => {
 		);
 	});
 
+	it.each([1, 2] as const)(
+		'"ordered" fencing, level %i: a read whose storage get starts inside the lease and returns after it ended (a new holder deployed meanwhile) answers CP_CLOSED: the lease held for the whole read or the read is not served',
+		async (level) => {
+			const { clock, a, base, pA, id } = await holderA(level);
+			await pA.updateRecord({
+				wsid: WSID,
+				table: CUSTOMER,
+				id,
+				fields: { email: "ada@example.com" },
+			});
+			// The read passes the lease check; its get is held until the lease ended and the new
+			// holder's recovery runs. (Here the record already holds the update, which recovery does
+			// not rewind; the check after the read is the belt to the check before it, which alone
+			// covers the seeds: an acknowledgment whose effect a recovery shadowed comes after the
+			// lease ended, so every read after it fails the first check.)
+			const getReached = gate();
+			const getHeld = gate();
+			a.inject({
+				on: "get",
+				match: (call) => touches(call, RECORDS),
+				times: 1,
+				action: faults.hook(async () => {
+					getReached.open();
+					await getHeld.promise;
+				}),
+			});
+			const read = pA
+				.readRecord({ wsid: WSID, table: CUSTOMER, id })
+				.then((r) => `read email ${String(r.email)}`, outcome);
+			await getReached.promise;
+			clock.advance(LEASE_MS);
+			const { pB, release } = await holderB(base, clock, level);
+			getHeld.open();
+			expect(await read).toBe("CP_CLOSED/no");
+			release();
+			await pB.ready();
+			expect((await pB.readRecord({ wsid: WSID, table: CUSTOMER, id })).email).toBe(
+				"ada@example.com",
+			);
+		},
+	);
+
 	it("inside the lease a read is served as before: one storage get", async () => {
 		const { a, pA, id } = await holderA(1);
 		const before = a.calls.length;
