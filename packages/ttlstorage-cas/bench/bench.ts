@@ -1,6 +1,6 @@
 // Throughput and latency against a real Cassandra, at concurrency 1 and 16: insertIfNotExists,
-// compareAndSwap and put (lightweight transactions), a fenced put (a stamped plain write and its
-// commit wait), get, and plain UPDATE / INSERT statements as the baseline.
+// compareAndSwap and put (lightweight transactions), a fenced put (a lightweight transaction on
+// the stored stamp), get, and plain UPDATE / INSERT statements as the baseline.
 //   pnpm --filter @vvm/ttlstorage-cas bench          (Cassandra from tooling/servers must be running)
 // Env: CASSANDRA_CONTACT_POINTS (default 127.0.0.1:9042), CASSANDRA_LOCAL_DC (default datacenter1),
 // BENCH_OPERATIONS (per operation and concurrency; default 1000), BENCH_CONCURRENCY (default "1,16").
@@ -28,7 +28,8 @@ try {
 	const value = Buffer.from("vvm-host-127.0.0.1:8080");
 	// `put` is the harness's own row: an unfenced put, which is a lightweight transaction since the
 	// put-after-LWT fix; the raw UPDATE is the plain write it was before; the raw INSERT is the
-	// seed's statement; the fenced put is a stamped plain write with its commit wait.
+	// seed's statement; the fenced put is a lightweight transaction on the stored stamp (issue 32;
+	// bench/fenced-put.ts compares it with the stamped plain write it was).
 	const run = `raw/${process.pid}/${Date.now().toString(36)}`;
 	const results: BenchResult[] = await benchTTLStorage(storage, {
 		operations,
@@ -42,7 +43,7 @@ try {
 					[60, value, Buffer.from(`${run}/u/${i % 64}`), Buffer.from(`r${i}`)],
 					{ prepare: true, consistency: types.consistencies.quorum },
 				),
-			"put, fenced (stamp + commit wait)": (i) =>
+			"put, fenced (LWT on the stored stamp)": (i) =>
 				storage.put(Buffer.from(`${run}/f/${i % 64}`), Buffer.from(`r${i}`), value, 60, { fence }),
 			"plain INSERT (raw CQL, baseline)": (i) =>
 				client.execute(

@@ -28,11 +28,17 @@ import { resolveConsistency } from "./consistency.ts";
 import type { StatementKind } from "./errors.ts";
 import { DRIVER_NAME, mapCassandraError } from "./errors.ts";
 import { validateCassandraIdentifier } from "./names.ts";
-import { CONDITIONAL_RETRY, WRITE_RETRY } from "./retry.ts";
+import { CONDITIONAL_RETRY } from "./retry.ts";
 import { DEFAULT_TABLE } from "./schema.ts";
 import { FenceStamps } from "./stamps.ts";
 import type { CassandraStatements } from "./statements.ts";
-import { cassandraStatements, parseApplied, remainingFromServer, serverTTL } from "./statements.ts";
+import {
+	cassandraStatements,
+	parseApplied,
+	remainingFromServer,
+	serverTTL,
+	storedFenceStamp,
+} from "./statements.ts";
 
 /** Options of {@link createCassandraTTLStorage}. */
 export interface CassandraTTLStorageOptions {
@@ -66,29 +72,31 @@ export interface CassandraTTLStorageOptions {
 	/** Rows per page of `read`; default 1000. */
 	readonly pageSize?: number;
 	/**
-	 * Largest estimated payload of one logged batch of `putBatch`, in bytes; default 4096, under
-	 * Cassandra's default `batch_size_warn_threshold` of 5 KiB (the fail threshold is 50 KiB). A
-	 * larger `putBatch` is split into several batches; an item larger than this is written alone.
+	 * Validated (a positive integer) and otherwise unused since every `putBatch` item is a
+	 * lightweight transaction of its own (issue 32); it sized the logged batches of fenced items.
+	 * @deprecated no effect.
 	 */
 	readonly maxBatchBytes?: number;
 	/**
 	 * The largest difference, in milliseconds, between this process's clock and any Cassandra
-	 * node's; default 0 (one machine, one clock). Only fenced writes use it: their timestamps
-	 * start this much further ahead, and each waits this much longer before it is acknowledged,
-	 * so that they keep their real-time order with lightweight transactions of the same record
-	 * (see the README, "Plain writes and lightweight transactions"). An integer 0–1000.
+	 * node's; default 0 (one machine, one clock). Used only by `raiseFence`, which waits until
+	 * the clock has passed the previous epoch's stamps (so that lightweight transactions land
+	 * above cells that earlier versions of this driver wrote `USING TIMESTAMP`); no write depends
+	 * on it. An integer 0–1000.
 	 */
 	readonly maxClockSkewMs?: number;
 }
 
-const ITEM_OVERHEAD_BYTES = 32;
-/** Unfenced items of one `putBatch` written at once (each a lightweight transaction). */
+/** Items of one `putBatch` written at once (each a lightweight transaction). */
 const LWT_PUT_CONCURRENCY = 16;
 /**
- * Rounds of an unfenced put before it gives up with `TTLSTORAGE_UNAVAILABLE` (nothing written):
- * a round fails only when other writers changed the record twice meanwhile.
+ * Rounds of a put (unfenced or fenced) or of a fenced conditional write before it gives up with
+ * `TTLSTORAGE_UNAVAILABLE` (nothing written): a round fails only when other writers changed the
+ * record twice meanwhile.
  */
-const LWT_PUT_ROUNDS = 32;
+const LWT_ROUNDS = 32;
+/** The fence stamp of an unfenced write: below every stamp of a fenced one. */
+const UNFENCED = 0n;
 
 function positiveInteger(name: string, value: number): number {
 	if (!Number.isInteger(value) || value < 1) {
@@ -108,7 +116,7 @@ interface ExecOptions {
 	readonly consistency: number;
 	readonly serialConsistency?: number;
 	readonly isIdempotent: boolean;
-	/** Replaces the client's retry policy for this statement (writes: {@link WRITE_RETRY}). */
+	/** Replaces the client's retry policy for this statement (writes: {@link CONDITIONAL_RETRY}). */
 	readonly retry?: policies.retry.RetryPolicy;
 	readonly fetchSize?: number;
 	readonly pageState?: string;
@@ -122,13 +130,14 @@ class CassandraTTLStorageImpl implements TTLStorage {
 	readonly #client: Client;
 	readonly #cql: CassandraStatements;
 	readonly #conditional: ExecOptions;
-	readonly #write: ExecOptions;
 	readonly #read: ExecOptions;
 	readonly #pageSize: number;
-	readonly #maxBatchBytes: number;
 	readonly #stamps: FenceStamps;
 	#closed = false;
-	/** Logged batches are not isolated and are split by size; fenced writes carry ordered timestamps. */
+	/**
+	 * `putBatch` writes each item by its own lightweight transaction; a fenced write is
+	 * conditional on the record's stored stamp being below its own ("ordered").
+	 */
 	readonly supports: TTLStorageSupports = Object.freeze({
 		atomicBatches: false,
 		fencing: "ordered",
@@ -146,7 +155,7 @@ class CassandraTTLStorageImpl implements TTLStorage {
 		}
 		const { consistency, serialConsistency, readConsistency } = resolveConsistency(options);
 		this.#pageSize = positiveInteger("pageSize", options.pageSize ?? 1000);
-		this.#maxBatchBytes = positiveInteger("maxBatchBytes", options.maxBatchBytes ?? 4096);
+		positiveInteger("maxBatchBytes", options.maxBatchBytes ?? 4096);
 		const skewMs = options.maxClockSkewMs ?? 0;
 		if (!Number.isInteger(skewMs) || skewMs < 0 || skewMs > 1000) {
 			throw new RangeError(
@@ -165,7 +174,6 @@ class CassandraTTLStorageImpl implements TTLStorage {
 			isIdempotent: false,
 			retry: CONDITIONAL_RETRY,
 		};
-		this.#write = { consistency, isIdempotent: false, retry: WRITE_RETRY };
 		this.#read = { consistency: readConsistency, isIdempotent: true };
 		this.#stamps = new FenceStamps(
 			{
@@ -188,11 +196,14 @@ class CassandraTTLStorageImpl implements TTLStorage {
 		return this.#stamps.raise(scope, epoch);
 	}
 
-	/** A conditional write is decided by its condition; only a known-superseded epoch is refused here. */
-	#checkFence(options: WriteOptions | undefined, operation: string): void {
-		validateWriteOptions(options);
+	/**
+	 * The stamp a write stores in `fence_stamp`: 0 unfenced; fenced, the next of its epoch
+	 * (`TTLSTORAGE_FENCED` when this process knows the epoch was superseded).
+	 */
+	async #stampOf(options: WriteOptions | undefined, operation: string): Promise<bigint> {
 		const fence = options?.fence;
-		if (fence !== undefined) this.#stamps.check(fence.scope, fence.epoch, operation);
+		if (fence === undefined) return UNFENCED;
+		return this.#stamps.next(fence.scope, fence.epoch, operation);
 	}
 
 	#open(operation: string): void {
@@ -219,6 +230,52 @@ class CassandraTTLStorageImpl implements TTLStorage {
 		return parseApplied(rs.rows, operation);
 	}
 
+	/**
+	 * A fenced write with stamp `stamp`, as lightweight transactions: `stamped` is the write's
+	 * statement conditional on `fence_stamp < stamp` (besides its own condition), `unstamped` the
+	 * same conditional on `fence_stamp = null` (a missing record, or one written before the column
+	 * existed: CQL has no `OR`, and `<` is false against a missing cell). `true` when applied;
+	 * `false` when a round found its condition false while the record held a stamp (then the value
+	 * did not match, or a write of a higher stamp, i.e. a newer epoch or a later call of this one,
+	 * is stored: the write is superseded). Every round that is not applied wrote nothing, so the
+	 * answer is that of the round that decided it, within the call.
+	 */
+	async #fencedLwt(
+		operation: string,
+		stamp: bigint,
+		stamped: { cql: string; params: Params },
+		unstamped: { cql: string; params: Params },
+	): Promise<boolean> {
+		for (let round = 0; round < LWT_ROUNDS; round++) {
+			const first = await this.#execute(
+				operation,
+				"conditional",
+				stamped.cql,
+				stamped.params,
+				this.#conditional,
+			);
+			if (parseApplied(first.rows, operation)) return true;
+			if (storedFenceStamp(first.rows, operation) !== undefined) return false;
+			const second = await this.#execute(
+				operation,
+				"conditional",
+				unstamped.cql,
+				unstamped.params,
+				this.#conditional,
+			);
+			if (parseApplied(second.rows, operation)) return true;
+			const found = storedFenceStamp(second.rows, operation);
+			// No stamp: the condition on the value failed. A stamp at or above ours: superseded.
+			if (found === undefined || found >= stamp) return false;
+			// A lower stamp was written between the two rounds: the first statement decides again.
+		}
+		throw new TTLStorageError(
+			"TTLSTORAGE_UNAVAILABLE",
+			`other writers changed the record in each of ${LWT_ROUNDS} rounds; nothing was written`,
+			{ driver: DRIVER_NAME, operation },
+		);
+	}
+
 	async insertIfNotExists(
 		pKey: Bytes,
 		cCols: Bytes,
@@ -227,10 +284,14 @@ class CassandraTTLStorageImpl implements TTLStorage {
 		options?: WriteOptions,
 	): Promise<boolean> {
 		validateInsertArgs(pKey, cCols, value, ttlSeconds);
-		this.#checkFence(options, "insertIfNotExists");
+		validateWriteOptions(options);
+		this.#open("insertIfNotExists");
+		// A missing record takes any write: the stamp is only stored, for the writes after it.
+		const stamp = await this.#stampOf(options, "insertIfNotExists");
 		return this.#lwt("insertIfNotExists", this.#cql.insertIfNotExists, [
 			serverTTL(ttlSeconds),
 			buf(value),
+			long(stamp),
 			buf(pKey),
 			buf(cCols),
 		]);
@@ -245,14 +306,24 @@ class CassandraTTLStorageImpl implements TTLStorage {
 		options?: WriteOptions,
 	): Promise<boolean> {
 		validateSwapArgs(pKey, cCols, oldValue, newValue, ttlSeconds);
-		this.#checkFence(options, "compareAndSwap");
-		return this.#lwt("compareAndSwap", this.#cql.compareAndSwap, [
+		validateWriteOptions(options);
+		this.#open("compareAndSwap");
+		const stamp = await this.#stampOf(options, "compareAndSwap");
+		const params: Params = [
 			serverTTL(ttlSeconds),
 			buf(newValue),
+			long(stamp),
 			buf(pKey),
 			buf(cCols),
 			buf(oldValue),
-		]);
+		];
+		if (stamp === UNFENCED) return this.#lwt("compareAndSwap", this.#cql.compareAndSwap, params);
+		return this.#fencedLwt(
+			"compareAndSwap",
+			stamp,
+			{ cql: this.#cql.compareAndSwapFenced, params: [...params, long(stamp)] },
+			{ cql: this.#cql.compareAndSwapUnstamped, params },
+		);
 	}
 
 	async compareAndDelete(
@@ -262,12 +333,18 @@ class CassandraTTLStorageImpl implements TTLStorage {
 		options?: WriteOptions,
 	): Promise<boolean> {
 		validateDeleteArgs(pKey, cCols, expectedValue);
-		this.#checkFence(options, "compareAndDelete");
-		return this.#lwt("compareAndDelete", this.#cql.compareAndDelete, [
-			buf(pKey),
-			buf(cCols),
-			buf(expectedValue),
-		]);
+		validateWriteOptions(options);
+		this.#open("compareAndDelete");
+		const stamp = await this.#stampOf(options, "compareAndDelete");
+		const params: Params = [buf(pKey), buf(cCols), buf(expectedValue)];
+		if (stamp === UNFENCED)
+			return this.#lwt("compareAndDelete", this.#cql.compareAndDelete, params);
+		return this.#fencedLwt(
+			"compareAndDelete",
+			stamp,
+			{ cql: this.#cql.compareAndDeleteFenced, params: [...params, long(stamp)] },
+			{ cql: this.#cql.compareAndDeleteUnstamped, params },
+		);
 	}
 
 	async get(pKey: Bytes, cCols: Bytes): Promise<Bytes | undefined> {
@@ -296,27 +373,29 @@ class CassandraTTLStorageImpl implements TTLStorage {
 		const item: BatchItem = { pKey, cCols, value, ttlSeconds };
 		if (options?.fence === undefined) return this.#lwtPut("put", item);
 		const { scope, epoch } = options.fence;
-		const stamp = await this.#stamps.next(scope, epoch, "put");
-		const { query, params } = this.#stamped(item, stamp);
-		// The commit wait runs during the round trip: usually it costs nothing extra.
-		await Promise.all([
-			this.#execute("put", "write", query, params, this.#write),
-			this.#stamps.settle(stamp),
-		]);
+		await this.#fencedPut("put", item, await this.#stamps.next(scope, epoch, "put"));
 	}
 
-	/** A fenced put's statement: `USING TIMESTAMP` from its epoch's stamps. */
-	#stamped(it: BatchItem, stamp: bigint): { query: string; params: Params } {
-		return {
-			query: this.#cql.putAt,
-			params: [
-				serverTTL(it.ttlSeconds ?? 0),
-				long(stamp),
-				buf(it.value),
-				buf(it.pKey),
-				buf(it.cCols),
-			],
-		};
+	/**
+	 * A fenced put, as lightweight transactions conditional on the stored stamp: applied over a
+	 * record last written under a lower stamp, unfenced, or missing; superseded (`false`, nothing
+	 * written, no error) when a higher stamp is stored: a newer epoch's write (F1) or a later call
+	 * of this epoch (F2).
+	 */
+	#fencedPut(operation: string, it: BatchItem, stamp: bigint): Promise<boolean> {
+		const params: Params = [
+			serverTTL(it.ttlSeconds ?? 0),
+			buf(it.value),
+			long(stamp),
+			buf(it.pKey),
+			buf(it.cCols),
+		];
+		return this.#fencedLwt(
+			operation,
+			stamp,
+			{ cql: this.#cql.putFenced, params: [...params, long(stamp)] },
+			{ cql: this.#cql.putUnstamped, params },
+		);
 	}
 
 	/**
@@ -329,14 +408,15 @@ class CassandraTTLStorageImpl implements TTLStorage {
 	async #lwtPut(operation: string, it: BatchItem): Promise<void> {
 		const ttl = serverTTL(it.ttlSeconds ?? 0);
 		const value = buf(it.value);
-		const params: Params = [ttl, value, buf(it.pKey), buf(it.cCols), value];
-		for (let round = 0; round < LWT_PUT_ROUNDS; round++) {
+		// An unfenced write stores stamp 0: any fenced write after it may replace it.
+		const params: Params = [ttl, value, long(UNFENCED), buf(it.pKey), buf(it.cCols), value];
+		for (let round = 0; round < LWT_ROUNDS; round++) {
 			if (await this.#lwt(operation, this.#cql.putIfChanged, params)) return;
 			if (await this.#lwt(operation, this.#cql.compareAndSwap, params)) return;
 		}
 		throw new TTLStorageError(
 			"TTLSTORAGE_UNAVAILABLE",
-			`other writers changed the record in each of ${LWT_PUT_ROUNDS} rounds; nothing was written`,
+			`other writers changed the record in each of ${LWT_ROUNDS} rounds; nothing was written`,
 			{ driver: DRIVER_NAME, operation },
 		);
 	}
@@ -344,18 +424,17 @@ class CassandraTTLStorageImpl implements TTLStorage {
 	async putBatch(items: readonly BatchItem[]): Promise<void> {
 		validateBatch(items);
 		this.#open("putBatch");
-		// Stamps in item order, before anything is sent: a later item of a record wins (F2).
-		const stamps = new Map<BatchItem, bigint>();
-		for (const it of items)
-			if (it.fence !== undefined)
-				stamps.set(it, await this.#stamps.next(it.fence.scope, it.fence.epoch, "putBatch"));
+		// Stamps in item order, all at the call, before anything is sent: a later item of a record
+		// wins, and so does a write called after this batch (F2).
+		const fenced = items.filter((it) => it.fence !== undefined);
+		const taken = await this.#stamps.nextAll(
+			fenced.map((it) => it.fence as NonNullable<BatchItem["fence"]>),
+			"putBatch",
+		);
+		const stamps = new Map<BatchItem, bigint>(fenced.map((it, i) => [it, taken[i] as bigint]));
 		let wrote = false;
 		try {
-			// Runs of fenced and of unfenced items, in item order (a later item of a record wins).
-			for (const run of runsByKind(items)) {
-				if (run[0]?.fence === undefined) await this.#lwtPuts(run, () => (wrote = true));
-				else await this.#stampedPuts(run, stamps, () => (wrote = true));
-			}
+			await this.#lwtPuts(items, stamps, () => (wrote = true));
 		} catch (error) {
 			// Part of the batch is written: "nothing was written" would be false.
 			if (
@@ -372,42 +451,18 @@ class CassandraTTLStorageImpl implements TTLStorage {
 		}
 	}
 
-	/** Fenced items in logged batches by size, acknowledged once their stamps are settled. */
-	async #stampedPuts(
+	/**
+	 * Items as lightweight-transaction puts (unfenced, or fenced with their stamps): the items of
+	 * one partition one after the other (Paxos serialises a partition's rounds anyway; concurrent
+	 * rounds there only contend, and on a 3-node cluster under load they timed out), up to
+	 * {@link LWT_PUT_CONCURRENCY} partitions at a time; a record's later item only after its
+	 * earlier one returned.
+	 */
+	async #lwtPuts(
 		items: readonly BatchItem[],
 		stamps: ReadonlyMap<BatchItem, bigint>,
 		wrote: () => void,
 	): Promise<void> {
-		let highest = 0n;
-		for (const chunk of this.#chunks(items)) {
-			const queries = chunk.map((it) => {
-				const stamp = stamps.get(it) as bigint;
-				if (stamp > highest) highest = stamp;
-				return this.#stamped(it, stamp);
-			});
-			if (queries.length === 1) {
-				const { query, params } = queries[0] as { query: string; params: Params };
-				await this.#execute("putBatch", "write", query, params, this.#write);
-			} else {
-				this.#open("putBatch");
-				try {
-					await this.#client.batch(queries, { ...this.#write, prepare: true, logged: true });
-				} catch (error) {
-					throw mapCassandraError(error, { operation: "putBatch", kind: "write" });
-				}
-			}
-			wrote();
-		}
-		await this.#stamps.settle(highest);
-	}
-
-	/**
-	 * Unfenced items as lightweight-transaction puts: the items of one partition one after the
-	 * other (Paxos serialises a partition's rounds anyway; concurrent rounds there only contend,
-	 * and on a 3-node cluster under load they timed out), up to {@link LWT_PUT_CONCURRENCY}
-	 * partitions at a time; a record's later item only after its earlier one returned.
-	 */
-	async #lwtPuts(items: readonly BatchItem[], wrote: () => void): Promise<void> {
 		for (const wave of wavesByRecord(items)) {
 			const lanes = new Map<string, BatchItem[]>();
 			for (const it of wave) {
@@ -425,8 +480,11 @@ class CassandraTTLStorageImpl implements TTLStorage {
 					for (const it of lane) {
 						if (failed !== undefined) return;
 						try {
-							await this.#lwtPut("putBatch", it);
-							wrote();
+							const stamp = stamps.get(it);
+							if (stamp === undefined) {
+								await this.#lwtPut("putBatch", it);
+								wrote();
+							} else if (await this.#fencedPut("putBatch", it, stamp)) wrote();
 						} catch (error) {
 							// An unknown outcome outranks "nothing written" of another item.
 							if (
@@ -443,23 +501,6 @@ class CassandraTTLStorageImpl implements TTLStorage {
 			);
 			if (failed !== undefined) throw failed;
 		}
-	}
-
-	/** Splits items into logged batches of at most `maxBatchBytes` estimated payload. */
-	*#chunks(items: readonly BatchItem[]): Generator<BatchItem[]> {
-		let chunk: BatchItem[] = [];
-		let bytes = 0;
-		for (const item of items) {
-			const size = item.pKey.length + item.cCols.length + item.value.length + ITEM_OVERHEAD_BYTES;
-			if (chunk.length > 0 && bytes + size > this.#maxBatchBytes) {
-				yield chunk;
-				chunk = [];
-				bytes = 0;
-			}
-			chunk.push(item);
-			bytes += size;
-		}
-		if (chunk.length > 0) yield chunk;
 	}
 
 	read(pKey: Bytes, range: ReadRange = {}): AsyncIterable<StoredRecord> {
@@ -527,18 +568,6 @@ class CassandraTTLStorageImpl implements TTLStorage {
 	}
 }
 
-/** Maximal runs of consecutive fenced, or unfenced, items. */
-function runsByKind(items: readonly BatchItem[]): BatchItem[][] {
-	const runs: BatchItem[][] = [];
-	for (const it of items) {
-		const last = runs.at(-1);
-		if (last !== undefined && (last[0]?.fence === undefined) === (it.fence === undefined))
-			last.push(it);
-		else runs.push([it]);
-	}
-	return runs;
-}
-
 /** Waves of items with distinct records: the n-th item of each record goes into wave n. */
 function wavesByRecord(items: readonly BatchItem[]): BatchItem[][] {
 	const seen = new Map<string, number>();
@@ -569,18 +598,17 @@ function wavesByRecord(items: readonly BatchItem[]): BatchItem[][] {
  * is not used. Filtering with a client-side expiry is not possible atomically: CQL conditions
  * have no `OR` for `IF value = null OR expire_at <= now`.
  *
- * **Fenced writes** (`supports.fencing: "ordered"`): a fenced put carries `USING TIMESTAMP` from a
- * range its epoch reserved in the scope's fence record (a lightweight transaction every few
- * seconds of writing); the next epoch starts above it, so last-write-wins orders every record by
- * epoch, whenever a write lands. Conditional writes (LWT) are decided by their condition.
+ * **Every write is a lightweight transaction**, so Paxos orders all writes of a record, on any
+ * cluster, whatever the clocks, and `put` and `putBatch` are linearizable with the conditional
+ * writes. An unfenced `put` (and each unfenced `putBatch` item) is `IF value != v`, else
+ * `IF value = v`.
  *
- * **`put` is linearizable with the conditional writes**: an unfenced `put` (and each unfenced
- * `putBatch` item) is itself a lightweight transaction (`IF value != v`, else `IF value = v`), so
- * Paxos orders it with every other write of the record, on any cluster, whatever the clocks. A
- * fenced put's stamp starts above every Paxos timestamp of its millisecond, and the put is
- * acknowledged only once the clock is past that millisecond (a commit wait of at most 1 ms), so it
- * keeps its real-time order with the LWTs of the same record while the client's and the
- * coordinators' clocks agree within `maxClockSkewMs`.
+ * **Fenced writes** (`supports.fencing: "ordered"`): each stores a stamp in the record's
+ * `fence_stamp` column, from a range its epoch reserved in the scope's fence record (a lightweight
+ * transaction every second of writing; the next epoch starts above it), and is conditional on the
+ * stored stamp being lower (or missing): a write of an older epoch, or an earlier call of the same
+ * epoch that lands late, never replaces a newer one (a superseded put resolves, a superseded
+ * conditional write answers `false`). Unfenced writes store stamp 0.
  *
  * The table must exist: call {@link ensureCassandraSchema} once at start-up.
  *

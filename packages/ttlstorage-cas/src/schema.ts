@@ -1,6 +1,7 @@
 import type { Client } from "cassandra-driver";
 import { mapCassandraError } from "./errors.ts";
 import { validateCassandraIdentifier } from "./names.ts";
+import { FENCE_STAMP_COLUMN } from "./statements.ts";
 
 /** Default table name. */
 export const DEFAULT_TABLE = "ttl_values";
@@ -54,7 +55,10 @@ function replicationLiteral(replication: CassandraReplication): string {
 	return `{${parts.join(", ")}}`;
 }
 
-/** The two statements {@link ensureCassandraSchema} runs, for review or for migration tools. */
+/**
+ * The statements {@link ensureCassandraSchema} runs, for review or for migration tools: the
+ * keyspace, the table, and the `fence_stamp` column for a table created by an earlier version.
+ */
 export function cassandraSchemaStatements(options: CassandraSchemaOptions): readonly string[] {
 	const table = options.table ?? DEFAULT_TABLE;
 	validateCassandraIdentifier("keyspace", options.keyspace);
@@ -64,13 +68,16 @@ export function cassandraSchemaStatements(options: CassandraSchemaOptions): read
 	);
 	return [
 		`CREATE KEYSPACE IF NOT EXISTS ${options.keyspace} WITH replication = ${replication}`,
-		`CREATE TABLE IF NOT EXISTS ${options.keyspace}.${table} (p_key blob, c_col blob, value blob, PRIMARY KEY ((p_key), c_col))`,
+		`CREATE TABLE IF NOT EXISTS ${options.keyspace}.${table} (p_key blob, c_col blob, value blob, ${FENCE_STAMP_COLUMN} bigint, PRIMARY KEY ((p_key), c_col))`,
+		// Tables created before fenced writes became lightweight transactions (issue 32).
+		`ALTER TABLE ${options.keyspace}.${table} ADD IF NOT EXISTS ${FENCE_STAMP_COLUMN} bigint`,
 	];
 }
 
 /**
- * Creates the keyspace and the table if they do not exist; safe to call again (an existing
- * keyspace keeps its replication, an existing table its options). Names are validated with a
+ * Creates the keyspace and the table if they do not exist, and adds the `fence_stamp` column to a
+ * table created by an earlier version; safe to call again (an existing keyspace keeps its
+ * replication, an existing table its options). Names are validated with a
  * `RangeError` before any I/O; server errors reject with a `TTLStorageError`. `cassandra-driver`
  * waits for schema agreement after each statement.
  *

@@ -12,23 +12,46 @@ import { DRIVER_NAME } from "./errors.ts";
  * value cell lives, and `IF value = null` is true for a missing or expired row.
  */
 export interface CassandraStatements {
-	/** Params: ttl, value, pKey, cCols. Conditional. */
+	/** Params: ttl, value, fence stamp (0: unfenced), pKey, cCols. Conditional. */
 	readonly insertIfNotExists: string;
-	/** Params: ttl, newValue, pKey, cCols, oldValue. Conditional. */
+	/** Params: ttl, newValue, fence stamp (0: unfenced), pKey, cCols, oldValue. Conditional. */
 	readonly compareAndSwap: string;
+	/**
+	 * Params: ttl, newValue, stamp, pKey, cCols, oldValue, stamp. Conditional: a fenced swap, over a
+	 * record last written under a lower stamp or unfenced (stamp 0).
+	 */
+	readonly compareAndSwapFenced: string;
+	/**
+	 * Params: ttl, newValue, stamp, pKey, cCols, oldValue. Conditional: a fenced swap over a record
+	 * without a stamp (written before the `fence_stamp` column existed). CQL has no `OR`, and
+	 * `fence_stamp < ?` is false against a missing cell.
+	 */
+	readonly compareAndSwapUnstamped: string;
 	/** Params: pKey, cCols, expectedValue. Conditional. */
 	readonly compareAndDelete: string;
+	/** Params: pKey, cCols, expectedValue, stamp. Conditional: a fenced delete. */
+	readonly compareAndDeleteFenced: string;
+	/** Params: pKey, cCols, expectedValue. Conditional: a fenced delete of a record without a stamp. */
+	readonly compareAndDeleteUnstamped: string;
 	/** Params: pKey, cCols. */
 	readonly get: string;
 	/**
-	 * Params: ttl, value, pKey, cCols. A plain write with the client's timestamp: not used for
-	 * `put`, which is a lightweight transaction (`putIfChanged`) or, fenced, `putAt`.
+	 * Params: ttl, value, pKey, cCols. A plain write with the client's timestamp: not used by the
+	 * driver (every write is a lightweight transaction); kept for benchmarks and tools.
 	 */
 	readonly put: string;
-	/** Params: ttl, timestamp (µs), value, pKey, cCols: a fenced put. */
-	readonly putAt: string;
 	/**
-	 * Params: ttl, value, pKey, cCols, value. Conditional: the first half of an unfenced `put`,
+	 * Params: ttl, value, stamp, pKey, cCols, stamp. Conditional: a fenced put, applied over a
+	 * record last written under a lower stamp or unfenced (stamp 0).
+	 */
+	readonly putFenced: string;
+	/**
+	 * Params: ttl, value, stamp, pKey, cCols. Conditional: a fenced put of a record without a stamp
+	 * (absent, or written before the `fence_stamp` column existed).
+	 */
+	readonly putUnstamped: string;
+	/**
+	 * Params: ttl, value, 0, pKey, cCols, value. Conditional: the first half of an unfenced `put`,
 	 * which is a lightweight transaction (applied unless the record holds `value` already; then
 	 * `compareAndSwap` from `value` to `value` renews its TTL).
 	 */
@@ -45,26 +68,41 @@ export interface CassandraStatements {
 }
 
 /**
+ * The column holding the stamp of the fenced write that wrote a record (`bigint`, µs; 0 for an
+ * unfenced write; missing on records written before it existed). A fenced write is a lightweight
+ * transaction conditional on it being below its own stamp: see the README, "Fenced writes".
+ */
+export const FENCE_STAMP_COLUMN = "fence_stamp";
+
+/**
  * Builds the statements for an already validated keyspace and table.
  *
  * @example
  * ```ts
  * cassandraStatements("sysvvm", "ttl_values").compareAndSwap;
- * // "UPDATE sysvvm.ttl_values USING TTL ? SET value = ? WHERE p_key = ? AND c_col = ? IF value = ?"
+ * // "UPDATE sysvvm.ttl_values USING TTL ? SET value = ?, fence_stamp = ? WHERE p_key = ? AND c_col = ? IF value = ?"
  * ```
  */
 export function cassandraStatements(keyspace: string, table: string): CassandraStatements {
 	const t = `${keyspace}.${table}`;
 	const key = "WHERE p_key = ? AND c_col = ?";
 	const select = `SELECT c_col, value FROM ${t} WHERE p_key = ?`;
+	const set = `SET value = ?, ${FENCE_STAMP_COLUMN} = ?`;
+	const below = `${FENCE_STAMP_COLUMN} < ?`;
+	const unstamped = `${FENCE_STAMP_COLUMN} = null`;
 	return {
-		insertIfNotExists: `UPDATE ${t} USING TTL ? SET value = ? ${key} IF value = null`,
-		compareAndSwap: `UPDATE ${t} USING TTL ? SET value = ? ${key} IF value = ?`,
+		insertIfNotExists: `UPDATE ${t} USING TTL ? ${set} ${key} IF value = null`,
+		compareAndSwap: `UPDATE ${t} USING TTL ? ${set} ${key} IF value = ?`,
+		compareAndSwapFenced: `UPDATE ${t} USING TTL ? ${set} ${key} IF value = ? AND ${below}`,
+		compareAndSwapUnstamped: `UPDATE ${t} USING TTL ? ${set} ${key} IF value = ? AND ${unstamped}`,
 		compareAndDelete: `DELETE FROM ${t} ${key} IF value = ?`,
+		compareAndDeleteFenced: `DELETE FROM ${t} ${key} IF value = ? AND ${below}`,
+		compareAndDeleteUnstamped: `DELETE FROM ${t} ${key} IF value = ? AND ${unstamped}`,
 		get: `SELECT value FROM ${t} ${key}`,
 		put: `UPDATE ${t} USING TTL ? SET value = ? ${key}`,
-		putAt: `UPDATE ${t} USING TTL ? AND TIMESTAMP ? SET value = ? ${key}`,
-		putIfChanged: `UPDATE ${t} USING TTL ? SET value = ? ${key} IF value != ?`,
+		putFenced: `UPDATE ${t} USING TTL ? ${set} ${key} IF ${below}`,
+		putUnstamped: `UPDATE ${t} USING TTL ? ${set} ${key} IF ${unstamped}`,
+		putIfChanged: `UPDATE ${t} USING TTL ? ${set} ${key} IF value != ?`,
 		queryTTL: `SELECT value, TTL(value) AS remaining FROM ${t} ${key}`,
 		read: {
 			all: select,
@@ -127,4 +165,34 @@ export function parseApplied(rows: readonly unknown[] | undefined, operation: st
 		);
 	}
 	return applied;
+}
+
+/**
+ * The `fence_stamp` a lightweight transaction that was not applied reports (Cassandra returns the
+ * current values of the columns of its condition): `undefined` when the record is missing or has
+ * no stamp (a row without the column, or `null`). A value that is no `bigint` is an error
+ * (`TTLSTORAGE_FAILED`).
+ */
+export function storedFenceStamp(
+	rows: readonly unknown[] | undefined,
+	operation: string,
+): bigint | undefined {
+	const row = rows?.[0];
+	const stamp =
+		typeof row === "object" && row !== null
+			? (row as Record<string, unknown>)[FENCE_STAMP_COLUMN]
+			: undefined;
+	if (stamp === undefined || stamp === null) return undefined;
+	if (
+		typeof stamp === "object" &&
+		typeof (stamp as { toString: unknown }).toString === "function"
+	) {
+		const text = String(stamp);
+		if (/^-?\d+$/.test(text)) return BigInt(text);
+	}
+	throw new TTLStorageError(
+		"TTLSTORAGE_FAILED",
+		`the lightweight transaction returned a ${FENCE_STAMP_COLUMN} that is no bigint: ${String(stamp)}`,
+		{ driver: DRIVER_NAME, operation },
+	);
 }

@@ -1,10 +1,11 @@
 // Fenced writes on real Cassandra: a put that reaches the server late (held between the driver and
 // the client, as a congested link or a retried request would) never replaces a newer one, because
-// its USING TIMESTAMP comes from its epoch's reserved range.
+// it is a lightweight transaction conditional on the stored stamp being below its own, and its
+// stamp comes from its epoch's reserved range.
 import { TTLStorageError, utf8 } from "@vvm/ttlstorage";
 import type { Client } from "cassandra-driver";
 import { describe, expect, it } from "vitest";
-import { createCassandraTTLStorage } from "../src/index.ts";
+import { createCassandraTTLStorage, ensureCassandraSchema } from "../src/index.ts";
 import { cassandraGate, useCassandraKeyspace } from "./cassandra-env.ts";
 
 const skip = await cassandraGate();
@@ -13,7 +14,7 @@ const run = `${process.pid}-${Date.now()}`;
 const text = (b: Uint8Array | undefined) =>
 	b === undefined ? undefined : new TextDecoder().decode(b);
 
-/** A client whose next statement containing `TIMESTAMP` waits for `release()`. */
+/** A client whose next fenced put (`… IF fence_stamp < ?`) waits for `release()`. */
 function holding(client: Client) {
 	let armed = false;
 	let release!: () => void;
@@ -28,7 +29,7 @@ function holding(client: Client) {
 		get(target, prop, receiver) {
 			if (prop === "execute")
 				return async (cql: string, ...rest: unknown[]) => {
-					if (armed && cql.includes("TIMESTAMP")) {
+					if (armed && cql.endsWith("IF fence_stamp < ?")) {
 						armed = false;
 						reached();
 						await gate;
@@ -88,6 +89,41 @@ describe.skipIf(skip)(
 			).toBe(true);
 			await storage.put(pKey, utf8("j"), utf8("c"), 0, { fence });
 			expect(text(await storage.get(pKey, utf8("j")))).toBe("c");
+		});
+
+		it("a table of an earlier version: ensureCassandraSchema adds fence_stamp, and fenced writes take records without a stamp", async () => {
+			const { client, keyspace } = fixture();
+			const table = `old_${process.pid}`;
+			await client.execute(
+				`CREATE TABLE ${keyspace}.${table} (p_key blob, c_col blob, value blob, PRIMARY KEY ((p_key), c_col))`,
+			);
+			const pKey = utf8(`legacy/${run}`);
+			const legacy = `UPDATE ${keyspace}.${table} SET value = ? WHERE p_key = ? AND c_col = ?`;
+			for (const k of ["a", "b", "c"])
+				await client.execute(legacy, [Buffer.from(`old-${k}`), Buffer.from(pKey), Buffer.from(k)], {
+					prepare: true,
+				});
+			await ensureCassandraSchema(client, { keyspace, table });
+			await ensureCassandraSchema(client, { keyspace, table }); // again: a no-op
+			const storage = createCassandraTTLStorage({ client, keyspace, table });
+			const scope = utf8(`scope/legacy/${run}`);
+			const fence = { scope, epoch: 1n };
+			await storage.put(pKey, utf8("a"), utf8("new-a"), 0, { fence });
+			expect(text(await storage.get(pKey, utf8("a")))).toBe("new-a");
+			expect(
+				await storage.compareAndSwap(pKey, utf8("b"), utf8("old-b"), utf8("new-b"), 0, { fence }),
+			).toBe(true);
+			expect(await storage.compareAndDelete(pKey, utf8("c"), utf8("old-c"), { fence })).toBe(true);
+			expect(await storage.get(pKey, utf8("c"))).toBeUndefined();
+			// A later epoch's write stands against the earlier epoch's, as on a new table.
+			await storage.raiseFence?.(scope, 2n);
+			await storage.put(pKey, utf8("a"), utf8("newer-a"), 0, { fence: { scope, epoch: 2n } });
+			const late = await storage.put(pKey, utf8("a"), utf8("late-a"), 0, { fence }).then(
+				() => "resolved",
+				(e: unknown) => (TTLStorageError.is(e) ? e.code : String(e)),
+			);
+			expect(late).toBe("TTLSTORAGE_FENCED");
+			expect(text(await storage.get(pKey, utf8("a")))).toBe("newer-a");
 		});
 
 		it("F1: a deposed writer's put that lands after the new epoch took over never replaces the new epoch's write", async () => {

@@ -148,7 +148,8 @@ describe("CQL", () => {
 			}),
 		).toEqual([
 			"CREATE KEYSPACE IF NOT EXISTS sysvvm WITH replication = {'class': 'NetworkTopologyStrategy', 'dc''1': 3}",
-			"CREATE TABLE IF NOT EXISTS sysvvm.ttl_values (p_key blob, c_col blob, value blob, PRIMARY KEY ((p_key), c_col))",
+			"CREATE TABLE IF NOT EXISTS sysvvm.ttl_values (p_key blob, c_col blob, value blob, fence_stamp bigint, PRIMARY KEY ((p_key), c_col))",
+			"ALTER TABLE sysvvm.ttl_values ADD IF NOT EXISTS fence_stamp bigint",
 		]);
 		expect(cassandraSchemaStatements({ keyspace: "ks", table: "t" })[0]).toBe(
 			"CREATE KEYSPACE IF NOT EXISTS ks WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}",
@@ -157,17 +158,24 @@ describe("CQL", () => {
 
 	it("conditional writes are UPDATE ... IF, TTL is a bind marker", () => {
 		const s = cassandraStatements("ks", "t");
-		expect(s.insertIfNotExists).toBe(
-			"UPDATE ks.t USING TTL ? SET value = ? WHERE p_key = ? AND c_col = ? IF value = null",
-		);
-		expect(s.compareAndSwap).toBe(
-			"UPDATE ks.t USING TTL ? SET value = ? WHERE p_key = ? AND c_col = ? IF value = ?",
-		);
+		const set =
+			"UPDATE ks.t USING TTL ? SET value = ?, fence_stamp = ? WHERE p_key = ? AND c_col = ?";
+		expect(s.insertIfNotExists).toBe(`${set} IF value = null`);
+		expect(s.compareAndSwap).toBe(`${set} IF value = ?`);
+		expect(s.compareAndSwapFenced).toBe(`${set} IF value = ? AND fence_stamp < ?`);
+		expect(s.compareAndSwapUnstamped).toBe(`${set} IF value = ? AND fence_stamp = null`);
 		expect(s.compareAndDelete).toBe("DELETE FROM ks.t WHERE p_key = ? AND c_col = ? IF value = ?");
-		expect(s.put).toBe("UPDATE ks.t USING TTL ? SET value = ? WHERE p_key = ? AND c_col = ?");
-		expect(s.putIfChanged).toBe(
-			"UPDATE ks.t USING TTL ? SET value = ? WHERE p_key = ? AND c_col = ? IF value != ?",
+		expect(s.compareAndDeleteFenced).toBe(
+			"DELETE FROM ks.t WHERE p_key = ? AND c_col = ? IF value = ? AND fence_stamp < ?",
 		);
+		expect(s.compareAndDeleteUnstamped).toBe(
+			"DELETE FROM ks.t WHERE p_key = ? AND c_col = ? IF value = ? AND fence_stamp = null",
+		);
+		expect(s.put).toBe("UPDATE ks.t USING TTL ? SET value = ? WHERE p_key = ? AND c_col = ?");
+		expect(s.putIfChanged).toBe(`${set} IF value != ?`);
+		// Fenced puts: every write of a record is a lightweight transaction (issue 32).
+		expect(s.putFenced).toBe(`${set} IF fence_stamp < ?`);
+		expect(s.putUnstamped).toBe(`${set} IF fence_stamp = null`);
 		expect(s.read.fromTo).toBe(
 			"SELECT c_col, value FROM ks.t WHERE p_key = ? AND c_col >= ? AND c_col < ?",
 		);
@@ -270,11 +278,13 @@ describe("unfenced puts are lightweight transactions", () => {
 		const storage = createCassandraTTLStorage({ client, keyspace: "ks" });
 		await storage.put(k, k, v, 20);
 		expect(seen.map((c) => c.cql)).toEqual([
-			"UPDATE ks.ttl_values USING TTL ? SET value = ? WHERE p_key = ? AND c_col = ? IF value != ?",
-			"UPDATE ks.ttl_values USING TTL ? SET value = ? WHERE p_key = ? AND c_col = ? IF value = ?",
+			"UPDATE ks.ttl_values USING TTL ? SET value = ?, fence_stamp = ? WHERE p_key = ? AND c_col = ? IF value != ?",
+			"UPDATE ks.ttl_values USING TTL ? SET value = ?, fence_stamp = ? WHERE p_key = ? AND c_col = ? IF value = ?",
 		]);
 		for (const call of seen) {
 			expect(call.params[0]).toBe(21);
+			// An unfenced write stores stamp 0: any fenced write may replace it.
+			expect(String(call.params[2])).toBe("0");
 			expect(call.options).toMatchObject({
 				prepare: true,
 				isIdempotent: false,
@@ -308,5 +318,131 @@ describe("unfenced puts are lightweight transactions", () => {
 		await expect(alone.putBatch([{ pKey: k, cCols: k, value: v }])).rejects.toMatchObject({
 			code: "TTLSTORAGE_UNAVAILABLE",
 		});
+	});
+});
+
+describe("fenced writes are lightweight transactions on the stored stamp", () => {
+	const ks = "ks";
+	const k = new Uint8Array([1]);
+	const v = new Uint8Array([2]);
+	const scope = new Uint8Array([9]);
+	const fence = { scope, epoch: 1n };
+	/**
+	 * A client whose fence record (`c_col` empty) takes every write, and which answers the record's
+	 * conditional statements from `answers` in turn: `[applied]`, and the stored `fence_stamp`
+	 * (`null`: a row without it; `undefined`: no row).
+	 */
+	function fencedClient(answers: Array<{ applied: boolean; stamp?: bigint | null }>) {
+		const seen: Array<{ cql: string; params: unknown[] }> = [];
+		const client = {
+			execute: async (cql: string, params: unknown[]) => {
+				const cCols = params.find((p) => p instanceof Uint8Array && p.length === 0);
+				if (cql.startsWith("SELECT")) return { rows: [] }; // the fence record: missing
+				if (cCols !== undefined) return { rows: [{ "[applied]": true }] }; // the fence record
+				seen.push({ cql, params });
+				const next = answers.shift();
+				if (next === undefined) throw new Error(`unexpected statement ${cql}`);
+				const row: Record<string, unknown> = { "[applied]": next.applied };
+				if (next.stamp !== undefined)
+					row.fence_stamp = next.stamp === null ? null : types.Long.fromString(String(next.stamp));
+				return { rows: [row] };
+			},
+		} as unknown as Client;
+		return { client, seen };
+	}
+	const conditions = (seen: ReadonlyArray<{ cql: string }>): string[] =>
+		seen.map((c) => c.cql.slice(c.cql.indexOf(" IF ") + 4));
+	const stampOf = (call: { params: unknown[] } | undefined): bigint =>
+		BigInt(String(call?.params[2]));
+
+	it("put: IF fence_stamp < s applies over a lower stamp, in one round", async () => {
+		const { client, seen } = fencedClient([{ applied: true }]);
+		await createCassandraTTLStorage({ client, keyspace: ks }).put(k, k, v, 0, { fence });
+		expect(conditions(seen)).toEqual(["fence_stamp < ?"]);
+		// The stamp is stored and compared: the same value twice.
+		expect(String(seen[0]?.params[5])).toBe(String(stampOf(seen[0])));
+		expect(stampOf(seen[0]) > 0n).toBe(true);
+	});
+
+	it("put: a missing record or one without a stamp takes IF fence_stamp = null", async () => {
+		const { client, seen } = fencedClient([{ applied: false }, { applied: true }]);
+		await createCassandraTTLStorage({ client, keyspace: ks }).put(k, k, v, 0, { fence });
+		expect(conditions(seen)).toEqual(["fence_stamp < ?", "fence_stamp = null"]);
+	});
+
+	it("put: a stored stamp at or above its own supersedes it: resolves, nothing more is sent", async () => {
+		const { client, seen } = fencedClient([{ applied: false, stamp: 2n ** 62n }]);
+		await createCassandraTTLStorage({ client, keyspace: ks }).put(k, k, v, 0, { fence });
+		expect(conditions(seen)).toEqual(["fence_stamp < ?"]);
+	});
+
+	it("put: a lower stamp written between the two rounds sends the first statement again", async () => {
+		const { client, seen } = fencedClient([
+			{ applied: false, stamp: null },
+			{ applied: false, stamp: 5n },
+			{ applied: true },
+		]);
+		await createCassandraTTLStorage({ client, keyspace: ks }).put(k, k, v, 0, { fence });
+		expect(conditions(seen)).toEqual(["fence_stamp < ?", "fence_stamp = null", "fence_stamp < ?"]);
+	});
+
+	it("compareAndSwap: false when the round saw a stamp (value differs, or superseded); the unstamped round for a record without one", async () => {
+		const superseded = fencedClient([{ applied: false, stamp: 7n }]);
+		await expect(
+			createCassandraTTLStorage({ client: superseded.client, keyspace: ks }).compareAndSwap(
+				k,
+				k,
+				v,
+				k,
+				0,
+				{ fence },
+			),
+		).resolves.toBe(false);
+		expect(conditions(superseded.seen)).toEqual(["value = ? AND fence_stamp < ?"]);
+		const legacy = fencedClient([{ applied: false, stamp: null }, { applied: true }]);
+		await expect(
+			createCassandraTTLStorage({ client: legacy.client, keyspace: ks }).compareAndSwap(
+				k,
+				k,
+				v,
+				k,
+				0,
+				{ fence },
+			),
+		).resolves.toBe(true);
+		expect(conditions(legacy.seen)).toEqual([
+			"value = ? AND fence_stamp < ?",
+			"value = ? AND fence_stamp = null",
+		]);
+		const missing = fencedClient([{ applied: false }, { applied: false }]);
+		await expect(
+			createCassandraTTLStorage({ client: missing.client, keyspace: ks }).compareAndSwap(
+				k,
+				k,
+				v,
+				k,
+				0,
+				{ fence },
+			),
+		).resolves.toBe(false);
+	});
+
+	it("putBatch: every item a lightweight transaction, stamps in item order, no logged batch", async () => {
+		const { client, seen } = fencedClient([
+			{ applied: true },
+			{ applied: true },
+			{ applied: true },
+		]);
+		await createCassandraTTLStorage({ client, keyspace: ks }).putBatch([
+			{ pKey: k, cCols: k, value: v, fence },
+			{ pKey: k, cCols: v, value: v },
+			{ pKey: k, cCols: k, value: k, fence },
+		]);
+		expect(seen).toHaveLength(3);
+		const fenced = seen.filter((c) => c.cql.endsWith("fence_stamp < ?"));
+		expect(fenced).toHaveLength(2);
+		// The record's later item carries the higher stamp and is sent after the earlier one.
+		expect(stampOf(fenced[1]) > stampOf(fenced[0])).toBe(true);
+		expect(fenced[1]?.params[1]).toEqual(Buffer.from(k));
 	});
 });

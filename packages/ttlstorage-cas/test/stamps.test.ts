@@ -64,6 +64,29 @@ describe("FenceStamps", () => {
 		expect(fenced(e), String(e)).toBe(true);
 	});
 
+	it("nextAll takes a batch's stamps at its call: a write called after the batch stamps above all of them (F2)", async () => {
+		const now = 10_000_000n;
+		const s = new FenceStamps(memRows(), () => now, noSleep);
+		await s.raise(scope, 1n);
+		const f = { scope, epoch: 1n };
+		const batch = s.nextAll([f, f, f], "putBatch");
+		const after = s.next(scope, 1n, "put"); // called after the batch, before it resolved
+		const stamps = await batch;
+		expect(stamps).toHaveLength(3);
+		expect(stamps[0] as bigint).toBeLessThan(stamps[1] as bigint);
+		expect(stamps[1] as bigint).toBeLessThan(stamps[2] as bigint);
+		for (const stamp of stamps) expect(stamp).toBeLessThan(await after);
+		// An epoch this process has not raised yet: raised first, then every stamp taken at once.
+		const g = { scope: new Uint8Array([7]), epoch: 3n };
+		const raised = await s.nextAll([g, f, g], "putBatch");
+		expect(raised).toHaveLength(3);
+		expect(raised[0] as bigint).toBeLessThan(raised[2] as bigint);
+		// A superseded epoch is refused.
+		await s.raise(scope, 2n);
+		const e = await s.nextAll([g, f], "putBatch").catch((x: unknown) => x);
+		expect(fenced(e), String(e)).toBe(true);
+	});
+
 	it("stamps grow strictly within an epoch, even with a stopped or backward clock", async () => {
 		let now = 10_000_000n;
 		const s = new FenceStamps(memRows(), () => now, noSleep);
