@@ -19,7 +19,31 @@ const CONCURRENCY = Number(concurrencyArg ?? 16);
 const PARTITIONS = 10;
 const tag = `cpbench${process.pid}x${Date.now().toString(36)}`;
 
-async function open(): Promise<{ storage: TTLStorage; close(): Promise<void> }> {
+/** Statements sent to PostgreSQL so far, by the driver's statement kind (pg only). */
+const pgCounts = new Map<string, number>();
+
+/** node-postgres' own variables (PGHOST, PGPORT, PGUSER, PGDATABASE), PG_PORT as a fallback. */
+function pgConnection(): { host: string; port: number; user: string; database: string } {
+	const env = process.env;
+	return {
+		host: env.PGHOST ?? "127.0.0.1",
+		port: Number(env.PGPORT ?? env.PG_PORT ?? 54329),
+		user: env.PGUSER ?? "vvm",
+		database: env.PGDATABASE ?? "vvm",
+	};
+}
+
+interface ServerStats {
+	/** WAL fsyncs of the server, and commits in this database, so far (server-wide counters). */
+	readonly walSync: number;
+	readonly commits: number;
+}
+
+async function open(): Promise<{
+	storage: TTLStorage;
+	close(): Promise<void>;
+	stats?: () => Promise<ServerStats>;
+}> {
 	switch (storageKind) {
 		case "mem": {
 			const { createMemTTLStorage } = await import("@vvm/ttlstorage-mem");
@@ -91,13 +115,39 @@ async function open(): Promise<{ storage: TTLStorage; close(): Promise<void> }> 
 		case "pg": {
 			const { default: pg } = await import("pg");
 			const { createPgTTLStorage, ensurePgSchema } = await import("@vvm/ttlstorage-pg");
-			const url = `postgres://vvm@127.0.0.1:${process.env.PG_PORT ?? 54329}/vvm`;
-			const pool = new pg.Pool({ connectionString: url, max: 20 });
+			const pool = new pg.Pool({ ...pgConnection(), max: 20 });
 			pool.on("error", () => {});
 			await ensurePgSchema(pool, { schema: tag });
-			const storage = createPgTTLStorage({ pool, schema: tag });
+			// Every statement the driver sends is one round trip; counted per statement kind.
+			pool.on("acquire", (client: { query: (...a: unknown[]) => unknown }) => {
+				if ((client as { counted?: true }).counted) return;
+				(client as { counted?: true }).counted = true;
+				const query = client.query.bind(client);
+				client.query = (...args: unknown[]) => {
+					const first = args[0] as { name?: string; text?: string } | string;
+					const kind =
+						typeof first === "string"
+							? "text"
+							: (first.name?.replace(/^vvm_ttl_/, "").replace(/_[0-9a-f]{12}$/, "") ?? "text");
+					pgCounts.set(kind, (pgCounts.get(kind) ?? 0) + 1);
+					return query(...args);
+				};
+			});
+			// BENCH_PG_WRITES_IN_FLIGHT: the driver's group commit setting (default: the driver's).
+			const inFlight = process.env.BENCH_PG_WRITES_IN_FLIGHT;
+			const storage = createPgTTLStorage({
+				pool,
+				schema: tag,
+				...(inFlight === undefined ? {} : { writesInFlight: Number(inFlight) }),
+			});
 			return {
 				storage,
+				stats: async () => {
+					const r = await pool.query(
+						"SELECT (SELECT wal_sync FROM pg_stat_wal)::int8 AS wal_sync, (SELECT xact_commit FROM pg_stat_database WHERE datname = current_database())::int8 AS commits",
+					);
+					return { walSync: Number(r.rows[0].wal_sync), commits: Number(r.rows[0].commits) };
+				},
 				close: async () => {
 					await storage.close();
 					await pool.query(`DROP SCHEMA IF EXISTS ${tag} CASCADE`).catch(() => {});
@@ -114,9 +164,12 @@ const quantile = (sorted: readonly number[], p: number): number =>
 	sorted[Math.floor(p * (sorted.length - 1))] ?? 0;
 
 async function main(): Promise<void> {
-	const { storage, close } = await open();
+	const { storage, close, stats } = await open();
+	const coalesce = process.env.BENCH_CP_COALESCE;
 	const cp = createCommandProcessor({
 		storage,
+		// BENCH_CP_COALESCE=0|1: @vvm/cp's own group commit off or on (default: cp's choice).
+		...(coalesce === undefined ? {} : { coalesceWrites: coalesce !== "0" }),
 		appId: 1,
 		partitions: PARTITIONS,
 		trustLevel: Number(trust ?? 0) as SequencesTrustLevel,
@@ -145,12 +198,34 @@ async function main(): Promise<void> {
 		seconds: number,
 		cpu0: NodeJS.CpuUsage,
 		main0: number,
+		counts0: ReadonlyMap<string, number>,
+		server0: ServerStats,
+		server1: ServerStats,
 	): void => {
 		latencies.sort((a, b) => a - b);
 		const cpu = process.cpuUsage(cpu0);
 		const main = mainThreadCpuUs() - main0;
+		const n = Math.max(1, latencies.length);
+		const statements: Record<string, number> = {};
+		let sent = 0;
+		for (const [kind, count] of pgCounts) {
+			const d = count - (counts0.get(kind) ?? 0);
+			sent += d;
+			if (d > 0) statements[kind] = Number((d / n).toFixed(3));
+		}
 		console.log(
 			JSON.stringify({
+				...(stats === undefined
+					? {}
+					: {
+							// Per command: statements (each one round trip and, outside a transaction,
+							// one commit) by kind; the server's WAL fsyncs and this database's commits
+							// (server-wide counters: other sessions' work counts too).
+							statementsPerCommand: Number((sent / n).toFixed(3)),
+							statements,
+							walSyncsPerCommand: Number(((server1.walSync - server0.walSync) / n).toFixed(3)),
+							commitsPerCommand: Number(((server1.commits - server0.commits) / n).toFixed(3)),
+						}),
 				phase,
 				ok,
 				total: latencies.length,
@@ -168,6 +243,8 @@ async function main(): Promise<void> {
 		const latencies: number[] = [];
 		let ok = 0;
 		let next = 1;
+		const counts0 = new Map(pgCounts);
+		const server0 = (await stats?.()) ?? { walSync: 0, commits: 0 };
 		const cpu0 = process.cpuUsage();
 		const main0 = mainThreadCpuUs();
 		const t0 = performance.now();
@@ -181,11 +258,15 @@ async function main(): Promise<void> {
 				}
 			}),
 		);
-		report("warmup", latencies, ok, (performance.now() - t0) / 1000, cpu0, main0);
+		const seconds = (performance.now() - t0) / 1000;
+		const server1 = (await stats?.()) ?? server0;
+		report("warmup", latencies, ok, seconds, cpu0, main0, counts0, server0, server1);
 	}
 	{
 		const latencies: number[] = [];
 		let ok = 0;
+		const counts0 = new Map(pgCounts);
+		const server0 = (await stats?.()) ?? { walSync: 0, commits: 0 };
 		const cpu0 = process.cpuUsage();
 		const main0 = mainThreadCpuUs();
 		const t0 = performance.now();
@@ -200,7 +281,9 @@ async function main(): Promise<void> {
 				}
 			}),
 		);
-		report("warm", latencies, ok, (performance.now() - t0) / 1000, cpu0, main0);
+		const seconds = (performance.now() - t0) / 1000;
+		const server1 = (await stats?.()) ?? server0;
+		report("warm", latencies, ok, seconds, cpu0, main0, counts0, server0, server1);
 	}
 	await cp.close();
 	await close();

@@ -24,7 +24,7 @@
 //   BENCH_BASELINE=/tmp/old-checkout pnpm bench   # also that checkout's built host, same rounds
 //   BENCH_WORKSPACES=10000 BENCH_REMOTE_WORKSPACES=2000 BENCH_COLD_WORKSPACES=5000 BENCH_CONCURRENCY=16
 import { spawn } from "node:child_process";
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
 import { request } from "node:http";
 import type { Socket } from "node:net";
@@ -35,10 +35,21 @@ import { createInterface } from "node:readline";
 
 type Storage = "level" | "cas" | "dyn" | "pg";
 
-/** The repository's PostgreSQL (tooling/servers/postgres). */
-const PG_PORT = Number(process.env.PG_PORT ?? 54329);
-const PG_URL = `postgres://vvm@127.0.0.1:${PG_PORT}/vvm`;
-const portOf: Record<Exclude<Storage, "level">, number> = { cas: 9042, dyn: 8000, pg: PG_PORT };
+/**
+ * The PostgreSQL server: node-postgres' own variables (PGHOST, PGPORT, PGUSER, PGDATABASE; the
+ * host's pool and pgbench read PGPASSWORD themselves), PG_PORT as a fallback for the port, else the
+ * repository's server (tooling/servers/postgres: 127.0.0.1:54329, role and database vvm).
+ */
+const PG = {
+	host: process.env.PGHOST ?? "127.0.0.1",
+	port: Number(process.env.PGPORT ?? process.env.PG_PORT ?? 54329),
+	user: process.env.PGUSER ?? "vvm",
+	database: process.env.PGDATABASE ?? "vvm",
+};
+/** A socket directory (PGHOST=/path) goes URL-encoded, as node-postgres' connection strings take it. */
+const PG_URL = `postgres://${encodeURIComponent(PG.user)}@${PG.host.startsWith("/") ? encodeURIComponent(PG.host) : PG.host.includes(":") ? `[${PG.host}]` : PG.host}:${PG.port}/${encodeURIComponent(PG.database)}`;
+const portOf: Record<Exclude<Storage, "level">, number> = { cas: 9042, dyn: 8000, pg: PG.port };
+const hostOf = (s: Exclude<Storage, "level">): string => (s === "pg" ? PG.host : "127.0.0.1");
 type Variant = "fenced" | "unfenced" | "nosync" | "baseline";
 
 const env = process.env;
@@ -83,9 +94,9 @@ const progress = (message: string): void => {
 	);
 };
 
-const portOpen = (port: number): Promise<boolean> =>
+const portOpen = (port: number, host = "127.0.0.1"): Promise<boolean> =>
 	new Promise((resolve) => {
-		const s = connect(port, "127.0.0.1");
+		const s = connect(port, host);
 		s.once("connect", () => {
 			s.destroy();
 			resolve(true);
@@ -109,7 +120,7 @@ async function cleanup(storage: Storage, tag: string): Promise<void> {
 	}
 	if (storage === "pg") {
 		const { default: pg } = await import("pg");
-		const pool = new pg.Pool({ connectionString: PG_URL });
+		const pool = new pg.Pool(PG);
 		try {
 			await pool.query(`DROP SCHEMA IF EXISTS ${tag} CASCADE`);
 		} finally {
@@ -141,6 +152,60 @@ function cpuMsOf(pid: number, mainThread = false): number {
 	);
 	const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
 	return ((Number(fields[11]) + Number(fields[12])) / CLK_TCK) * 1000;
+}
+
+/**
+ * The postmaster of the bench's PostgreSQL when it runs on this machine (no PGHOST, or a loopback
+ * one): the repository's server (its pid file), else a `postgres` process started with this port
+ * (`-c port=N`, `-p N`). Its CPU and its children's is the "PostgreSQL CPU" column.
+ */
+function localPostmaster(): number | undefined {
+	if (!["127.0.0.1", "localhost", "::1"].includes(PG.host)) return undefined;
+	try {
+		const pid = Number(
+			readFileSync(join(import.meta.dirname, "../../../.servers/postgres/pid"), "utf8").trim(),
+		);
+		if (Number.isSafeInteger(pid) && pid > 0 && existsSync(`/proc/${pid}`)) return pid;
+	} catch {
+		// not the repository's checkout, or its server is not running: look for one
+	}
+	for (const entry of readdirSync("/proc")) {
+		if (!/^\d+$/.test(entry)) continue;
+		try {
+			const argv = readFileSync(`/proc/${entry}/cmdline`, "utf8").split("\0");
+			if (!/(^|\/)postgres$/.test(argv[0] ?? "")) continue;
+			const args = argv.join(" ");
+			if (args.includes(`port=${PG.port}`) || args.includes(`-p ${PG.port}`)) return Number(entry);
+		} catch {
+			// ended meanwhile
+		}
+	}
+	return undefined;
+}
+const POSTMASTER = localPostmaster();
+
+/**
+ * CPU time of the PostgreSQL server so far, ms: the postmaster's own, its live children's
+ * (backends, WAL writer, checkpointer, ...) and its ended children's (the postmaster's cutime and
+ * cstime: a backend that exits, such as pgbench's at its end, still counts). Every session
+ * counts, other users' too.
+ */
+function pgCpuMs(): number | undefined {
+	if (POSTMASTER === undefined) return undefined;
+	let ticks = 0;
+	for (const entry of readdirSync("/proc")) {
+		if (!/^\d+$/.test(entry)) continue;
+		try {
+			const stat = readFileSync(`/proc/${entry}/stat`, "utf8");
+			const f = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+			if (Number(entry) === POSTMASTER)
+				ticks += Number(f[11]) + Number(f[12]) + Number(f[13]) + Number(f[14]);
+			else if (Number(f[1]) === POSTMASTER) ticks += Number(f[11]) + Number(f[12]);
+		} catch {
+			// ended meanwhile
+		}
+	}
+	return (ticks / CLK_TCK) * 1000;
 }
 
 interface Server {
@@ -403,6 +468,12 @@ interface Measured {
 	/** The client's own CPU per request, µs (0 where the caller is in the same process). */
 	readonly clientCpuUs: number;
 	readonly errors: number;
+	/** PostgreSQL's CPU per request, µs (pg rows, on the repository's server). */
+	readonly pgCpuUs?: number;
+	/** Statements sent to PostgreSQL per command (@vvm/cp alone on pg). */
+	readonly statements?: number;
+	/** The server's WAL fsyncs per command (@vvm/cp alone on pg; server-wide counter). */
+	readonly walSyncs?: number;
 }
 
 /**
@@ -413,10 +484,12 @@ async function load(
 	server: Server,
 	workspaces: number,
 	order?: readonly number[],
+	pg = false,
 ): Promise<Measured> {
 	const latencies: number[] = [];
 	let ok = 0;
 	let next = 0;
+	const pg0 = pg ? pgCpuMs() : undefined;
 	const cpu0 = cpuMsOf(server.pid);
 	const main0 = cpuMsOf(server.pid, true);
 	const client0 = process.cpuUsage();
@@ -444,6 +517,7 @@ async function load(
 		}),
 	);
 	const elapsed = (performance.now() - t0) / 1000;
+	const pgMs = pg0 === undefined ? undefined : (pgCpuMs() ?? pg0) - pg0;
 	const hostCpuMs = cpuMsOf(server.pid) - cpu0;
 	const hostMainCpuMs = cpuMsOf(server.pid, true) - main0;
 	const client = process.cpuUsage(client0);
@@ -459,6 +533,7 @@ async function load(
 		hostMainCpuUs: (hostMainCpuMs * 1000) / Math.max(1, total),
 		clientCpuUs: (client.user + client.system) / Math.max(1, total),
 		errors: total - ok,
+		...(pgMs === undefined ? {} : { pgCpuUs: (pgMs * 1000) / Math.max(1, total) }),
 	};
 }
 
@@ -504,8 +579,12 @@ async function cpAlone(
 			p99: number;
 			cpuUs: number;
 			mainCpuUs: number;
+			statementsPerCommand?: number;
+			walSyncsPerCommand?: number;
 		};
 		phases.set(r.phase, {
+			...(r.statementsPerCommand === undefined ? {} : { statements: r.statementsPerCommand }),
+			...(r.walSyncsPerCommand === undefined ? {} : { walSyncs: r.walSyncsPerCommand }),
 			total: r.total,
 			perSecond: r.ok / r.seconds,
 			p50: r.p50,
@@ -567,7 +646,111 @@ function rowText(r: Row, reference: number): string {
 	const perSecond = m((x) => x.perSecond);
 	const errors = r.runs.reduce((n, x) => n + x.errors, 0);
 	const client = m((x) => x.clientCpuUs);
-	return `| ${r.label} | ${Math.round(perSecond).toLocaleString("en")} | ${r.label === BARE ? "" : `${((100 * perSecond) / reference).toFixed(1)} %`} | ${m((x) => x.p50).toFixed(2)} | ${m((x) => x.p99).toFixed(2)} | ${Math.round(m((x) => x.hostCpuUs))} | ${Math.round(m((x) => x.hostMainCpuUs))} | ${client === 0 ? "(in process)" : Math.round(client)} | ${errors} |`;
+	const pgCpu = r.runs.every((x) => x.pgCpuUs !== undefined)
+		? Math.round(m((x) => x.pgCpuUs ?? 0))
+		: "";
+	const ref = r.label === PGBENCH;
+	return `| ${r.label} | ${Math.round(perSecond).toLocaleString("en")} | ${r.label === BARE ? "" : `${((100 * perSecond) / reference).toFixed(1)} %`} | ${m((x) => x.p50).toFixed(2)} | ${ref ? "" : m((x) => x.p99).toFixed(2)} | ${ref ? "" : Math.round(m((x) => x.hostCpuUs))} | ${ref ? "" : Math.round(m((x) => x.hostMainCpuUs))} | ${ref ? "" : client === 0 ? "(in process)" : Math.round(client)} | ${errors} | ${pgCpu} |`;
+}
+
+const PGBENCH = `pgbench -M prepared -c ${CONCURRENCY}: BEGIN; INSERT event; INSERT record; COMMIT (reference; p50 column: its mean latency)`;
+
+/**
+ * The least a create needs on PostgreSQL, as pgbench runs it: a transaction of two inserts (an
+ * event of 300 bytes, a record of 100) with prepared statements, CONCURRENCY clients, SECONDS
+ * seconds, into two tables of a schema of its own on the same server. `undefined` when pgbench is
+ * not installed.
+ */
+async function pgbench(): Promise<Measured | undefined> {
+	const { default: pg } = await import("pg");
+	const pool = new pg.Pool(PG);
+	pool.on("error", () => {});
+	const schema = `pgbench${process.pid}x${Date.now().toString(36)}`;
+	const script = join(tmpdir(), `${schema}.sql`);
+	try {
+		await pool.query(`CREATE SCHEMA ${schema}`);
+		for (const table of ["event", "record"])
+			await pool.query(
+				`CREATE TABLE ${schema}.${table} (id int8 PRIMARY KEY, body bytea NOT NULL)`,
+			);
+		const bytes = (n: number) => `'\\x${"ab".repeat(n)}'::bytea`;
+		writeFileSync(
+			script,
+			[
+				"\\set id random(1, 9000000000000000000)",
+				"BEGIN;",
+				`INSERT INTO ${schema}.event (id, body) VALUES (:id, ${bytes(300)});`,
+				`INSERT INTO ${schema}.record (id, body) VALUES (:id, ${bytes(100)});`,
+				"COMMIT;",
+				"",
+			].join("\n"),
+		);
+		const pg0 = pgCpuMs();
+		const child = spawn(
+			"pgbench",
+			[
+				"-n",
+				"-M",
+				"prepared",
+				"-c",
+				String(CONCURRENCY),
+				"-j",
+				"2",
+				"-T",
+				String(SECONDS),
+				"-f",
+				script,
+			],
+			{
+				stdio: ["ignore", "pipe", "pipe"],
+				env: {
+					...env,
+					PGHOST: PG.host,
+					PGPORT: String(PG.port),
+					PGUSER: PG.user,
+					PGDATABASE: PG.database,
+				},
+			},
+		);
+		let out = "";
+		child.stdout.setEncoding("utf8").on("data", (c: string) => {
+			out += c;
+		});
+		child.stderr.setEncoding("utf8").on("data", (c: string) => {
+			out += c;
+		});
+		const exit = await new Promise<number | null | "missing">((resolve) => {
+			child.once("error", () => resolve("missing"));
+			child.once("exit", resolve);
+		});
+		if (exit === "missing") {
+			progress("pgbench is not installed (it comes with postgresql); its row is left out");
+			return undefined;
+		}
+		const tps = /tps = ([\d.]+)/.exec(out);
+		const mean = /latency average = ([\d.]+) ms/.exec(out);
+		const failed = /number of failed transactions: (\d+)/.exec(out);
+		const done = /number of transactions actually processed: (\d+)/.exec(out);
+		if (exit !== 0 || tps === null || done === null)
+			throw new Error(`pgbench failed (${exit}): ${out}`);
+		const total = Number(done[1]);
+		const pgMs = pg0 === undefined ? undefined : (pgCpuMs() ?? pg0) - pg0;
+		return {
+			total,
+			perSecond: Number(tps[1]),
+			p50: Number(mean?.[1] ?? 0),
+			p99: 0,
+			hostCpuUs: 0,
+			hostMainCpuUs: 0,
+			clientCpuUs: 0,
+			errors: Number(failed?.[1] ?? 0),
+			...(pgMs === undefined ? {} : { pgCpuUs: (pgMs * 1000) / Math.max(1, total) }),
+		};
+	} finally {
+		await pool.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`).catch(() => {});
+		await pool.end();
+		await rm(script, { force: true });
+	}
 }
 
 async function hostRuns(storage: Storage, level: number, variant: Variant, round: number) {
@@ -580,7 +763,10 @@ async function hostRuns(storage: Storage, level: number, variant: Variant, round
 			progress(`${what}: warm-up, ${workspaces} workspaces once each`);
 			await load(host, workspaces, shuffled(range(workspaces)));
 			progress(`${what}: warm, ${SECONDS} s`);
-			record(hostLabel(storage, level, variant, "warm"), await load(host, workspaces));
+			record(
+				hostLabel(storage, level, variant, "warm"),
+				await load(host, workspaces, undefined, storage === "pg"),
+			);
 		} finally {
 			await host.stop();
 		}
@@ -596,7 +782,10 @@ async function hostRuns(storage: Storage, level: number, variant: Variant, round
 			progress(`${what}: restarted; the first commands of ${half} workspaces warm the process up`);
 			await load(host, workspaces, order.slice(0, half));
 			progress(`${what}: cold, the first command of ${cold.length} other workspaces`);
-			record(hostLabel(storage, level, variant, "cold"), await load(host, workspaces, cold));
+			record(
+				hostLabel(storage, level, variant, "cold"),
+				await load(host, workspaces, cold, storage === "pg"),
+			);
 		} finally {
 			await host.stop();
 		}
@@ -611,8 +800,9 @@ async function main(): Promise<void> {
 	const storages: Storage[] = [];
 	for (const s of STORAGES) {
 		if (s === "level") storages.push(s);
-		else if (await portOpen(portOf[s])) storages.push(s);
-		else progress(`${s} is not listening on 127.0.0.1:${portOf[s]}; left out`);
+		else if ((s === "pg" && PG.host.startsWith("/")) || (await portOpen(portOf[s], hostOf(s))))
+			storages.push(s);
+		else progress(`${s} is not listening on ${hostOf(s)}:${portOf[s]}; left out`);
 	}
 	console.log(
 		`host command path: one-record creates through HTTP, concurrency ${CONCURRENCY} keep-alive connections, ${WORKSPACES} workspaces on level (${REMOTE_WORKSPACES} on cas/dyn/pg) each touched once before the warm run, cold = the first command of up to ${COLD_WORKSPACES} workspaces after a restart and the first commands of the other half, ${SECONDS} s per warm run, medians of ${ROUNDS} interleaved rounds; default host flags; ${cpus().length} cores (${cpus()[0]?.model.trim()}), Node ${process.version}${QUICK ? " (--quick)" : ""}`,
@@ -637,7 +827,7 @@ async function main(): Promise<void> {
 		for (const storage of storages)
 			for (const level of LEVELS) {
 				for (const variant of VARIANTS) await hostRuns(storage, level, variant, round);
-				if (storage === "level" || level === 0) {
+				if (storage === "level" || storage === "pg" || level === 0) {
 					progress(`round ${round + 1}/${ROUNDS} @vvm/cp alone on ${storage}, level ${level}`);
 					const workspaces = storage === "level" ? WORKSPACES : REMOTE_WORKSPACES;
 					const r = await cpAlone(storage, level, workspaces);
@@ -645,6 +835,11 @@ async function main(): Promise<void> {
 					record(cpLabel(storage, level, "cold"), r.cold);
 				}
 			}
+		if (storages.includes("pg")) {
+			progress(`round ${round + 1}/${ROUNDS} pgbench, ${SECONDS} s`);
+			const m = await pgbench();
+			if (m !== undefined) record(PGBENCH, m);
+		}
 		for (const level of LEVELS) {
 			progress(`round ${round + 1}/${ROUNDS} @vvm/cp alone on mem, level ${level}`);
 			record(cpLabel("mem", level, "warm"), (await cpAlone("mem", level, WORKSPACES)).warm);
@@ -653,10 +848,35 @@ async function main(): Promise<void> {
 	const reference = med(BARE, (m) => m.perSecond) ?? 0;
 	console.log("");
 	console.log(
-		"| server | creates/s | of bare | p50 ms | p99 ms | server CPU µs/req | of which main thread | client CPU µs/req | non-201 |",
+		"| server | creates/s | of bare | p50 ms | p99 ms | server CPU µs/req | of which main thread | client CPU µs/req | non-201 | PostgreSQL CPU µs/req |",
 	);
-	console.log("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |");
+	console.log("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |");
 	for (const r of rows.values()) console.log(rowText(r, reference));
+	console.log("");
+	const counted = [...rows.values()].filter((r) => r.runs.every((x) => x.statements !== undefined));
+	if (counted.length > 0) {
+		console.log(
+			"PostgreSQL statements per command (each one round trip and one commit; the driver counts them) and the server's WAL fsyncs per command (server-wide, other sessions included), @vvm/cp alone:",
+		);
+		for (const r of counted)
+			console.log(
+				`- ${r.label}: ${median(r.runs.map((x) => x.statements ?? 0)).toFixed(2)} statements, ${median(r.runs.map((x) => x.walSyncs ?? 0)).toFixed(2)} WAL fsyncs`,
+			);
+		console.log("");
+	}
+	const pgRef = med(PGBENCH, (m) => m.perSecond);
+	const pgRefCpu = med(PGBENCH, (m) => m.pgCpuUs ?? Number.NaN);
+	if (pgRef !== undefined)
+		for (const level of LEVELS)
+			for (const phase of ["warm", "cold"] as const) {
+				const label = hostLabel("pg", level, "fenced", phase);
+				const rate = med(label, (m) => m.perSecond);
+				const cpu = med(label, (m) => m.pgCpuUs ?? Number.NaN);
+				if (rate !== undefined)
+					console.log(
+						`- ${label}: ${((100 * rate) / pgRef).toFixed(0)} % of pgbench's transactions/s; PostgreSQL CPU ${Math.round(cpu ?? Number.NaN)} µs per create vs ${Math.round(pgRefCpu ?? Number.NaN)} per pgbench transaction`,
+					);
+			}
 	console.log("");
 	// The goals of issue 24, checked on this run.
 	const goal = (ok: boolean | undefined, text: string): void => {

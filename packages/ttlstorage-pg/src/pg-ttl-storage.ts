@@ -5,6 +5,7 @@ import { libraryLogger } from "@vvm/log";
 import type {
 	BatchItem,
 	Bytes,
+	ConditionalBatchItem,
 	ReadRange,
 	StoredRecord,
 	TTLStorage,
@@ -18,6 +19,7 @@ import {
 	fencedError,
 	TTLStorageError,
 	validateBatch,
+	validateConditionalBatch,
 	validateDeleteArgs,
 	validateFenceEpoch,
 	validateFenceScope,
@@ -32,8 +34,8 @@ import { DRIVER_NAME, isConnectionError, isRetryableConflict, mapPgError } from 
 import type { PgPool, PgPoolClient, PgQueryResult } from "./pool.ts";
 import { guardConnection, guardConnections } from "./pool.ts";
 import { resolveNames } from "./schema.ts";
-import type { LowerBound, PgStatements, Statement } from "./statements.ts";
-import { pgStatements } from "./statements.ts";
+import type { ItemKind, LowerBound, PgStatements, Statement } from "./statements.ts";
+import { PARTIAL_MARK, pgStatements } from "./statements.ts";
 
 /** Options of {@link createPgTTLStorage}. */
 export interface PgTTLStorageOptions {
@@ -65,12 +67,22 @@ export interface PgTTLStorageOptions {
 	 * Set `false` behind a pooler in transaction mode (PgBouncer before 1.21).
 	 */
 	readonly prepare?: boolean;
+	/**
+	 * Group commit: write statements at the server at once, default 2. Writes that arrive while
+	 * this many are in flight wait and then go together, as one statement (one transaction, one
+	 * commit). 1 is the classic group commit; a large value sends nearly every write on its own.
+	 */
+	readonly writesInFlight?: number;
+	/** Items (records written) per group statement at most; default 1000 (a larger batch goes alone). */
+	readonly maxGroupItems?: number;
 	/** Where a failed background sweep is logged (at `error`); any pino-compatible logger. */
 	readonly logger?: Logger;
 }
 
-/** The PostgreSQL driver: a {@link TTLStorage} plus control over its sweep. */
+/** The PostgreSQL driver: a {@link TTLStorage} (with `putBatchIf`) plus control over its sweep. */
 export interface PgTTLStorage extends TTLStorage {
+	/** {@link TTLStorage.putBatchIf}: this driver always has it (one statement of a group). */
+	putBatchIf(items: readonly ConditionalBatchItem[]): Promise<boolean>;
 	/**
 	 * Runs one sweep pass now: deletes records expired at this moment, in statements of
 	 * `sweepBatchSize` rows, until one deletes fewer. Resolves to the number deleted.
@@ -117,6 +129,9 @@ export function validatePgTTLStorageOptions(options: Partial<PgTTLStorageOptions
 	if (options.sweepBatchSize !== undefined)
 		positiveInteger("sweepBatchSize", options.sweepBatchSize);
 	if (options.pageSize !== undefined) positiveInteger("pageSize", options.pageSize);
+	if (options.writesInFlight !== undefined)
+		positiveInteger("writesInFlight", options.writesInFlight);
+	if (options.maxGroupItems !== undefined) positiveInteger("maxGroupItems", options.maxGroupItems);
 	if (options.prepare !== undefined && typeof options.prepare !== "boolean")
 		throw new TypeError("[@vvm/ttlstorage-pg] prepare must be a boolean");
 }
@@ -153,6 +168,68 @@ function fencesOf(fences: Iterable<WriteFence | undefined>): Map<string, WriteFe
 
 type Args = Record<string, unknown>;
 
+/** One record a write request writes, in the group statement's columns. */
+interface WriteItem {
+	readonly k: ItemKind;
+	readonly p: Buffer;
+	readonly c: Buffer;
+	/** The value written; `null` for a delete. */
+	readonly v: Buffer | null;
+	/** The value a swap or delete expects. */
+	readonly ex: Buffer | null;
+	readonly ttl: number;
+	/** The fence's epoch (decimal) and the write's stamp (F2), or `null` unfenced. */
+	readonly fe: string | null;
+	readonly fs: number | null;
+}
+
+/** What a request's part of a group statement answered. */
+interface WriteResult {
+	/** Its fences passed and all its conditions held: everything was written (puts F2-ordered). */
+	readonly ok: boolean;
+}
+
+/** One caller's write (an operation of the contract), waiting for or riding in a group. */
+interface WriteRequest {
+	readonly operation: string;
+	readonly items: readonly WriteItem[];
+	/** Its fences, one per scope (the lowest epoch), keyed by scope in hex. */
+	readonly fences: ReadonlyMap<string, WriteFence>;
+	readonly keys: readonly string[];
+	/** Times a scope of it had no fence row yet (each time the row is created and it goes again). */
+	tries: number;
+	resolve(result: WriteResult): void;
+	reject(error: unknown): void;
+}
+
+/** Requests sent as one statement: their keys never overlap. */
+interface WriteGroup {
+	readonly requests: WriteRequest[];
+	readonly keys: Set<string>;
+	items: number;
+	/** It waited for a key in flight: later requests start a group of their own. */
+	blocked: boolean;
+}
+
+/** A group statement that failed: where, and what node-postgres raised. */
+class GroupFailure {
+	readonly error: unknown;
+	readonly phase: "connect" | "write";
+	constructor(error: unknown, phase: "connect" | "write") {
+		this.error = error;
+		this.phase = phase;
+	}
+}
+
+/** The key of a record in a group (length-prefixed, so two keys never read alike). */
+const keyOf = (p: Buffer, c: Buffer): string =>
+	`${p.length}:${p.toString("latin1")}${c.toString("latin1")}`;
+
+/** The error a group raises when a request of it would be written in part (nothing was). */
+const isPartial = (error: unknown): boolean =>
+	(error as { code?: unknown })?.code === "22P02" &&
+	String((error as { message?: unknown }).message).includes(PARTIAL_MARK);
+
 class PgTTLStorageImpl implements PgTTLStorage {
 	readonly #pool: PgPool;
 	readonly #sql: PgStatements;
@@ -165,6 +242,13 @@ class PgTTLStorageImpl implements PgTTLStorage {
 	readonly #prepare: boolean;
 	readonly #log: Logger;
 	readonly #inFlight = new Set<Promise<unknown>>();
+	readonly #writesInFlight: number;
+	readonly #maxGroupItems: number;
+	/** Groups waiting to be sent, in arrival order. */
+	readonly #queue: WriteGroup[] = [];
+	/** Keys of the groups at the server: a group holding one of them waits. */
+	readonly #keysInFlight = new Set<string>();
+	#groupsInFlight = 0;
 	#timer: TimerHandle | undefined;
 	#closed = false;
 	#closing: Promise<void> | undefined;
@@ -187,6 +271,8 @@ class PgTTLStorageImpl implements PgTTLStorage {
 		this.#sweepBatchSize = options.sweepBatchSize ?? 1000;
 		this.#pageSize = options.pageSize ?? 1000;
 		this.#prepare = options.prepare ?? true;
+		this.#writesInFlight = options.writesInFlight ?? 2;
+		this.#maxGroupItems = options.maxGroupItems ?? 1000;
 		this.#log = libraryLogger(options.logger, { pkg: "@vvm/ttlstorage-pg" });
 		guardConnections(options.pool);
 		this.#arm();
@@ -256,52 +342,271 @@ class PgTTLStorageImpl implements PgTTLStorage {
 		}
 	}
 
-	#write(operation: string, stmt: Statement, args: Args): Promise<PgQueryResult> {
-		return this.#io(operation, () => this.#query(operation, "write", stmt, args));
+	// --- group commit ---------------------------------------------------------------------------
+
+	/**
+	 * Sends a write with the others that arrive meanwhile: resolves once the group statement that
+	 * carried it committed, with its own answer. A request of a scope without a fence row gets one
+	 * at epoch 0 and goes again; a superseded fence rejects it with `TTLSTORAGE_FENCED`.
+	 */
+	#submit(
+		operation: string,
+		items: readonly WriteItem[],
+		fences: ReadonlyMap<string, WriteFence>,
+	): Promise<WriteResult> {
+		return this.#io(
+			operation,
+			() =>
+				new Promise<WriteResult>((resolve, reject) => {
+					const keys = items.map((it) => keyOf(it.p, it.c));
+					this.#enqueue({ operation, items, fences, keys, tries: 0, resolve, reject });
+				}),
+		);
 	}
 
 	/**
-	 * A fenced statement: it writes only when every fence's scope row exists and holds an epoch at
-	 * or below the fence's, share-locked until it commits. Resolves to the number of rows written;
-	 * rejects with `TTLSTORAGE_FENCED` (nothing written) when a scope was raised above. A scope
-	 * without a fence row gets one at epoch 0 first (then the statement runs again).
+	 * Joins the last waiting group, or starts a new one when that one would name a key twice, grow
+	 * past `maxGroupItems`, or waits for a key still being written: a later write of a key always
+	 * goes in a later statement, and a write of other keys is not held up behind it.
 	 */
-	#fenced(
-		operation: string,
-		stmt: Statement,
-		args: Args,
-		fences: ReadonlyMap<string, WriteFence>,
-	): Promise<number> {
-		const list = [...fences.values()];
-		const scopes = list.map((f) => buf(f.scope));
-		const epochs = list.map((f) => f.epoch.toString());
-		return this.#io(operation, async () => {
-			for (let attempt = 1; ; attempt++) {
-				const result = await this.#query(operation, "write", stmt, { ...args, scopes, epochs });
-				const row = result.rows[0];
-				if (row?.ok === true) return Number(row.n);
-				const stored = new Map<string, bigint>();
-				for (const entry of Array.isArray(row?.fences) ? (row.fences as unknown[]) : []) {
-					const [scope, epoch] = String(entry).split(":");
-					stored.set(scope ?? "", BigInt(epoch ?? "0"));
+	#enqueue(request: WriteRequest): void {
+		let g = this.#queue.at(-1);
+		if (
+			g === undefined ||
+			g.blocked ||
+			(g.items + request.items.length > this.#maxGroupItems && g.requests.length > 0) ||
+			request.keys.some((k) => (g as WriteGroup).keys.has(k))
+		) {
+			g = { requests: [], keys: new Set(), items: 0, blocked: false };
+			this.#queue.push(g);
+		}
+		g.requests.push(request);
+		g.items += request.items.length;
+		for (const k of request.keys) g.keys.add(k);
+		this.#pump();
+	}
+
+	/**
+	 * Sends waiting groups while fewer than `writesInFlight` are at the server, in arrival order
+	 * except that a group with a key still being written (or waiting in an earlier group) waits:
+	 * writes of one key keep their order; writes of other keys were concurrent with it anyway.
+	 */
+	#pump(): void {
+		let waiting: Set<string> | undefined;
+		for (let i = 0; i < this.#queue.length && this.#groupsInFlight < this.#writesInFlight; ) {
+			const g = this.#queue[i] as WriteGroup;
+			let blocked = false;
+			for (const k of g.keys)
+				if (this.#keysInFlight.has(k) || waiting?.has(k)) {
+					blocked = true;
+					break;
 				}
-				const missing: Buffer[] = [];
-				for (const [key, fence] of fences) {
-					const current = stored.get(key);
-					if (current === undefined) missing.push(buf(fence.scope));
-					else if (current > fence.epoch)
-						throw fencedError(DRIVER_NAME, operation, fence.epoch, current);
+			if (blocked) {
+				g.blocked = true;
+				waiting ??= new Set();
+				for (const k of g.keys) waiting.add(k);
+				i++;
+				continue;
+			}
+			this.#queue.splice(i, 1);
+			this.#groupsInFlight++;
+			for (const k of g.keys) this.#keysInFlight.add(k);
+			void this.#commit(g).finally(() => {
+				this.#groupsInFlight--;
+				for (const k of g.keys) this.#keysInFlight.delete(k);
+				this.#pump();
+			});
+		}
+	}
+
+	/**
+	 * One group: one statement, one commit. Each request is answered from its own row. When the
+	 * statement failed, the server rolled it back: a `TTLSTORAGE_FAILED` error (something in one
+	 * request, not the server's state) sends each request again on its own, so one bad write
+	 * fails only its caller; every other error (the server unavailable, a lost answer:
+	 * `OUTCOME_UNKNOWN` for every write of the group) is every request's.
+	 */
+	async #commit(g: WriteGroup): Promise<void> {
+		let rows: ReadonlyArray<Record<string, unknown>>;
+		try {
+			rows = await this.#sendGroup(g.requests);
+		} catch (failure) {
+			const { error, phase } =
+				failure instanceof GroupFailure ? failure : new GroupFailure(failure, "write");
+			const first = g.requests[0] as WriteRequest;
+			const mapped = mapPgError(error, { operation: first.operation, phase });
+			const alone = isPartial(error) || mapped.code === "TTLSTORAGE_FAILED";
+			if (alone && phase === "write" && g.requests.length > 1) {
+				for (const request of g.requests)
+					await this.#commit({
+						requests: [request],
+						keys: g.keys,
+						items: request.items.length,
+						blocked: false,
+					});
+				return;
+			}
+			for (const request of g.requests)
+				request.reject(
+					isPartial(error)
+						? new TTLStorageError(
+								"TTLSTORAGE_UNAVAILABLE",
+								"another transaction kept taking a key this conditional write found absent; nothing was written",
+								{ driver: DRIVER_NAME, operation: request.operation, cause: error },
+							)
+						: request === first
+							? mapped
+							: mapPgError(error, { operation: request.operation, phase }),
+				);
+			return;
+		}
+		const again: Array<{ request: WriteRequest; scopes: Buffer[] }> = [];
+		const answered = new Set<number>();
+		for (const row of rows) {
+			const r = Number(row.r);
+			const request = g.requests[r];
+			if (request === undefined || answered.has(r)) continue;
+			answered.add(r);
+			if (row.fenced_ok === true) {
+				request.resolve({ ok: row.ok === true });
+				continue;
+			}
+			const stored = new Map<string, bigint>();
+			for (const entry of Array.isArray(row.fences) ? (row.fences as unknown[]) : []) {
+				const [scope, epoch] = String(entry).split(":");
+				stored.set(scope ?? "", BigInt(epoch ?? "0"));
+			}
+			const missing: Buffer[] = [];
+			let fenced: TTLStorageError | undefined;
+			for (const [key, fence] of request.fences) {
+				const current = stored.get(key);
+				if (current === undefined) missing.push(buf(fence.scope));
+				else if (current > fence.epoch) {
+					fenced = fencedError(DRIVER_NAME, request.operation, fence.epoch, current);
+					break;
 				}
-				if (missing.length === 0 || attempt >= 3) {
-					throw new TTLStorageError(
+			}
+			if (fenced !== undefined) request.reject(fenced);
+			else if (missing.length === 0 || request.tries >= 2)
+				request.reject(
+					new TTLStorageError(
 						"TTLSTORAGE_FAILED",
-						`the fence check failed without a superseded epoch (${missing.length} scope rows missing after ${attempt} tries)`,
-						{ driver: DRIVER_NAME, operation },
-					);
-				}
-				await this.#query(operation, "write", this.#sql.createFences, { scopes: missing });
+						`the fence check failed without a superseded epoch (${missing.length} scope rows missing after ${request.tries + 1} tries)`,
+						{ driver: DRIVER_NAME, operation: request.operation },
+					),
+				);
+			else {
+				request.tries++;
+				again.push({ request, scopes: missing });
+			}
+		}
+		g.requests.forEach((request, r) => {
+			if (!answered.has(r))
+				request.reject(
+					new TTLStorageError("TTLSTORAGE_FAILED", "the group statement returned no row for it", {
+						driver: DRIVER_NAME,
+						operation: request.operation,
+					}),
+				);
+		});
+		// First writes of a scope: its fence row at epoch 0, then the write goes again (its keys are
+		// still held by this group, so nothing of them overtakes it).
+		for (const { request, scopes } of again) {
+			try {
+				await this.#query(request.operation, "write", this.#sql.createFences, { scopes });
+				this.#enqueue(request);
+			} catch (error) {
+				request.reject(error);
+			}
+		}
+	}
+
+	/**
+	 * The group statement of `requests` on a connection of the pool. A statement the server aborted
+	 * (a deadlock, a serialization failure, a request it found written in part) wrote nothing and
+	 * is sent again, 3 tries in all. Throws a {@link GroupFailure}.
+	 */
+	async #sendGroup(
+		requests: readonly WriteRequest[],
+	): Promise<ReadonlyArray<Record<string, unknown>>> {
+		const a = {
+			r: [] as number[],
+			k: [] as number[],
+			p: [] as Buffer[],
+			c: [] as Buffer[],
+			v: [] as Array<Buffer | null>,
+			ex: [] as Array<Buffer | null>,
+			ttl: [] as number[],
+			fe: [] as Array<string | null>,
+			fs: [] as Array<number | null>,
+			fr: [] as number[],
+			fsc: [] as Buffer[],
+			fep: [] as string[],
+		};
+		requests.forEach((request, r) => {
+			for (const it of request.items) {
+				a.r.push(r);
+				a.k.push(it.k);
+				a.p.push(it.p);
+				a.c.push(it.c);
+				a.v.push(it.v);
+				a.ex.push(it.ex);
+				a.ttl.push(it.ttl);
+				a.fe.push(it.fe);
+				a.fs.push(it.fs);
+			}
+			for (const f of request.fences.values()) {
+				a.fr.push(r);
+				a.fsc.push(buf(f.scope));
+				a.fep.push(f.epoch.toString());
 			}
 		});
+		const stmt = this.#sql.group;
+		const config = {
+			text: stmt.text,
+			values: this.#values(stmt, a),
+			...(this.#prepare ? { name: stmt.name } : {}),
+		};
+		for (let attempt = 1; ; attempt++) {
+			let client: PgPoolClient;
+			try {
+				client = await this.#pool.connect();
+			} catch (error) {
+				throw new GroupFailure(error, "connect");
+			}
+			guardConnection(client);
+			try {
+				const result = await client.query(config);
+				client.release();
+				return result.rows;
+			} catch (error) {
+				client.release(isConnectionError(error) ? toError(error) : undefined);
+				if (attempt < CONFLICT_TRIES && (isRetryableConflict(error) || isPartial(error))) continue;
+				throw new GroupFailure(error, "write");
+			}
+		}
+	}
+
+	/** A single write's item. */
+	#item(
+		k: ItemKind,
+		pKey: Bytes,
+		cCols: Bytes,
+		value: Bytes | null,
+		expected: Bytes | null,
+		ttl: number,
+		fence: WriteFence | undefined,
+	): WriteItem {
+		return {
+			k,
+			p: buf(pKey),
+			c: buf(cCols),
+			v: value === null ? null : buf(value),
+			ex: expected === null ? null : buf(expected),
+			ttl,
+			fe: fence === undefined ? null : fence.epoch.toString(),
+			fs: fence === undefined ? null : nextStamp(),
+		};
 	}
 
 	// --- sweep ------------------------------------------------------------------------------------
@@ -386,13 +691,9 @@ class PgTTLStorageImpl implements PgTTLStorage {
 		validateInsertArgs(pKey, cCols, value, ttlSeconds);
 		validateWriteOptions(options);
 		const operation = "insertIfNotExists";
-		const args = { p: buf(pKey), c: buf(cCols), v: buf(value), ttl: ttlSeconds };
 		const fence = options?.fence;
-		if (fence === undefined)
-			return ((await this.#write(operation, this.#sql.insertIfNotExists, args)).rowCount ?? 0) > 0;
-		const stamped = { ...args, fe: fence.epoch.toString(), fs: nextStamp() };
-		const fences = fencesOf([fence]);
-		return (await this.#fenced(operation, this.#sql.fenced.insertIfNotExists, stamped, fences)) > 0;
+		const item = this.#item(1, pKey, cCols, value, null, ttlSeconds, fence);
+		return (await this.#submit(operation, [item], fencesOf([fence]))).ok;
 	}
 
 	async compareAndSwap(
@@ -405,22 +706,9 @@ class PgTTLStorageImpl implements PgTTLStorage {
 	): Promise<boolean> {
 		validateSwapArgs(pKey, cCols, oldValue, newValue, ttlSeconds);
 		validateWriteOptions(options);
-		const operation = "compareAndSwap";
-		const args = {
-			p: buf(pKey),
-			c: buf(cCols),
-			ov: buf(oldValue),
-			nv: buf(newValue),
-			ttl: ttlSeconds,
-		};
 		const fence = options?.fence;
-		if (fence === undefined)
-			return ((await this.#write(operation, this.#sql.compareAndSwap, args)).rowCount ?? 0) > 0;
-		const stamped = { ...args, fe: fence.epoch.toString(), fs: nextStamp() };
-		return (
-			(await this.#fenced(operation, this.#sql.fenced.compareAndSwap, stamped, fencesOf([fence]))) >
-			0
-		);
+		const item = this.#item(2, pKey, cCols, newValue, oldValue, ttlSeconds, fence);
+		return (await this.#submit("compareAndSwap", [item], fencesOf([fence]))).ok;
 	}
 
 	async compareAndDelete(
@@ -431,20 +719,9 @@ class PgTTLStorageImpl implements PgTTLStorage {
 	): Promise<boolean> {
 		validateDeleteArgs(pKey, cCols, expectedValue);
 		validateWriteOptions(options);
-		const operation = "compareAndDelete";
-		const args = { p: buf(pKey), c: buf(cCols), v: buf(expectedValue) };
 		const fence = options?.fence;
-		if (fence === undefined)
-			return ((await this.#write(operation, this.#sql.compareAndDelete, args)).rowCount ?? 0) > 0;
-		const stamped = { ...args, fe: fence.epoch.toString(), fs: nextStamp() };
-		return (
-			(await this.#fenced(
-				operation,
-				this.#sql.fenced.compareAndDelete,
-				stamped,
-				fencesOf([fence]),
-			)) > 0
-		);
+		const item = this.#item(3, pKey, cCols, null, expectedValue, 0, fence);
+		return (await this.#submit("compareAndDelete", [item], fencesOf([fence]))).ok;
 	}
 
 	async get(pKey: Bytes, cCols: Bytes): Promise<Bytes | undefined> {
@@ -466,50 +743,47 @@ class PgTTLStorageImpl implements PgTTLStorage {
 		validateInsertArgs(pKey, cCols, value, ttlSeconds);
 		validateWriteOptions(options);
 		const fence = options?.fence;
-		if (fence === undefined) {
-			await this.#write("put", this.#sql.put, {
-				p: buf(pKey),
-				c: buf(cCols),
-				v: buf(value),
-				ttl: ttlSeconds,
-			});
-			return;
-		}
-		await this.#writeBatch("put", [{ pKey, cCols, value, ttlSeconds, fence }]);
+		const item = this.#item(0, pKey, cCols, value, null, ttlSeconds, fence);
+		await this.#submit("put", [item], fencesOf([fence]));
 	}
 
 	async putBatch(items: readonly BatchItem[]): Promise<void> {
 		validateBatch(items);
 		this.#open("putBatch");
 		if (items.length === 0) return;
-		await this.#writeBatch("putBatch", items);
+		// For a key named twice the later item wins, as in a loop of puts; keys go in index order,
+		// so two batches lock rows in one order.
+		const unique = new Map<string, BatchItem>();
+		for (const item of items) {
+			const key = keyOf(buf(item.pKey), buf(item.cCols));
+			unique.delete(key);
+			unique.set(key, item);
+		}
+		const rows = [...unique.values()]
+			.sort((a, b) => compareBytes(a.pKey, b.pKey) || compareBytes(a.cCols, b.cCols))
+			.map((it) => this.#item(0, it.pKey, it.cCols, it.value, null, it.ttlSeconds ?? 0, it.fence));
+		await this.#submit("putBatch", rows, fencesOf(items.map((it) => it.fence)));
 	}
 
-	/**
-	 * Validated items as one statement (one transaction): for a key named twice the later item
-	 * wins, as in a loop of puts; keys go in index order, so two batches lock rows in one order.
-	 */
-	async #writeBatch(operation: string, items: readonly BatchItem[]): Promise<void> {
-		const unique = new Map<string, { item: BatchItem; stamp: number | undefined }>();
-		for (const item of items) {
-			const key = `${hex(item.pKey)}/${hex(item.cCols)}`;
-			unique.delete(key);
-			unique.set(key, { item, stamp: item.fence === undefined ? undefined : nextStamp() });
-		}
-		const rows = [...unique.values()].sort(
-			(a, b) => compareBytes(a.item.pKey, b.item.pKey) || compareBytes(a.item.cCols, b.item.cCols),
+	async putBatchIf(items: readonly ConditionalBatchItem[]): Promise<boolean> {
+		validateConditionalBatch(items);
+		const operation = "putBatchIf";
+		this.#open(operation);
+		if (items.length === 0) return true;
+		const rows = items.map((it) =>
+			it.expected === undefined
+				? this.#item(0, it.pKey, it.cCols, it.value, null, it.ttlSeconds ?? 0, it.fence)
+				: this.#item(
+						it.expected === null ? 1 : 2,
+						it.pKey,
+						it.cCols,
+						it.value,
+						it.expected,
+						it.ttlSeconds ?? 0,
+						it.fence,
+					),
 		);
-		const args = {
-			p: rows.map((r) => buf(r.item.pKey)),
-			c: rows.map((r) => buf(r.item.cCols)),
-			v: rows.map((r) => buf(r.item.value)),
-			ttl: rows.map((r) => r.item.ttlSeconds ?? 0),
-			fe: rows.map((r) => r.item.fence?.epoch.toString() ?? null),
-			fs: rows.map((r) => r.stamp ?? null),
-		};
-		const fences = fencesOf(items.map((it) => it.fence));
-		if (fences.size === 0) await this.#write(operation, this.#sql.putBatch, args);
-		else await this.#fenced(operation, this.#sql.fenced.putBatch, args, fences);
+		return (await this.#submit(operation, rows, fencesOf(items.map((it) => it.fence)))).ok;
 	}
 
 	read(pKey: Bytes, range: ReadRange = {}): AsyncIterable<StoredRecord> {
@@ -574,10 +848,13 @@ class PgTTLStorageImpl implements PgTTLStorage {
 const toError = (e: unknown): Error => (e instanceof Error ? e : new Error(String(e)));
 
 /**
- * Creates the PostgreSQL TTL storage over a caller-owned node-postgres `Pool`. Every operation is
- * one statement (one transaction): conditional writes are `INSERT … ON CONFLICT … DO UPDATE …
- * WHERE <expired>`, `UPDATE … WHERE value = $old` and `DELETE … WHERE value = $expected`, atomic
- * per row; `putBatch` is one `INSERT … SELECT FROM unnest(…) ON CONFLICT`, all or nothing.
+ * Creates the PostgreSQL TTL storage over a caller-owned node-postgres `Pool`. Reads are one
+ * statement each. Writes go by **group commit**: those that arrive while `writesInFlight`
+ * statements are at the server go together as one statement (one transaction, one commit), each
+ * request all or nothing, with its own answer: its fences and conditions are checked on locked
+ * rows in that statement, and a false condition, a superseded fence or a refused request never
+ * fails another's (a lost answer is `OUTCOME_UNKNOWN` for all of the group). A caller is answered
+ * once its group committed; writes of one key keep call order.
  *
  * **Expiry is decided by the database's clock**: a record written with TTL `T` expires at the
  * server's `statement_timestamp()` of its write + `T` (ms in `expire_at`), and every read and

@@ -43,19 +43,10 @@ export type LowerBound = "none" | "from" | "after";
 
 /** Every statement of one storage (one table pair, one clock mode). @internal */
 export interface PgStatements {
-	readonly insertIfNotExists: Statement;
-	readonly compareAndSwap: Statement;
-	readonly compareAndDelete: Statement;
 	readonly get: Statement;
 	readonly queryTTL: Statement;
-	readonly put: Statement;
-	readonly putBatch: Statement;
-	readonly fenced: {
-		readonly insertIfNotExists: Statement;
-		readonly compareAndSwap: Statement;
-		readonly compareAndDelete: Statement;
-		readonly putBatch: Statement;
-	};
+	/** Every write: a group of requests in one statement (see {@link pgStatements}). */
+	readonly group: Statement;
 	readonly createFences: Statement;
 	readonly raiseTo: Statement;
 	readonly raiseNext: Statement;
@@ -63,6 +54,16 @@ export interface PgStatements {
 	readonly sweep: Statement;
 	read(lower: LowerBound, upper: boolean): Statement;
 }
+
+/**
+ * The kind of one item of a write group: `0` a put (a fenced one stands only over an older
+ * `(epoch, stamp)`: F2), `1` an insert where no live record is, `2` a swap from `ex`, `3` a delete
+ * of `ex`. Kinds 1–3 are conditions of their request. @internal
+ */
+export type ItemKind = 0 | 1 | 2 | 3;
+
+/** Text of the SQLSTATE 22P02 error a group raises when a request was written only in part. */
+export const PARTIAL_MARK = "vvm_ttl_partial_";
 
 const quote = (id: string): string => `"${id}"`;
 
@@ -78,44 +79,91 @@ export function pgStatements(schema: string, table: string, injectedNow: boolean
 	const c = (kind: string, template: string) => compile(kind, template, injectedNow);
 	const live = "(t.expire_at IS NULL OR t.expire_at > {now})";
 	const expired = "(t.expire_at IS NOT NULL AND t.expire_at <= {now})";
-	const expiry = "CASE WHEN :ttl::int8 = 0 THEN NULL ELSE {now} + :ttl::int8 * 1000 END";
-	// Of two fenced writes of one record, the one with the higher (epoch, stamp) stands (F2).
-	const ordered = "(t.f_epoch IS NULL OR (t.f_epoch, t.f_seq) <= (:fe::int8, :fs::int8))";
-	// The fence rows of the write's scopes, share-locked until the statement commits: a raise
-	// (an exclusive row lock) waits for it, and it sees a raise that committed before (in READ
-	// COMMITTED a locking read follows the row to its newest version).
-	const fence = `WITH fence AS MATERIALIZED (
-			SELECT f.scope, f.epoch FROM ${F} AS f WHERE f.scope = ANY(:scopes::bytea[]) FOR SHARE
-		), allowed AS MATERIALIZED (
-			SELECT count(*) = cardinality(:scopes::bytea[]) AS ok
-			FROM fence JOIN unnest(:scopes::bytea[], :epochs::int8[]) AS w(scope, epoch)
-				ON fence.scope = w.scope
-			WHERE fence.epoch <= w.epoch
-		), written AS (`;
-	const fenceResult = `)
-		SELECT (SELECT ok FROM allowed) AS ok, (SELECT count(*) FROM written)::int4 AS n,
-			ARRAY(SELECT encode(scope, 'hex') || ':' || epoch::text FROM fence) AS fences`;
-	const batchRows = `unnest(:p::bytea[], :c::bytea[], :v::bytea[], :ttl::int8[], :fe::int8[], :fs::int8[])
-		AS i(p, c, v, ttl, fe, fs)`;
-	const batchExpiry = "CASE WHEN i.ttl = 0 THEN NULL ELSE {now} + i.ttl * 1000 END";
-	const upsert = `ON CONFLICT (p_key, c_cols) DO UPDATE SET value = EXCLUDED.value,
-		expire_at = EXCLUDED.expire_at, f_epoch = EXCLUDED.f_epoch, f_seq = EXCLUDED.f_seq`;
+	// The group: requests (r) of items (kinds: ItemKind) and of fences (scope, epoch per request).
+	// 1. The fence rows of every scope, share-locked until the statement commits: a raise (an
+	//    exclusive row lock) waits for it, and it sees a raise that committed before (in READ
+	//    COMMITTED a locking read follows the row to its newest version).
+	// 2. The rows of every conditional item, locked (in key order), so their conditions hold until
+	//    the commit; a request writes only if its fences pass and all its conditions hold.
+	// 3. The writes of those requests. An absent key can still be taken by another transaction
+	//    between 2 and 3 (nothing to lock): the insert then finds it and writes nothing, so the
+	//    request would land in part; the statement then fails on purpose (PARTIAL_MARK, nothing
+	//    written) and the driver sends it again, when step 2 sees the row.
+	// Keys are unique within a group (the driver starts a new group instead), so no row is written
+	// twice by one statement.
+	const item = "CASE WHEN i.ttl = 0 THEN NULL ELSE {now} + i.ttl * 1000 END";
+	const newer = "(i.fe IS NULL OR t.f_epoch IS NULL OR (t.f_epoch, t.f_seq) <= (i.fe, i.fs))";
+	const go = "i.r IN (SELECT go.r FROM go)";
+	const returning = "RETURNING t.p_key, t.c_cols";
+	const set = `SET value = EXCLUDED.value, expire_at = EXCLUDED.expire_at,
+		f_epoch = EXCLUDED.f_epoch, f_seq = EXCLUDED.f_seq`;
+	const group = `WITH i AS MATERIALIZED (
+			SELECT * FROM unnest(:r::int4[], :k::int4[], :p::bytea[], :c::bytea[], :v::bytea[],
+				:ex::bytea[], :ttl::int8[], :fe::int8[], :fs::int8[]) AS i(r, k, p, c, v, ex, ttl, fe, fs)
+		), wf AS MATERIALIZED (
+			SELECT * FROM unnest(:fr::int4[], :fsc::bytea[], :fep::int8[]) AS wf(r, scope, epoch)
+		), fence AS MATERIALIZED (
+			SELECT f.scope, f.epoch FROM ${F} AS f WHERE f.scope = ANY(:fsc::bytea[])
+			ORDER BY f.scope FOR SHARE
+		), cur AS MATERIALIZED (
+			SELECT t.p_key, t.c_cols, t.value, t.expire_at, t.f_epoch, t.f_seq FROM ${T} AS t
+			WHERE (t.p_key, t.c_cols) IN (SELECT i.p, i.c FROM i WHERE i.k <> 0)
+			ORDER BY t.p_key, t.c_cols FOR UPDATE
+		), chk AS MATERIALIZED (
+			SELECT i.r, bool_and(coalesce(CASE WHEN i.k = 1
+					THEN t.p_key IS NULL OR (t.expire_at IS NOT NULL AND t.expire_at <= {now})
+					ELSE t.p_key IS NOT NULL AND (t.expire_at IS NULL OR t.expire_at > {now})
+						AND t.value = i.ex AND ${newer} END, false)) AS ok
+			FROM i LEFT JOIN cur AS t ON t.p_key = i.p AND t.c_cols = i.c WHERE i.k <> 0 GROUP BY i.r
+		), fok AS MATERIALIZED (
+			SELECT wf.r, bool_and(coalesce(fence.epoch <= wf.epoch, false)) AS ok
+			FROM wf LEFT JOIN fence ON fence.scope = wf.scope GROUP BY wf.r
+		), want AS MATERIALIZED (
+			SELECT i.r, (count(*) FILTER (WHERE i.k <> 0))::int4 AS nc FROM i GROUP BY i.r
+		), go AS MATERIALIZED (
+			SELECT want.r FROM want LEFT JOIN chk ON chk.r = want.r LEFT JOIN fok ON fok.r = want.r
+			WHERE coalesce(chk.ok, true) AND coalesce(fok.ok, true)
+		), put AS (
+			INSERT INTO ${T} AS t (p_key, c_cols, value, expire_at, f_epoch, f_seq)
+			SELECT i.p, i.c, i.v, ${item}, i.fe, i.fs FROM i WHERE i.k = 0 AND ${go} ORDER BY i.p, i.c
+			ON CONFLICT (p_key, c_cols) DO UPDATE ${set}
+			WHERE EXCLUDED.f_epoch IS NULL OR t.f_epoch IS NULL OR ${expired}
+				OR (t.f_epoch, t.f_seq) <= (EXCLUDED.f_epoch, EXCLUDED.f_seq)
+			${returning}
+		), ins AS (
+			INSERT INTO ${T} AS t (p_key, c_cols, value, expire_at, f_epoch, f_seq)
+			SELECT i.p, i.c, i.v, ${item}, i.fe, i.fs FROM i WHERE i.k = 1 AND ${go} ORDER BY i.p, i.c
+			ON CONFLICT (p_key, c_cols) DO UPDATE ${set} WHERE ${expired}
+			${returning}
+		), swap AS (
+			UPDATE ${T} AS t SET value = i.v, expire_at = ${item}, f_epoch = i.fe, f_seq = i.fs
+			FROM i WHERE i.k = 2 AND ${go} AND t.p_key = i.p AND t.c_cols = i.c AND t.value = i.ex
+				AND ${live} AND ${newer}
+			${returning}
+		), del AS (
+			DELETE FROM ${T} AS t USING i
+			WHERE i.k = 3 AND ${go} AND t.p_key = i.p AND t.c_cols = i.c AND t.value = i.ex
+				AND ${live} AND ${newer}
+			${returning}
+		), w AS (
+			SELECT * FROM put UNION ALL SELECT * FROM ins UNION ALL SELECT * FROM swap
+			UNION ALL SELECT * FROM del
+		), n AS (
+			SELECT i.r, count(*)::int4 AS n, (count(*) FILTER (WHERE i.k <> 0))::int4 AS nc
+			FROM w JOIN i ON i.p = w.p_key AND i.c = w.c_cols GROUP BY i.r
+		)
+		SELECT want.r, go.r IS NOT NULL AS ok, coalesce(fok.ok, true) AS fenced_ok,
+			coalesce(n.n, 0) AS n,
+			CASE WHEN go.r IS NOT NULL AND coalesce(n.nc, 0) <> want.nc
+				THEN ('${PARTIAL_MARK}' || want.r::text)::int4 END AS partial,
+			CASE WHEN NOT coalesce(fok.ok, true)
+				THEN ARRAY(SELECT encode(fence.scope, 'hex') || ':' || fence.epoch::text FROM fence)
+			END AS fences
+		FROM want LEFT JOIN go ON go.r = want.r LEFT JOIN n ON n.r = want.r
+			LEFT JOIN fok ON fok.r = want.r
+		ORDER BY want.r`;
 	const reads = new Map<string, Statement>();
 	return {
-		insertIfNotExists: c(
-			"ins",
-			`INSERT INTO ${T} AS t (p_key, c_cols, value, expire_at) VALUES (:p, :c, :v, ${expiry})
-			${upsert} WHERE ${expired}`,
-		),
-		compareAndSwap: c(
-			"cas",
-			`UPDATE ${T} AS t SET value = :nv, expire_at = ${expiry}, f_epoch = NULL, f_seq = NULL
-			WHERE t.p_key = :p AND t.c_cols = :c AND t.value = :ov AND ${live}`,
-		),
-		compareAndDelete: c(
-			"cad",
-			`DELETE FROM ${T} AS t WHERE t.p_key = :p AND t.c_cols = :c AND t.value = :v AND ${live}`,
-		),
 		get: c("get", `SELECT t.value FROM ${T} AS t WHERE t.p_key = :p AND t.c_cols = :c AND ${live}`),
 		queryTTL: c(
 			"ttl",
@@ -123,49 +171,7 @@ export function pgStatements(schema: string, table: string, injectedNow: boolean
 				ELSE ceil((t.expire_at - {now}) / 1000.0)::int4 END AS remaining
 			FROM ${T} AS t WHERE t.p_key = :p AND t.c_cols = :c AND ${live}`,
 		),
-		put: c(
-			"put",
-			`INSERT INTO ${T} AS t (p_key, c_cols, value, expire_at) VALUES (:p, :c, :v, ${expiry})
-			${upsert}`,
-		),
-		putBatch: c(
-			"batch",
-			`INSERT INTO ${T} AS t (p_key, c_cols, value, expire_at)
-			SELECT i.p, i.c, i.v, ${batchExpiry} FROM ${batchRows} ${upsert}`,
-		),
-		fenced: {
-			insertIfNotExists: c(
-				"fins",
-				`${fence} INSERT INTO ${T} AS t (p_key, c_cols, value, expire_at, f_epoch, f_seq)
-				SELECT :p::bytea, :c::bytea, :v::bytea, ${expiry}, :fe::int8, :fs::int8
-				WHERE (SELECT ok FROM allowed)
-				${upsert} WHERE ${expired} RETURNING 1 ${fenceResult}`,
-			),
-			compareAndSwap: c(
-				"fcas",
-				`${fence} UPDATE ${T} AS t SET value = :nv, expire_at = ${expiry}, f_epoch = :fe::int8,
-					f_seq = :fs::int8
-				WHERE t.p_key = :p AND t.c_cols = :c AND t.value = :ov AND ${live} AND ${ordered}
-					AND (SELECT ok FROM allowed)
-				RETURNING 1 ${fenceResult}`,
-			),
-			compareAndDelete: c(
-				"fcad",
-				`${fence} DELETE FROM ${T} AS t
-				WHERE t.p_key = :p AND t.c_cols = :c AND t.value = :v AND ${live} AND ${ordered}
-					AND (SELECT ok FROM allowed)
-				RETURNING 1 ${fenceResult}`,
-			),
-			putBatch: c(
-				"fbatch",
-				`${fence} INSERT INTO ${T} AS t (p_key, c_cols, value, expire_at, f_epoch, f_seq)
-				SELECT i.p, i.c, i.v, ${batchExpiry}, i.fe, i.fs FROM ${batchRows}
-				WHERE (SELECT ok FROM allowed)
-				${upsert} WHERE EXCLUDED.f_epoch IS NULL OR t.f_epoch IS NULL OR ${expired}
-					OR (t.f_epoch, t.f_seq) <= (EXCLUDED.f_epoch, EXCLUDED.f_seq)
-				RETURNING 1 ${fenceResult}`,
-			),
-		},
+		group: c("group", group),
 		createFences: c(
 			"fnew",
 			`INSERT INTO ${F} (scope, epoch) SELECT s, 0 FROM unnest(:scopes::bytea[]) AS s

@@ -63,6 +63,8 @@ describe("validatePgTTLStorageOptions", () => {
 				sweepIntervalMs: 0,
 				sweepBatchSize: 1,
 				pageSize: 10,
+				writesInFlight: 1,
+				maxGroupItems: 1,
 				prepare: false,
 				clock: new MockClock(),
 			}),
@@ -76,6 +78,8 @@ describe("validatePgTTLStorageOptions", () => {
 		[{ sweepIntervalMs: 1.5 }, RangeError],
 		[{ sweepBatchSize: 0 }, RangeError],
 		[{ pageSize: Number.NaN }, RangeError],
+		[{ writesInFlight: 0 }, RangeError],
+		[{ maxGroupItems: 2.5 }, RangeError],
 		[{ prepare: "yes" }, TypeError],
 		[{ pool: {} }, TypeError],
 		[{ clock: { now: () => 0 } }, TypeError],
@@ -108,6 +112,14 @@ describe("createPgTTLStorage", () => {
 				() => storage.putBatch([{ pKey: ok, cCols: ok, value: new Uint8Array(70_000) }]),
 				RangeError,
 			],
+			[
+				() =>
+					storage.putBatchIf([
+						{ pKey: ok, cCols: ok, value: ok, expected: null },
+						{ pKey: ok, cCols: ok, value: ok },
+					]),
+				TypeError,
+			],
 			[() => storage.raiseFence?.(new Uint8Array(), 1n), RangeError],
 			[() => storage.raiseFence?.(ok, -1n), RangeError],
 			[() => storage.get(ok, "x" as never), TypeError],
@@ -120,6 +132,7 @@ describe("createPgTTLStorage", () => {
 	it("an empty batch and a closed storage do no I/O", async () => {
 		const storage = createPgTTLStorage({ pool: noIO, sweepIntervalMs: 0 });
 		await storage.putBatch([]);
+		expect(await storage.putBatchIf([])).toBe(true);
 		await storage.close();
 		const error = await thrown(() => storage.get(utf8("p"), utf8("k")));
 		expect((error as { code?: unknown }).code).toBe("TTLSTORAGE_CLOSED");

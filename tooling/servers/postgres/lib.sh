@@ -80,7 +80,9 @@ fi
 as_pg() { "${PG_AS[@]}" "$@"; }
 
 # The server's options: loopback only, the socket in the work directory (not /var/run), logs on
-# stderr (the log file), connection and lock-wait lines for the fault tests.
+# stderr (the log file), connection and lock-wait lines for the fault tests; pg_stat_statements
+# loaded, so a benchmark can count statements (`CREATE EXTENSION pg_stat_statements` in a database
+# to read them). Takes effect when the server starts (restart.sh reuses the running options).
 pg_server_options() {
   printf '%s\n' \
     -c "listen_addresses=127.0.0.1" \
@@ -90,5 +92,6 @@ pg_server_options() {
     -c "log_line_prefix=%m [%p] %q%u@%d " \
     -c "log_connections=off" \
     -c "log_lock_waits=on" \
-    -c "max_connections=200"
+    -c "max_connections=200" \
+    -c "shared_preload_libraries=pg_stat_statements"
 }
