@@ -20,6 +20,7 @@ const { values } = parseArgs({
 		soak: { type: "boolean", default: false },
 		mutant: { type: "boolean", default: false },
 		level: { type: "string" },
+		pipeline: { type: "string" },
 		"stop-at-first": { type: "boolean", default: false },
 		trace: { type: "boolean", default: false },
 		"no-shrink": { type: "boolean", default: false },
@@ -41,6 +42,8 @@ for (const n of names)
 	}
 const level = values.level === undefined ? undefined : (Number(values.level) as 0 | 1 | 2);
 const mutant = values.mutant === true;
+const pipeline = values.pipeline === undefined ? undefined : Number(values.pipeline);
+const pipelineOpt = pipeline === undefined ? {} : { pipelineDepth: pipeline };
 
 if (values.seed !== undefined) {
 	const seed = Number(values.seed);
@@ -52,6 +55,7 @@ if (values.seed !== undefined) {
 			keepTrace: values.trace,
 			unsafeUnfenced: mutant,
 			...(level === undefined ? {} : { trustLevel: level }),
+			...pipelineOpt,
 		});
 		console.log(
 			`seed ${seed} profile ${name}: ${r.ok ? "ok" : "FAILED"} (${r.config}) trace ${r.traceHash}, ${r.steps} steps, ${r.faults.length} faults, ${r.virtualMs} virtual ms${r.stuck ? ", STUCK" : ""}`,
@@ -67,6 +71,7 @@ if (values.seed !== undefined) {
 				profile,
 				unsafeUnfenced: mutant,
 				...(level === undefined ? {} : { trustLevel: level }),
+				...pipelineOpt,
 			},
 			r,
 			values.kind,
@@ -81,7 +86,7 @@ if (values.seed !== undefined) {
 		for (const c of s.result.causes.filter((x) => !s.result.anomalies.includes(x)))
 			console.log(`    cause: ${c}`);
 		console.log(
-			`replay: pnpm --filter @vvm/sim sim --seed ${seed} --profile ${name}${level === undefined ? "" : ` --level ${level}`}${mutant ? " --mutant" : ""}`,
+			`replay: pnpm --filter @vvm/sim sim --seed ${seed} --profile ${name}${level === undefined ? "" : ` --level ${level}`}${mutant ? " --mutant" : ""}${pipeline === undefined ? "" : ` --pipeline ${pipeline}`}`,
 		);
 	}
 	process.exit(0);
@@ -96,6 +101,7 @@ const many = {
 	profiles: names,
 	unsafeUnfenced: mutant,
 	...(level === undefined ? {} : { trustLevel: level }),
+	...pipelineOpt,
 	stopAtFirst: values["stop-at-first"] || values["stop-on"] !== undefined,
 	...(values["stop-on"] === undefined ? {} : { stopOn: values["stop-on"].split(",") }),
 	...(values["budget-ms"] === undefined ? {} : { budgetMs: Number(values["budget-ms"]) }),

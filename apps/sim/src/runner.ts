@@ -48,6 +48,8 @@ export interface ManyOptions {
 	readonly profiles: readonly ProfileName[];
 	readonly unsafeUnfenced?: boolean;
 	readonly trustLevel?: 0 | 1 | 2;
+	/** cp's `pipelineDepth` for every seed (see {@link RunOptions.pipelineDepth}). */
+	readonly pipelineDepth?: number;
 	readonly stopAtFirst?: boolean;
 	/** With `stopAtFirst`: only a failure with an anomaly of one of these kinds stops the batch. */
 	readonly stopOn?: readonly string[];
@@ -99,6 +101,7 @@ async function manyRuns(
 				profile,
 				...(o.unsafeUnfenced ? { unsafeUnfenced: true } : {}),
 				...(o.trustLevel === undefined ? {} : { trustLevel: o.trustLevel }),
+				...(o.pipelineDepth === undefined ? {} : { pipelineDepth: o.pipelineDepth }),
 			});
 			runs++;
 			if (r.stuck) stuck++;
@@ -229,6 +232,7 @@ export async function runParallel(o: ManyOptions, workers: number): Promise<Many
 				o.profiles.join(","),
 				...(o.unsafeUnfenced ? ["--mutant"] : []),
 				...(o.trustLevel === undefined ? [] : ["--level", String(o.trustLevel)]),
+				...(o.pipelineDepth === undefined ? [] : ["--pipeline", String(o.pipelineDepth)]),
 				...(o.budgetMs === undefined ? [] : ["--budget-ms", String(o.budgetMs)]),
 			];
 			return new Promise<ManySummary>((resolve, reject) => {

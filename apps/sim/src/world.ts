@@ -50,6 +50,11 @@ export interface RunOptions {
 	readonly unsafeUnfenced?: boolean;
 	/** Force a trust level (default: from the seed). */
 	readonly trustLevel?: 0 | 1 | 2;
+	/**
+	 * cp's `pipelineDepth` (default 1). Above 1, conditional batches are always on where the profile
+	 * has them and the level is 0 or 1 (where pipelining takes effect), instead of drawn.
+	 */
+	readonly pipelineDepth?: number;
 }
 
 /** One fault the run injected, for the printed schedule. */
@@ -403,17 +408,22 @@ export async function runSeed(opts: RunOptions): Promise<RunResult> {
 	const holders = cfgRng.chance(0.5) ? 3 : 2;
 	const trustLevel = opts.trustLevel ?? (cfgRng.int(0, 2) as 0 | 1 | 2);
 	const coalesceWrites = cfgRng.chance(0.5);
+	const pipelineDepth = opts.pipelineDepth ?? 1;
+	// Drawn exactly as before (the same seeds replay the same runs at depth 1), then forced on.
 	const conditionalBatches =
-		profile.conditionalBatches && trustLevel !== 2 ? cfgRng.chance(0.5) : false;
+		profile.conditionalBatches && trustLevel !== 2
+			? cfgRng.chance(0.5) || pipelineDepth > 1
+			: false;
 	const atomicBatches =
 		profile.fencing === "epoch" && trustLevel === 2 ? cfgRng.chance(0.5) : false;
 	const workspaces = [1001, 1002, 1003].slice(0, cfgRng.int(1, 3));
-	const nClients = cfgRng.int(2, 3);
+	// Pipelined: more clients at once, so that commands of the partition overlap more often.
+	const nClients = cfgRng.int(2, 3) + (pipelineDepth > 1 ? 3 : 0);
 	// Small caches: cache misses read the storage (more interleavings), and lru-cache allocates
 	// its whole capacity up front.
 	const lruCacheSize = cfgRng.pick([2, 16, 256]);
 	const budget = opts.ops ?? cfgRng.int(8, 20);
-	const config = `profile=${profile.name} holders=${holders} level=${trustLevel} coalesce=${coalesceWrites} conditionalBatches=${conditionalBatches} atomicBatches=${atomicBatches} workspaces=${workspaces.length} clients=${nClients} ops=${budget} cache=${lruCacheSize}${opts.unsafeUnfenced ? " MUTANT=unsafeUnfenced" : ""}`;
+	const config = `profile=${profile.name} holders=${holders} level=${trustLevel} coalesce=${coalesceWrites} conditionalBatches=${conditionalBatches} atomicBatches=${atomicBatches} workspaces=${workspaces.length} clients=${nClients} ops=${budget} cache=${lruCacheSize}${pipelineDepth > 1 ? ` pipelineDepth=${pipelineDepth}` : ""}${opts.unsafeUnfenced ? " MUTANT=unsafeUnfenced" : ""}`;
 	w.note(config);
 
 	const base = createMemTTLStorage({ clock: w.clock, fencing: profile.fencing });
@@ -439,6 +449,7 @@ export async function runSeed(opts: RunOptions): Promise<RunResult> {
 			sequencerRetry: { baseDelayMs: 50, maxDelayMs: 400 },
 			retryAfterMs: 200,
 			sequencer: { lruCacheSize },
+			pipelineDepth,
 			...(opts.unsafeUnfenced ? { unsafeUnfenced: true } : {}),
 			createSequencer: (params, storage, o) =>
 				createSequencer(params, storage, { ...o, random: () => seqRng.next() }),

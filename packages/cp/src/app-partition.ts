@@ -216,6 +216,8 @@ export interface PartitionContext {
 	readonly maxQueueWaitMs: number;
 	/** `queueWaitTargetMs`: the bound of a standing queue's estimated wait. */
 	readonly queueWaitTargetMs: number;
+	/** `pipelineDepth`: commands of the partition in flight at once (README, "Pipelined numbering"). */
+	readonly pipelineDepth: number;
 	/** Already guarded and bound to the package (`libraryLogger`). */
 	readonly log: Logger;
 	readonly newSequencer: (storage: SeqStorage, onStorageError: () => void) => SequencerHandle;
@@ -234,6 +236,23 @@ interface Submitted {
 }
 
 const noop = (): void => {};
+
+/** A pipelined command whose PLog write was issued: what the next one asserts and waits for. */
+interface InFlight {
+	readonly encoded: EncodedEvent;
+	/** The workspace kind of its event's workspace (to start the transaction that re-actualizes). */
+	readonly wsKind: number;
+	/** Settles (never rejects) once the command answered: its effects applied, or its failure. */
+	settled: Promise<void>;
+}
+
+/** What the queue's task of a pipelined command returns: its answer, given in PLog order. */
+class Deferred {
+	readonly answer: Promise<CommandResult>;
+	constructor(answer: Promise<CommandResult>) {
+		this.answer = answer;
+	}
+}
 
 /** @internal The implementation of {@link AppPartition}. */
 export class AppPartitionImpl implements AppPartition {
@@ -277,6 +296,18 @@ export class AppPartitionImpl implements AppPartition {
 	#caughtUp = false;
 	#closed = false;
 	#closePromise: Promise<void> | undefined;
+	/** Effective pipeline depth: `pipelineDepth` with conditional batches (levels 0/1), else 1. */
+	readonly #depth: number;
+	/** Pipelined commands whose PLog write was issued and that have not answered, in PLog order. */
+	readonly #inflight: InFlight[] = [];
+	/**
+	 * A pipelined command failed after its PLog write was issued (its transaction was already
+	 * flushed in memory): the sequencer must re-actualize before any command takes a number again.
+	 * Cleared when that actualization starts.
+	 */
+	#broken = false;
+	/** Sequencer writes waiting at the flush gate ({@link AppPartitionImpl.#flushGate}). */
+	readonly #gateWaiters = new Set<() => void>();
 
 	constructor(ctx: PartitionContext, partitionId: number, lease: PartitionLease | undefined) {
 		this.#ctx = ctx;
@@ -286,6 +317,7 @@ export class AppPartitionImpl implements AppPartition {
 		});
 		this.partitionId = partitionId;
 		this.#lease = lease;
+		this.#depth = ctx.conditionalBatches && ctx.trustLevel !== 2 ? ctx.pipelineDepth : 1;
 		this.#fenced = this.#raiseFence();
 		this.#fenced.catch(noop);
 		// Every call waits for the fence: the sequencer's first actualization reads the PLog only
@@ -297,14 +329,21 @@ export class AppPartitionImpl implements AppPartition {
 		const seqStorage: SeqStorage = {
 			readNumbers: async (wsid, seqIds) => (await seq()).readNumbers(wsid, seqIds),
 			readNextPLogOffset: async () => (await seq()).readNextPLogOffset(),
-			writeValuesAndNextPLogOffset: async (batch, offset) =>
-				(await seq()).writeValuesAndNextPLogOffset(batch, offset),
+			writeValuesAndNextPLogOffset: async (batch, offset) => {
+				const s = await seq();
+				// Pipelined: the flush of a command's transaction happens when its PLog write is issued;
+				// its numbers and offset reach storage only once every event below is applied.
+				if (this.#depth > 1 && !(await this.#flushGate(offset))) return;
+				await s.writeValuesAndNextPLogOffset(batch, offset);
+			},
 			actualizeSequencesFromPLog: async (
 				offset: PLogOffset,
 				batcher: SeqBatcher,
 				signal: AbortSignal,
 			) => {
 				const s = await seq();
+				// The pipeline drained before this actualization was started; it re-reads the PLog.
+				this.#broken = false;
 				await this.#resolveUnknownPLog(signal);
 				this.#counters.actualizations++;
 				await s.actualizeSequencesFromPLog(offset, batcher, signal);
@@ -492,6 +531,7 @@ export class AppPartitionImpl implements AppPartition {
 			}
 		} else await this.#reapply({ event: decoded.event, bytes });
 		this.#appliedThrough = offset;
+		this.#wakeGate();
 	}
 
 	/** Re-applies a durable event idempotently (recovery mode); a conflict marks it corrupted. */
@@ -578,6 +618,7 @@ export class AppPartitionImpl implements AppPartition {
 			await this.#reapply(pending);
 			if (this.#pending === pending) this.#pending = undefined;
 			if (pending.event.o > this.#appliedThrough) this.#appliedThrough = pending.event.o;
+			this.#wakeGate();
 		})();
 		this.#pendingRun = run;
 		const clear = (): void => {
@@ -717,7 +758,8 @@ export class AppPartitionImpl implements AppPartition {
 			this.#admit();
 			if (this.sequencer.stats().actualizing) throw this.#busy("the partition is actualizing");
 			if (inFlight !== undefined) this.#keysInFlight.add(inFlight);
-			const result = await this.#queue.run(() => this.#execute({ plan: p, idempotency }));
+			const ran = await this.#queue.run(() => this.#execute({ plan: p, idempotency }));
+			const result = ran instanceof Deferred ? await ran.answer : ran;
 			if (result.replayed === true) this.#counters.replayed++;
 			else this.#counters.commands++;
 			return result;
@@ -817,7 +859,7 @@ export class AppPartitionImpl implements AppPartition {
 		return result;
 	}
 
-	async #execute({ plan, idempotency }: Submitted): Promise<CommandResult> {
+	async #execute({ plan, idempotency }: Submitted): Promise<CommandResult | Deferred> {
 		if (this.#closed) throw this.#deposed ?? closedError();
 		try {
 			await this.#fenced;
@@ -838,6 +880,25 @@ export class AppPartitionImpl implements AppPartition {
 					field: "wsid",
 				},
 			);
+		}
+		// Pipelined (README, "Pipelined numbering"): a command that only creates records reads
+		// nothing an earlier command in flight writes (its idempotency key is not theirs:
+		// #keysInFlight), so it may run behind them; any other waits until none is in flight.
+		const pipelined =
+			this.#depth > 1 && plan.updates.length === 0 && plan.command.execute === undefined;
+		if (this.#depth > 1) {
+			if (!pipelined) await this.#drain();
+			else
+				while (this.#inflight.length >= this.#depth && !this.#broken)
+					await (this.#inflight[0] as InFlight).settled;
+			if (this.#broken) {
+				await this.#drain();
+				try {
+					this.#reactualize(wsKind, plan.wsid);
+				} catch (error) {
+					throw this.#classify(error, "prepare");
+				}
+			}
 		}
 		// A failed previous command started a re-actualization, which re-applies its event: wait,
 		// so that what this command reads (its key, its records) is read after that.
@@ -924,6 +985,28 @@ export class AppPartitionImpl implements AppPartition {
 			// The gate: nothing is written after the partition closed or its lease ended.
 			if (this.#closed) throw this.#deposed ?? closedError();
 			if (!this.#mayWrite()) throw leaseEnded(this.partitionId, "no");
+			if (pipelined) {
+				// An earlier command failed meanwhile: its successors write nothing.
+				if (this.#broken)
+					throw this.#busy("an earlier command of the partition failed; it re-actualizes");
+				const prev = this.#inflight.at(-1);
+				if (prev !== undefined && prev.encoded.event.o !== offset - 1)
+					throw new CpError(
+						"CP_INTERNAL",
+						`pipeline out of order: PLog offset ${offset} after ${prev.encoded.event.o} in flight`,
+					);
+				// End the transaction now (its numbers' storage write waits at #flushGate) and issue
+				// the write in the same turn: the next command may take its numbers at once.
+				this.sequencer.flush();
+				const write = writer.writePLog(encoded, prev?.encoded);
+				write.catch(noop);
+				const entry: InFlight = { encoded, wsKind, settled: Promise.resolve() };
+				const done = this.#finish(writer, entry, prev, write, answer);
+				entry.settled = done.then(noop, noop);
+				this.#inflight.push(entry);
+				this.#committing = entry.settled;
+				return new Deferred(done);
+			}
 			phase = "plog";
 			const committing = this.#commit(writer, encoded, answer);
 			this.#committing = committing;
@@ -936,6 +1019,11 @@ export class AppPartitionImpl implements AppPartition {
 			// Nothing or a durable event: either way the sequencer re-reads the PLog, and recovery
 			// re-applies the event (if it is there) before the next command.
 			if (this.#closed) throw this.#classify(error, phase);
+			// Pipelined: the actualization reads the PLog only once no write of ours is in flight.
+			if (this.#inflight.length > 0) {
+				await this.#drain();
+				if (this.#closed) throw this.#classify(error, phase);
+			}
 			// A partition whose lease ended (or that a newer holder deposed) writes nothing more,
 			// not even recovery: it undeploys, and the sequencer with it.
 			if (this.#mayWrite()) this.sequencer.actualize();
@@ -991,6 +1079,138 @@ export class AppPartitionImpl implements AppPartition {
 		this.#appliedThrough = encoded.event.o;
 		if (this.#mayWrite()) this.sequencer.flush();
 		return answer;
+	}
+
+	/**
+	 * The rest of a pipelined command once its PLog write was issued: waits for the previous
+	 * command to answer (effects and answers in PLog order), then for its own write; acknowledges
+	 * only within the lease. Its batch carried its effects (conditional batches); if a condition
+	 * failed, the single writes applied them, unless an earlier command failed: then the event is
+	 * left to the re-actualization and the answer is "unknown". Any failure breaks the pipeline:
+	 * the next command re-actualizes the sequencer once every write in flight has answered.
+	 */
+	async #finish(
+		writer: EventWriter,
+		entry: InFlight,
+		prev: InFlight | undefined,
+		write: Promise<boolean>,
+		answer: CommandResult,
+	): Promise<CommandResult> {
+		if (prev !== undefined) await prev.settled;
+		try {
+			// No earlier command of the pipeline failed: every event below this one is in the PLog.
+			const first = !this.#broken;
+			let applied: boolean;
+			try {
+				applied = await write;
+			} catch (error) {
+				if (isFenced(error)) this.#depose(error);
+				// The first failure only: a later event lands only after this one (its batch requires
+				// it), so settling this one settles the PLog's end.
+				else if (first && (!CpError.is(error) || error.committed !== "no"))
+					this.#unknownPLog = entry.encoded;
+				throw error;
+			}
+			if (!this.#mayWrite()) throw leaseEnded(this.partitionId, "unknown");
+			if (!applied) {
+				if (!first)
+					throw new CpError(
+						"CP_STORAGE",
+						`the event is in the PLog (offset ${entry.encoded.event.o}) but an earlier command of the partition failed; the re-actualization applies it or marks it: read the WLog, or retry with the same idempotency key`,
+						{ committed: "unknown" },
+					);
+				let conflict: Awaited<ReturnType<EventWriter["apply"]>>;
+				try {
+					conflict = await writer.apply(entry.encoded, false);
+				} catch (error) {
+					// As #commit: reads re-apply it first, the stored offset does not pass it.
+					this.#pending = entry.encoded;
+					if (!isFenced(error)) throw withPhase(error, "apply");
+					this.#depose(error);
+					return answer;
+				}
+				if (conflict !== undefined) throw conflict.error(conflict.markError);
+			}
+			if (!this.#broken && entry.encoded.event.o > this.#appliedThrough)
+				this.#appliedThrough = entry.encoded.event.o;
+			return answer;
+		} catch (error) {
+			this.#broken = true;
+			if (!this.#mayWrite()) void this.close();
+			throw this.#classify(error, "plog");
+		} finally {
+			const i = this.#inflight.indexOf(entry);
+			if (i >= 0) this.#inflight.splice(i, 1);
+			if (this.#committing === entry.settled && this.#inflight.length === 0)
+				this.#committing = undefined;
+			this.#wakeGate();
+			// The pipeline broke and drained: re-actualize now, as a failed command does at depth 1
+			// (unless a command in its transaction does it: it finds the pipeline broken before its
+			// write, and its failure actualizes).
+			if (
+				this.#broken &&
+				this.#inflight.length === 0 &&
+				!this.#closed &&
+				!this.sequencer.stats().transactionInProgress
+			) {
+				try {
+					this.#reactualize(entry.wsKind, entry.encoded.event.ws);
+				} catch {
+					// A full flush backlog or a closed partition: the next command tries again.
+				}
+			}
+		}
+	}
+
+	/** Resolves once no pipelined command is in flight. */
+	async #drain(): Promise<void> {
+		for (let last = this.#inflight.at(-1); last !== undefined; last = this.#inflight.at(-1))
+			await last.settled;
+	}
+
+	/**
+	 * After a pipelined command failed (and nothing is in flight): re-actualizes the sequencer, as
+	 * a failed command does at depth 1. It needs a transaction to drop: one is started and
+	 * actualized at once (nothing is numbered). `CP_BUSY` when the flush backlog refuses it.
+	 */
+	#reactualize(wsKind: number, wsid: number): void {
+		if (!this.#broken || this.sequencer.stats().actualizing) return;
+		if (!this.#mayWrite()) {
+			void this.close();
+			throw this.#deposed ?? leaseEnded(this.partitionId, "no");
+		}
+		if (this.sequencer.start(wsKind, wsid) === undefined) {
+			if (this.sequencer.stats().actualizing) return;
+			throw this.#busy("the sequencer's flush backlog is full");
+		}
+		this.sequencer.actualize();
+	}
+
+	/**
+	 * Rule 5 of "Fenced writes" for pipelined commands: the sequencer's write of its numbers and
+	 * next PLog offset `offset` goes to storage only once every event below `offset` is applied
+	 * (`true`), and never once the partition may not write or after a failure of the pipeline that
+	 * left an event below `offset` unapplied (`false`: the write is dropped, the sequencer
+	 * re-actualizes from the stored offset before it numbers anything again).
+	 */
+	async #flushGate(offset: number): Promise<boolean> {
+		for (;;) {
+			if (this.#closed || !this.#mayWrite()) return false;
+			if (this.#appliedThrough >= offset - 1) return true;
+			if (this.#broken && this.#inflight.length === 0) return false;
+			await new Promise<void>((resolve) => {
+				const wake = (): void => {
+					this.#gateWaiters.delete(wake);
+					resolve();
+				};
+				this.#gateWaiters.add(wake);
+			});
+		}
+	}
+
+	#wakeGate(): void {
+		if (this.#gateWaiters.size === 0) return;
+		for (const wake of [...this.#gateWaiters]) wake();
 	}
 
 	#sizeParts(plan: Plan, creates: readonly PlannedCreate[], updates: readonly ResolvedUpdate[]) {
@@ -1244,6 +1464,7 @@ export class AppPartitionImpl implements AppPartition {
 		if (this.#closePromise !== undefined) return this.#closePromise;
 		this.#closed = true;
 		this.#closing.abort(closedError());
+		this.#wakeGate();
 		this.#closePromise = (async () => {
 			await this.#committing?.catch(noop);
 			// Cleanup then: a command waiting on the sequencer (a storage read) is cut short.

@@ -98,6 +98,16 @@ export interface CommandProcessorOptions {
 	 */
 	readonly conditionalBatches?: boolean;
 	/**
+	 * Commands of one partition in flight at once, `1..32`; default 1 (one at a time, as always).
+	 * Above 1, over `conditionalBatches` (levels 0 and 1 with `putBatchIf`; elsewhere it has no
+	 * effect), a command that only creates records (`createRecord`, `sys.CUD` without updates) is
+	 * admitted once the previous command has taken its numbers and issued its PLog write, so the
+	 * storage's group commit can carry several commands of a partition in one batch. Effects land
+	 * and answers are given in PLog order; updates and application commands wait until no command
+	 * is in flight. See the README, "Pipelined numbering".
+	 */
+	readonly pipelineDepth?: number;
+	/**
 	 * How long an idempotency key (`idempotencyKey` of a command) is kept, in seconds: a retry
 	 * within it answers the first execution's result. Default 86 400 (24 h); `1..31 536 000`.
 	 */
@@ -195,6 +205,7 @@ class CommandProcessorImpl implements CommandProcessor {
 	readonly #idempotencyTtl: number;
 	readonly #maxQueueWaitMs: number;
 	readonly #queueWaitTargetMs: number;
+	readonly #pipelineDepth: number;
 	#closed = false;
 
 	constructor(options: CommandProcessorOptions) {
@@ -224,6 +235,7 @@ class CommandProcessorImpl implements CommandProcessor {
 				`[@vvm/cp] queueWaitTargetMs must be <= maxQueueWaitMs (${this.#maxQueueWaitMs}), got ${this.#queueWaitTargetMs}`,
 			);
 		this.#idempotencyTtl = settings.idempotencyTtlSeconds;
+		this.#pipelineDepth = settings.pipelineDepth;
 		this.#fencing =
 			options.unsafeUnfenced !== true &&
 			options.storage.supports?.fencing !== undefined &&
@@ -286,6 +298,7 @@ class CommandProcessorImpl implements CommandProcessor {
 				trustLevel: this.trustLevel,
 				atomicBatches: o.atomicBatches ?? o.storage.supports?.atomicBatches === true,
 				conditionalBatches: o.conditionalBatches ?? typeof o.storage.putBatchIf === "function",
+				pipelineDepth: this.#pipelineDepth,
 				fencing: this.#fencing,
 				orderedFencing: this.#orderedFencing,
 				unsafeUnfenced: o.unsafeUnfenced === true,

@@ -221,20 +221,41 @@ export class EventWriter {
 	 * a storage error the key is read back: our own bytes there mean the write landed, and the
 	 * command goes on. Resolves to `true` when the event's effects went in the same all-or-nothing
 	 * batch (level 2 with `atomicBatches`; levels 0 and 1 over a storage with `putBatchIf`, when
-	 * every condition held): then there is nothing left to apply.
+	 * every condition held): then there is nothing left to apply. `after` (pipelined, conditional
+	 * batches only): the previous command's event, still in flight; the batch also requires it at
+	 * its offset, and when that does not hold the write rejects with `CP_BUSY`, committed "no".
 	 */
-	async writePLog(e: EncodedEvent): Promise<boolean> {
+	async writePLog(e: EncodedEvent, after?: EncodedEvent): Promise<boolean> {
 		const { pKey, cCols } = this.plogKey(e.event);
 		// Whether the outcome in question is a whole conditional batch's (event and effects).
 		let batched = false;
+		// A pipelined command whose batch was refused because its predecessor's event is not (or
+		// not yet) at the previous PLog offset: nothing was written, and nothing will be.
+		let orphaned = false;
+		const conditional = this.#conditionalBatch(e, after);
+		// Only a conditional batch can require the predecessor: nothing else may be pipelined.
+		if (after !== undefined && conditional === undefined)
+			throw new CpError("CP_INTERNAL", "a pipelined PLog write needs a conditional batch", {
+				committed: "no",
+			});
 		try {
-			const conditional = this.#conditionalBatch(e);
 			if (conditional !== undefined) {
 				batched = true;
 				if (await (this.#putBatchIf as PutBatchIf)(conditional)) return true;
 				// A condition failed and nothing was written: the single writes below find which.
 				batched = false;
+				if (after !== undefined) {
+					const k = this.plogKey(after.event);
+					const prev = await this.#storage.get(k.pKey, k.cCols);
+					orphaned = prev === undefined || !bytesEqual(prev, after.bytes);
+				}
 			}
+			if (orphaned)
+				throw new CpError(
+					"CP_BUSY",
+					`server is busy: an earlier command of partition ${e.event.p} did not reach PLog offset ${e.event.o - 1}; nothing of this one was written (the partition re-actualizes)`,
+					{ retryAfterMs: 100, committed: "no" },
+				);
 			if (this.#atomic) {
 				// One all-or-nothing batch under the fence: the event and everything it writes.
 				const { records, entries } = this.#effects(e);
@@ -247,7 +268,7 @@ export class EventWriter {
 			}
 			if (await this.#storage.insertIfNotExists(pKey, cCols, e.bytes, 0)) return false;
 		} catch (error) {
-			if (isFenced(error)) throw error;
+			if (isFenced(error) || orphaned) throw error;
 			let existing: Uint8Array | undefined;
 			try {
 				existing = await this.#storage.get(pKey, cCols);
@@ -295,13 +316,17 @@ export class EventWriter {
 	 * command read; the rest are puts). `undefined` where the single writes must do it: not
 	 * `conditionalBatches`, level 2, or an update without the value it was read with.
 	 */
-	#conditionalBatch(e: EncodedEvent): ConditionalBatchItem[] | undefined {
+	#conditionalBatch(e: EncodedEvent, after?: EncodedEvent): ConditionalBatchItem[] | undefined {
 		if (this.#putBatchIf === undefined) return undefined;
 		const { event } = e;
 		const level0 = this.#level === 0;
 		const items: ConditionalBatchItem[] = [
 			{ ...this.plogKey(event), value: e.bytes, expected: null },
 		];
+		// Pipelined: the batch lands only if the previous command's event is at the previous offset
+		// (it rewrites the same bytes), so no event of ours ever lands after a hole in the PLog.
+		if (after !== undefined)
+			items.push({ ...this.plogKey(after.event), value: after.bytes, expected: after.bytes });
 		const updated = new Set<number>();
 		for (const cud of event.cuds) {
 			const key = cpKeys.record(this.#appId, event.ws, cud.id);

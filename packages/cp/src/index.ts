@@ -73,5 +73,5 @@ export {
 	MAX_CUDS,
 	type UpdateRecordRequest,
 } from "./request.ts";
-export { type CpSettings, checkCpSettings } from "./settings.ts";
+export { type CpSettings, checkCpSettings, MAX_PIPELINE_DEPTH } from "./settings.ts";
 export type { PartitionStats } from "./stats.ts";

@@ -14,7 +14,17 @@ export interface CpSettings {
 	readonly trustLevel: SequencesTrustLevel;
 	/** How long an idempotency key is remembered, `1..MAX_TTL_SECONDS`. Default one day. */
 	readonly idempotencyTtlSeconds: number;
+	/**
+	 * Commands of a partition in flight at once, `1..MAX_PIPELINE_DEPTH`. Default 1: one at a
+	 * time. Above 1 a command that reads nothing earlier ones write (creates only) is admitted once
+	 * the previous one's PLog write was issued (README, "Pipelined numbering"); it takes effect only
+	 * with `conditionalBatches` (levels 0 and 1 over a storage with `putBatchIf`).
+	 */
+	readonly pipelineDepth: number;
 }
+
+/** The largest `pipelineDepth`. */
+export const MAX_PIPELINE_DEPTH = 32;
 
 const integerIn = (what: string, v: unknown, min: number, max: number): number => {
 	if (typeof v !== "number" || !Number.isSafeInteger(v) || v < min || v > max)
@@ -53,6 +63,12 @@ export function checkCpSettings(
 			settings.idempotencyTtlSeconds ?? DEFAULT_IDEMPOTENCY_TTL_SECONDS,
 			1,
 			MAX_TTL_SECONDS,
+		),
+		pipelineDepth: integerIn(
+			name("pipelineDepth"),
+			settings.pipelineDepth ?? 1,
+			1,
+			MAX_PIPELINE_DEPTH,
 		),
 	};
 }

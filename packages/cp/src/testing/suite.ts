@@ -36,7 +36,11 @@ export interface CpSuiteOptions {
 	readonly processorOptions?: Partial<
 		Pick<
 			CommandProcessorOptions,
-			"atomicBatches" | "conditionalBatches" | "coalesceWrites" | "writeBatchesInFlight"
+			| "atomicBatches"
+			| "conditionalBatches"
+			| "coalesceWrites"
+			| "writeBatchesInFlight"
+			| "pipelineDepth"
 		>
 	>;
 }
