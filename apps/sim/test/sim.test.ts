@@ -19,6 +19,12 @@ const CI_SEEDS = Number(process.env.SIM_CI_SEEDS ?? 1_000);
  */
 const KNOWN_OPEN: ReadonlyMap<number, string> = new Map<number, string>([]);
 const CI_BUDGET_MS = 170_000;
+/**
+ * Seeds of the "epoch" profile with `@vvm/cp`'s pipelined numbering on (`pipelineDepth` 8, the
+ * profile where it takes effect: conditional batches), the same checks (`.ci/run`: 2 000).
+ */
+const CI_PIPELINE_SEEDS = Number(process.env.SIM_CI_PIPELINE_SEEDS ?? 300);
+const CI_PIPELINE_BUDGET_MS = 170_000;
 /** Processes the CI budget runs on (the CI machine has 2 cores; 1 on a shared machine). */
 const CI_WORKERS = Number(process.env.SIM_WORKERS ?? 2);
 
@@ -120,5 +126,28 @@ describe("the CI budget", () => {
 		const failed = new Set(summary.failures.map((f) => f.seed));
 		const fixed = [...KNOWN_OPEN.keys()].filter((seed) => seed <= CI_SEEDS && !failed.has(seed));
 		expect(fixed, "known open seeds that pass now").toEqual([]);
+	}, 200_000);
+});
+
+describe("the CI budget, pipelined numbering", () => {
+	it(`${CI_PIPELINE_SEEDS} seeds of the epoch profile with pipelineDepth 8 within ${CI_PIPELINE_BUDGET_MS / 1000} s: no failure`, async () => {
+		const summary = await runParallel(
+			{
+				from: 1,
+				count: CI_PIPELINE_SEEDS,
+				profiles: ["epoch"],
+				budgetMs: CI_PIPELINE_BUDGET_MS,
+				pipelineDepth: 8,
+			},
+			CI_WORKERS,
+		);
+		const line = `pipelined: ${summary.seeds} seeds on ${CI_WORKERS} process(es) in ${(summary.ms / 1000).toFixed(1)} s (${summary.runsPerSecond.toFixed(1)} seeds/s): ${summary.failures.length} failed, ${summary.stuck} stuck`;
+		console.log(line);
+		const failures = summary.failures
+			.slice(0, 10)
+			.map((f) => `seed ${f.seed} ${f.profile}: ${f.anomalies[0]}`);
+		expect(failures, line).toEqual([]);
+		expect(summary.stuck, line).toBe(0);
+		expect(summary.seeds, line).toBe(CI_PIPELINE_SEEDS);
 	}, 200_000);
 });
