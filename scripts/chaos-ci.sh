@@ -6,7 +6,9 @@
 #   3. the commands workload (fenced writes, issue 22) at SequencesTrustLevel 0, 1 and 2 over
 #      DynamoDB Local: 0 anomalies in the clients' history against the storage;
 #   4. the commands checker must catch the unfenced command processor (writes held past the lease);
-#   5. CHAOS_CAS_CLUSTER=1: steps 1 and 3 on the 3-node Cassandra cluster (127.0.0.2-4, RF 3) too.
+#   5. CHAOS_CAS_CLUSTER=1: steps 1 and 3 on the 3-node Cassandra cluster (127.0.0.2-4, RF 3) too;
+#   7. the commands workload at levels 0, 1 and 2 over the repository's Redis (REDIS_PORT, 6390;
+#      a key prefix of its own per run), in the dyn_main series.
 # Each run prints its seed; `pnpm chaos --seed <seed> ...` repeats its decisions.
 # Two series run side by side (CI time: the runs are mostly waiting for leases and faults): steps
 # 1-4 over DynamoDB Local, step 5 over the cluster. Each series is sequential; its lines are
@@ -41,6 +43,11 @@ dyn_series() {
 dyn_main_series() {
 	run dyn "1. 100 leadership changes over DynamoDB Local" --changes 100 --duration 600 --hosts 6 --num-vvm 3
 	for level in 0 1; do dyn_commands "$level"; done
+	for level in 0 1 2; do
+		run dyn "7. commands at level $level over Redis: no acknowledged command lost, reverted or applied twice" \
+			--storage redis --workload commands --trust-level "$level" --clients 16 --duration 45 \
+			--seed "ci-redis-L$level"
+	done
 }
 
 dyn_more_series() {

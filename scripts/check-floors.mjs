@@ -14,6 +14,7 @@ const FLOORS = {
 	"@vvm/ttlstorage-cas": 2,
 	"@vvm/ttlstorage-dyn": 2,
 	"@vvm/ttlstorage-pg": 2,
+	"@vvm/ttlstorage-redis": 2,
 	"@vvm/isequencer": 2,
 	"@vvm/ielections": 2,
 	"@vvm/seqstorage": 3,

@@ -6,7 +6,10 @@
 #             chaos test;
 #   chromium: the headless browser the host's status-page test renders the page in;
 #   fuse3:    FUSE for the power-cut test (tooling/powercut: a filesystem that drops unsynced
-#             writes at a simulated power cut).
+#             writes at a simulated power cut);
+#   redis-server, redis-tools: the Redis 7 of the Redis driver's tests (tooling/servers/redis
+#             runs it on 127.0.0.1 with a data directory of its own; redis-cli waits for it),
+#             and redis-benchmark for its benchmarks.
 set -euo pipefail
 missing=()
 why=()
@@ -22,6 +25,14 @@ if ! command -v fusermount3 >/dev/null 2>&1; then
 	missing+=(fuse3)
 	why+=("fuse3 (fusermount3: the level driver's power-cut test mounts a FUSE filesystem)")
 fi
+if ! command -v redis-server >/dev/null 2>&1; then
+	missing+=(redis-server)
+	why+=("redis-server (Redis 7: the Redis driver's tests, its conformance and linearizability runs)")
+fi
+if ! command -v redis-cli >/dev/null 2>&1 || ! command -v redis-benchmark >/dev/null 2>&1; then
+	missing+=(redis-tools)
+	why+=("redis-tools (redis-cli: tooling/servers/redis waits for the server with it; redis-benchmark: the Redis driver's benchmarks)")
+fi
 if [ "${#missing[@]}" -eq 0 ]; then exit 0; fi
 sudo=""
 if [ "$(id -u)" != 0 ]; then
@@ -34,7 +45,8 @@ fi
 echo "test-packages: installing from Debian (apt-get install --no-install-recommends):"
 printf 'test-packages:   %s\n' "${why[@]}"
 export DEBIAN_FRONTEND=noninteractive
-install() { $sudo apt-get install -y -q --no-install-recommends "${missing[@]}" >/dev/null 2>&1; }
+# Waits for the dpkg lock: tooling/servers/redis/start.sh may be installing redis-server meanwhile.
+install() { $sudo apt-get -o DPkg::Lock::Timeout=300 install -y -q --no-install-recommends "${missing[@]}" >/dev/null 2>&1; }
 if ! install && ! { $sudo apt-get update -q >/dev/null 2>&1 && install; }; then
 	echo "test-packages: apt-get could not install ${missing[*]}; the tests that need them are skipped with the reason" >&2
 	exit 0

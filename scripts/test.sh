@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# The one test command: installs what is missing, starts real Cassandra, DynamoDB Local and
-# PostgreSQL on 127.0.0.1 (those not listening yet, stopped again afterwards), and runs every test
+# The one test command: installs what is missing, starts real Cassandra, DynamoDB Local,
+# PostgreSQL and Redis on 127.0.0.1 (those not listening yet, stopped again afterwards), and runs every test
 # of every package once with vitest. Real-server suites are required to run here (no skipping).
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -14,6 +14,7 @@ missing=()
 port_open "${CASSANDRA_PORT:-9042}" || missing+=(cassandra)
 port_open "${DYNAMODB_PORT:-8000}" || missing+=(dynamodb)
 port_open "${PG_PORT:-54329}" || missing+=(postgres)
+port_open "${REDIS_PORT:-6390}" || missing+=(redis)
 stop_servers() {
 	# The 3-node cluster (its own script), unless the caller keeps it for later runs (.ci/run).
 	if [ "${VVM_KEEP_CLUSTER:-0}" != 1 ]; then bash tooling/servers/cassandra-cluster/ci.sh stop || true; fi
@@ -27,7 +28,7 @@ if [ "${#missing[@]}" -gt 0 ]; then
 	bash tooling/servers/start-all.sh "${missing[@]}" > .test-results/servers.log 2>&1 &
 	servers_pid=$!
 else
-	echo "test: using the servers already listening on 127.0.0.1:${CASSANDRA_PORT:-9042}, :${DYNAMODB_PORT:-8000} and :${PG_PORT:-54329}" > .test-results/servers.log
+	echo "test: using the servers already listening on 127.0.0.1:${CASSANDRA_PORT:-9042}, :${DYNAMODB_PORT:-8000}, :${PG_PORT:-54329} and :${REDIS_PORT:-6390}" > .test-results/servers.log
 fi
 bash tooling/servers/cassandra-cluster/ci.sh start # 3-node cluster, background; its suites run last
 
@@ -48,7 +49,7 @@ if [ -n "$servers_pid" ]; then wait "$servers_pid" || servers_ok=0; fi
 cat .test-results/servers.log
 if [ "$servers_ok" = 1 ]; then
 	# The servers are up: their suites must run (a skip would fail).
-	export CASSANDRA_TESTS_ENABLED=1 DYNAMODB_TESTS_ENABLED=1 PG_TESTS_ENABLED=1
+	export CASSANDRA_TESTS_ENABLED=1 DYNAMODB_TESTS_ENABLED=1 PG_TESTS_ENABLED=1 REDIS_TESTS_ENABLED=1
 elif [ "${CI:-}" = "true" ] || [ "${CI:-}" = "1" ]; then
 	echo "test: the real servers did not start (log above); CI requires them" >&2
 	exit 1

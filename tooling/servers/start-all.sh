@@ -1,20 +1,20 @@
 #!/usr/bin/env bash
-# Start Cassandra, DynamoDB Local and PostgreSQL in parallel; fail if any fails (and say which).
-#   start-all.sh                       # all three
+# Start Cassandra, DynamoDB Local, PostgreSQL and Redis in parallel; fail if any fails (and say which).
+#   start-all.sh                       # all four
 #   start-all.sh postgres dynamodb     # only these (e.g. the ones whose port is not open yet)
-# Env: see cassandra/start.sh, dynamodb/start.sh and postgres/start.sh (CASSANDRA_PORT,
-# DYNAMODB_PORT, PG_PORT, ...).
+# Env: see cassandra/start.sh, dynamodb/start.sh, postgres/start.sh and redis/start.sh
+# (CASSANDRA_PORT, DYNAMODB_PORT, PG_PORT, REDIS_PORT, ...).
 set -euo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 t0="$(date +%s.%N)"
 names=("$@")
-(( ${#names[@]} > 0 )) || names=(cassandra dynamodb postgres)
+(( ${#names[@]} > 0 )) || names=(cassandra dynamodb postgres redis)
 
 pids=()
 for name in "${names[@]}"; do
   case "$name" in
-    cassandra | dynamodb | postgres) ;;
-    *) echo "[start-all] unknown server '$name' (cassandra, dynamodb, postgres)" >&2; exit 2 ;;
+    cassandra | dynamodb | postgres | redis) ;;
+    *) echo "[start-all] unknown server '$name' (cassandra, dynamodb, postgres, redis)" >&2; exit 2 ;;
   esac
 done
 for name in "${names[@]}"; do

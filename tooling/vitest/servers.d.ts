@@ -52,3 +52,10 @@ export declare function postgresEnv(): {
 };
 /** {@link requireServer} for the server of {@link postgresEnv}. */
 export declare function postgresGate(): Promise<false | string>;
+/**
+ * The Redis of the real-server tests, as an ioredis URL: `REDIS_URL`, else
+ * `redis://127.0.0.1:<REDIS_PORT, default 6390>`.
+ */
+export declare function redisEnv(): { url: string };
+/** {@link requireServer} for the server of {@link redisEnv}. */
+export declare function redisGate(): Promise<false | string>;

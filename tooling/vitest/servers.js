@@ -115,3 +115,23 @@ export function postgresGate() {
 		startHint: "bash tooling/servers/postgres/start.sh",
 	});
 }
+
+/**
+ * The Redis of the real-server tests (tooling/servers/redis), as an ioredis URL: REDIS_URL, else
+ * redis://127.0.0.1:<REDIS_PORT, default 6390>.
+ */
+export function redisEnv() {
+	return { url: process.env.REDIS_URL ?? `redis://127.0.0.1:${process.env.REDIS_PORT ?? 6390}` };
+}
+
+/** `requireServer` for {@link redisEnv}'s server. */
+export function redisGate() {
+	const { host, port } = hostPort(redisEnv().url, 6379);
+	return requireServer({
+		name: "Redis",
+		host,
+		port,
+		enabledVar: "REDIS_TESTS_ENABLED",
+		startHint: "bash tooling/servers/redis/start.sh",
+	});
+}

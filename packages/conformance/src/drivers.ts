@@ -11,6 +11,7 @@ import { createDynamoTTLStorage } from "@vvm/ttlstorage-dyn";
 import { createLevelTTLStorage } from "@vvm/ttlstorage-level";
 import { createMemTTLStorage } from "@vvm/ttlstorage-mem";
 import { createPgTTLStorage } from "@vvm/ttlstorage-pg";
+import { createRedisTTLStorage } from "@vvm/ttlstorage-redis";
 import { ClassicLevel } from "classic-level";
 import { MemoryLevel } from "memory-level";
 import type { DriverConfig, MatrixDriver, StorageContext } from "./matrix.ts";
@@ -22,6 +23,8 @@ import {
 	dynamoTable,
 	postgresGate,
 	postgresSchema,
+	redisGate,
+	redisPrefix,
 } from "./servers.ts";
 
 /** The level driver over classic-level (LevelDB on disk), a temp directory per storage. */
@@ -166,7 +169,7 @@ export const drivers: readonly MatrixDriver[] = [
 		name: "pg",
 		gate: postgresGate,
 		setup: postgresSchema,
-		supports: { atomicBatches: true, fencing: "epoch" },
+		supports: { atomicBatches: true, fencing: "epoch", putBatchIf: true },
 		// The suites' MockClock as the driver's test clock (expiry compared with it, sent as a
 		// parameter); on the system clock (cp's suites) the production setting: the database's clock.
 		createStorage: ({ clock }, { pool, schema }) =>
@@ -179,13 +182,48 @@ export const drivers: readonly MatrixDriver[] = [
 				// Production settings in real time: the database's clock decides expiry.
 				label: "database clock",
 				time: "real",
-				supports: { atomicBatches: true, fencing: "epoch" },
+				supports: { atomicBatches: true, fencing: "epoch", putBatchIf: true },
 				createStorage: (_ctx, { pool, schema }) =>
 					createPgTTLStorage({ pool, schema, table: "vvm_ttl_real", sweepIntervalMs: 1_000 }),
 				leaveOut: {
 					cp: "its storages are on the database clock already in the default configuration",
 					deposedLeader:
 						"its storages are on the database clock already in the default configuration",
+					leases: "the lease suite moves a MockClock: the default configuration runs it",
+				},
+			},
+		],
+	}),
+	defineDriver({
+		name: "redis",
+		gate: redisGate,
+		setup: redisPrefix,
+		supports: { atomicBatches: true, fencing: "epoch", putBatchIf: true },
+		// The suites' MockClock as the driver's test clock (expiry compared with it, sent to each
+		// script); on the system clock (cp's suites) the production setting: the server's clock.
+		createStorage: ({ clock }, { client, keyPrefix }) =>
+			clock === systemClock
+				? createRedisTTLStorage({ client, keyPrefix })
+				: createRedisTTLStorage({ client, keyPrefix, clock }),
+		// appendfsync always: every write waits for an fsync (about 3 ms on the shared machine under load),
+		// so the randomized lease case (200 intervals of writes in sequence) gets more than 60 s.
+		tune: {
+			cp: { timeoutMs: 180_000 },
+			deposedLeader: { timeoutMs: 120_000 },
+			leases: { timeoutMs: 240_000 },
+		},
+		variants: [
+			{
+				// Production settings in real time: the server's clock (TIME) decides expiry.
+				label: "server clock",
+				time: "real",
+				supports: { atomicBatches: true, fencing: "epoch", putBatchIf: true },
+				createStorage: (_ctx, { client, keyPrefix }) =>
+					createRedisTTLStorage({ client, keyPrefix: `${keyPrefix}real:`, sweepIntervalMs: 1_000 }),
+				leaveOut: {
+					cp: "its storages are on the server clock already in the default configuration",
+					deposedLeader:
+						"its storages are on the server clock already in the default configuration",
 					leases: "the lease suite moves a MockClock: the default configuration runs it",
 				},
 			},

@@ -1,18 +1,26 @@
-// The real servers of the matrix (tooling/servers): their gates, and one Cassandra keyspace or
-// DynamoDB table per test file, unique per run and dropped afterwards.
+// The real servers of the matrix (tooling/servers): their gates, and one Cassandra keyspace,
+// DynamoDB table, PostgreSQL schema or Redis key prefix per test file, unique per run and dropped
+// afterwards.
 import { randomBytes } from "node:crypto";
 import { DeleteTableCommand, DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { ensureCassandraSchema } from "@vvm/ttlstorage-cas";
 import { ensureDynamoTTLTable } from "@vvm/ttlstorage-dyn";
 import { ensurePgSchema } from "@vvm/ttlstorage-pg";
-import { cassandraEnv, dynamoEnv, postgresEnv } from "@vvm/vitest-config/servers";
+import { REDIS_CLIENT_OPTIONS } from "@vvm/ttlstorage-redis";
+import { cassandraEnv, dynamoEnv, postgresEnv, redisEnv } from "@vvm/vitest-config/servers";
 import { Client } from "cassandra-driver";
+import { Redis } from "ioredis";
 import pg from "pg";
 import type { ServerSetup } from "./matrix.ts";
 
 // Skip with the reason and the start command when the server is down; fail instead in CI or
-// when CASSANDRA_TESTS_ENABLED / DYNAMODB_TESTS_ENABLED is set.
-export { cassandraGate, dynamoGate, postgresGate } from "@vvm/vitest-config/servers";
+// when CASSANDRA_TESTS_ENABLED / DYNAMODB_TESTS_ENABLED / PG_TESTS_ENABLED / REDIS_TESTS_ENABLED is set.
+export {
+	cassandraGate,
+	dynamoGate,
+	postgresGate,
+	redisGate,
+} from "@vvm/vitest-config/servers";
 
 /**
  * A name no other test file of any run uses (lower-case letters, digits and `_`, which both
@@ -112,6 +120,43 @@ export const postgresSchema: ServerSetup<PostgresServer> = {
 			await pool.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
 		} finally {
 			await pool.end();
+		}
+	},
+};
+
+/** The file's Redis client (connected, with the driver's client options) and key prefix. */
+export interface RedisServer {
+	readonly client: Redis;
+	readonly keyPrefix: string;
+}
+
+/**
+ * A key prefix on the repository's Redis (`REDIS_URL`, else `redisEnv()`), its keys deleted with
+ * the client afterwards. The mock-clock configurations use `<prefix>`, the server-clock one
+ * `<prefix>real:`: they never meet each other's records (or sweeps).
+ */
+export const redisPrefix: ServerSetup<RedisServer> = {
+	async open() {
+		const client = new Redis(redisEnv().url, { ...REDIS_CLIENT_OPTIONS, lazyConnect: true });
+		client.on("error", () => {}); // a broken connection is reconnected
+		try {
+			await client.connect();
+		} catch (error) {
+			client.disconnect();
+			throw error;
+		}
+		return { client, keyPrefix: `${uniqueName("vvm_matrix")}:` };
+	},
+	async close({ client, keyPrefix }) {
+		try {
+			let cursor = "0";
+			do {
+				const [next, keys] = await client.scan(cursor, "MATCH", `${keyPrefix}*`, "COUNT", 1000);
+				cursor = next;
+				if (keys.length > 0) await client.del(...keys);
+			} while (cursor !== "0");
+		} finally {
+			client.disconnect();
 		}
 	},
 };

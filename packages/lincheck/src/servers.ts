@@ -1,5 +1,5 @@
-// The real servers behind the fault proxy: per test file one Cassandra keyspace, DynamoDB table
-// or PostgreSQL schema (unique per run, dropped afterwards), created over a direct connection;
+// The real servers behind the fault proxy: per test file one Cassandra keyspace, DynamoDB table,
+// PostgreSQL schema or Redis key prefix (unique per run, dropped afterwards), created over a direct connection;
 // the driver under test talks to the server through the proxy, with short request timeouts.
 import { randomBytes } from "node:crypto";
 import { DeleteTableCommand, DynamoDBClient } from "@aws-sdk/client-dynamodb";
@@ -7,13 +7,26 @@ import type { TTLStorage } from "@vvm/ttlstorage";
 import { createCassandraTTLStorage, ensureCassandraSchema } from "@vvm/ttlstorage-cas";
 import { createDynamoTTLStorage, ensureDynamoTTLTable } from "@vvm/ttlstorage-dyn";
 import { createPgTTLStorage, ensurePgSchema } from "@vvm/ttlstorage-pg";
-import { cassandraEnv, dynamoEnv, hostPort, postgresEnv } from "@vvm/vitest-config/servers";
+import { createRedisTTLStorage, REDIS_CLIENT_OPTIONS } from "@vvm/ttlstorage-redis";
+import {
+	cassandraEnv,
+	dynamoEnv,
+	hostPort,
+	postgresEnv,
+	redisEnv,
+} from "@vvm/vitest-config/servers";
 import { Client, policies } from "cassandra-driver";
+import { Redis } from "ioredis";
 import pg from "pg";
 import type { FaultProxy } from "./fault-proxy.ts";
 import { startFaultProxy } from "./fault-proxy.ts";
 
-export { cassandraGate, dynamoGate, postgresGate } from "@vvm/vitest-config/servers";
+export {
+	cassandraGate,
+	dynamoGate,
+	postgresGate,
+	redisGate,
+} from "@vvm/vitest-config/servers";
 
 // The request timeout of every driver under test; holds last longer (late delivery).
 const REQUEST_TIMEOUT_MS = 1_000;
@@ -124,6 +137,69 @@ export async function proxiedDynamo(seed: number): Promise<ProxiedStorage> {
 				await admin.send(new DeleteTableCommand({ TableName: tableName }));
 			} finally {
 				admin.destroy();
+			}
+		},
+	};
+}
+
+/**
+ * Redis (`redisEnv()`) behind a proxy: an ioredis client with the driver's options, a
+ * `commandTimeout`, quick reconnects, and a key prefix of its own.
+ *
+ * `resendingClient`: **the broken variant** (a mutant): the client keeps ioredis' defaults
+ * (offline queue, resending unanswered commands after a reconnect, 20 retries), which the driver
+ * refuses; it is handed over behind a wrapper that shows the required options, so the check can
+ * show what those resends do to a history.
+ */
+export async function proxiedRedis(
+	seed: number,
+	options: { readonly resendingClient?: boolean; readonly faultShare?: number } = {},
+): Promise<ProxiedStorage> {
+	const { host, port } = hostPort(redisEnv().url, 6379);
+	const keyPrefix = `${uniqueName("vvm_lincheck")}:`;
+	const admin = new Redis(redisEnv().url, { lazyConnect: true });
+	admin.on("error", () => {});
+	await admin.connect();
+	const proxy = await startFaultProxy(host, port, {
+		seed,
+		holdMs: HOLD_MS,
+		...(options.faultShare === undefined ? {} : { faultShare: options.faultShare }),
+	});
+	const client = new Redis(proxy.port, "127.0.0.1", {
+		...(options.resendingClient ? {} : REDIS_CLIENT_OPTIONS),
+		lazyConnect: true,
+		commandTimeout: REQUEST_TIMEOUT_MS,
+		connectTimeout: REQUEST_TIMEOUT_MS,
+		retryStrategy: () => 100,
+	});
+	client.on("error", () => {});
+	await client.connect();
+	const driverClient = options.resendingClient
+		? {
+				get status() {
+					return client.status;
+				},
+				options: { ...REDIS_CLIENT_OPTIONS },
+				callBuffer: client.callBuffer.bind(client),
+			}
+		: client;
+	const storage = createRedisTTLStorage({ client: driverClient, keyPrefix });
+	return {
+		storage,
+		proxy,
+		async close() {
+			await storage.close();
+			client.disconnect();
+			await proxy.close();
+			try {
+				let cursor = "0";
+				do {
+					const [next, keys] = await admin.scan(cursor, "MATCH", `${keyPrefix}*`, "COUNT", 1000);
+					cursor = next;
+					if (keys.length > 0) await admin.del(...keys);
+				} while (cursor !== "0");
+			} finally {
+				admin.disconnect();
 			}
 		},
 	};

@@ -12,12 +12,15 @@ import {
 	proxiedCassandra,
 	proxiedDynamo,
 	proxiedPostgres,
+	proxiedRedis,
+	redisGate,
 } from "../src/servers.ts";
 
 const servers = [
 	{ name: "pg", gate: postgresGate, open: proxiedPostgres },
 	{ name: "cas", gate: cassandraGate, open: proxiedCassandra },
 	{ name: "dyn", gate: dynamoGate, open: proxiedDynamo },
+	{ name: "redis", gate: redisGate, open: (seed: number) => proxiedRedis(seed) },
 ];
 
 const text = (v: Uint8Array | undefined): string | undefined =>
@@ -106,7 +109,13 @@ for (const server of servers) {
 				key: "fenced",
 				value: "late-fenced",
 				write: (st, c) => st.put(pKey, c, utf8("late-fenced"), 0, { fence: { scope, epoch: 1n } }),
-				before: (st) => st.put(pKey, utf8("warm"), utf8("w4"), 0, { fence: { scope, epoch: 1n } }),
+				// The record exists, written by an earlier fenced put: Cassandra's fenced put is a
+				// lightweight transaction whose first round (`IF fence_stamp < ?`) is the held request,
+				// and it applies only over a stored stamp (a missing record takes a second round).
+				before: async (st) => {
+					await st.put(pKey, utf8("warm"), utf8("w4"), 0, { fence: { scope, epoch: 1n } });
+					await st.put(pKey, utf8("fenced"), utf8("f0"), 0, { fence: { scope, epoch: 1n } });
+				},
 			},
 			{
 				label: "compareAndSwap",

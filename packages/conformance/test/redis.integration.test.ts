@@ -1,0 +1,3 @@
+import { runMatrix } from "../src/drivers.ts";
+
+await runMatrix("redis");

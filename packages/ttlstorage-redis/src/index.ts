@@ -1,0 +1,14 @@
+export {
+	checkRedisClient,
+	REDIS_CLIENT_OPTIONS,
+	type RedisArg,
+	type RedisClient,
+} from "./client.ts";
+export { DRIVER_NAME, mapRedisError, type RedisPhase } from "./errors.ts";
+export { DEFAULT_KEY_PREFIX, validateRedisKeyPrefix } from "./names.ts";
+export {
+	createRedisTTLStorage,
+	type RedisTTLStorage,
+	type RedisTTLStorageOptions,
+	validateRedisTTLStorageOptions,
+} from "./redis-ttl-storage.ts";

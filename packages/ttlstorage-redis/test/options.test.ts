@@ -1,0 +1,157 @@
+import { MockClock } from "@vvm/clock";
+import { TTLStorageError, utf8 } from "@vvm/ttlstorage";
+import { Redis } from "ioredis";
+import { describe, expect, it } from "vitest";
+import {
+	checkRedisClient,
+	createRedisTTLStorage,
+	DEFAULT_KEY_PREFIX,
+	REDIS_CLIENT_OPTIONS,
+	validateRedisKeyPrefix,
+	validateRedisTTLStorageOptions,
+} from "../src/index.ts";
+import { fakeClient } from "./fake-client.ts";
+
+const p = utf8("p");
+const c = utf8("c");
+const v = utf8("v");
+
+async function codeOf(run: () => Promise<unknown>): Promise<string> {
+	try {
+		await run();
+		return "resolved";
+	} catch (error) {
+		if (TTLStorageError.is(error)) return error.code;
+		return (error as Error).name;
+	}
+}
+
+describe("key prefix", () => {
+	it("accepts the default and ordinary prefixes", () => {
+		for (const ok of [DEFAULT_KEY_PREFIX, "app1:", "a", "vvm/prod.1-x_y:", "x".repeat(64)])
+			expect(() => validateRedisKeyPrefix(ok)).not.toThrow();
+	});
+	it("refuses empty, long, spaced, braced or non-string prefixes with a RangeError", () => {
+		for (const bad of ["", "x".repeat(65), "a b", "{tag}", "é", "a\n", 7, undefined, null])
+			expect(() => validateRedisKeyPrefix(bad)).toThrow(RangeError);
+	});
+	it("is checked by the options check, naming the rule", () => {
+		expect(() => validateRedisTTLStorageOptions({ keyPrefix: "a b" })).toThrow(
+			/keyPrefix must match/,
+		);
+	});
+});
+
+describe("client", () => {
+	it("accepts an ioredis client with REDIS_CLIENT_OPTIONS (no connection is made)", () => {
+		const client = new Redis({ ...REDIS_CLIENT_OPTIONS, lazyConnect: true });
+		expect(() => checkRedisClient(client)).not.toThrow();
+		expect(() => createRedisTTLStorage({ client, sweepIntervalMs: 0 })).not.toThrow();
+		client.disconnect();
+	});
+	it("refuses ioredis' defaults, naming every option that could send a write twice or late", () => {
+		const client = new Redis({ lazyConnect: true });
+		expect(() => checkRedisClient(client)).toThrow(
+			/enableOfflineQueue must be false; autoResendUnfulfilledCommands must be false; maxRetriesPerRequest must be 0/,
+		);
+		client.disconnect();
+	});
+	it("refuses reconnectOnError, a client keyPrefix, a Cluster and non-clients", () => {
+		expect(() => checkRedisClient(fakeClient({ reconnectOnError: () => 2 }))).toThrow(
+			/reconnectOnError must be unset/,
+		);
+		expect(() => checkRedisClient(fakeClient({ keyPrefix: "x:" }))).toThrow(
+			/keyPrefix must be unset/,
+		);
+		expect(() => checkRedisClient({ ...fakeClient(), isCluster: true })).toThrow(/not a Cluster/);
+		for (const bad of [undefined, null, {}, { callBuffer: 1, options: {} }])
+			expect(() => checkRedisClient(bad)).toThrow(TypeError);
+		expect(() => createRedisTTLStorage({} as never)).toThrow(TypeError);
+	});
+});
+
+describe("options", () => {
+	it("refuses bad numbers, clocks and waitForReplicas before any I/O", () => {
+		const bad: Record<string, unknown>[] = [
+			{ sweepIntervalMs: -1 },
+			{ sweepIntervalMs: 1.5 },
+			{ sweepBatchSize: 0 },
+			{ pageSize: 0 },
+			{ clock: {} },
+			{ waitForReplicas: { replicas: 0, timeoutMs: 10 } },
+			{ waitForReplicas: { replicas: 1, timeoutMs: 0 } },
+			{ waitForReplicas: 1 },
+		];
+		for (const options of bad) {
+			const client = fakeClient();
+			expect(() => createRedisTTLStorage({ client, ...options } as never)).toThrow();
+			expect(client.sent).toEqual([]);
+		}
+		expect(() => validateRedisTTLStorageOptions(null as never)).toThrow(TypeError);
+		expect(() =>
+			validateRedisTTLStorageOptions({ sweepIntervalMs: 0, pageSize: 10 }),
+		).not.toThrow();
+	});
+});
+
+describe("arguments", () => {
+	it("every operation refuses bad arguments with a TypeError or RangeError before any I/O", async () => {
+		const client = fakeClient();
+		const s = createRedisTTLStorage({ client, sweepIntervalMs: 0 });
+		const long = new Uint8Array(70_000);
+		const fence = { scope: utf8("s"), epoch: -1n };
+		const calls: (() => Promise<unknown>)[] = [
+			() => s.insertIfNotExists(new Uint8Array(), c, v, 0),
+			() => s.insertIfNotExists(p, c, v, -1),
+			() => s.insertIfNotExists(p, c, long, 0),
+			() => s.insertIfNotExists(p, c, v, 0, { fence }),
+			() => s.compareAndSwap(p, c, v, v, 1.5),
+			() => s.compareAndSwap(p, c, "v" as never, v, 0),
+			() => s.compareAndDelete(p, new Uint8Array(1024), v),
+			() => s.get(p, "c" as never),
+			() => s.put(p, c, v, 0, { fence: { scope: new Uint8Array(), epoch: 1n } }),
+			() => s.putBatch([{ pKey: p, cCols: c, value: v, ttlSeconds: 99_999_999 }]),
+			() => s.putBatch("x" as never),
+			() =>
+				s.putBatchIf([
+					{ pKey: p, cCols: c, value: v },
+					{ pKey: p, cCols: c, value: v, expected: null },
+				]),
+			() => s.queryTTL(new Uint8Array(), c),
+			() => s.raiseFence(new Uint8Array(300)),
+			() => s.raiseFence(utf8("s"), 2n ** 63n),
+			async () => {
+				for await (const _ of s.read(p, { from: "a" as never })) break;
+			},
+		];
+		for (const call of calls) expect(await codeOf(call)).toMatch(/^(TypeError|RangeError)$/);
+		expect(client.sent).toEqual([]);
+		await s.close();
+	});
+
+	it("sends nothing while the connection is not ready: UNAVAILABLE, nothing written", async () => {
+		const client = fakeClient();
+		client.status = "reconnecting";
+		const s = createRedisTTLStorage({ client, sweepIntervalMs: 0 });
+		expect(await codeOf(() => s.put(p, c, v))).toBe("TTLSTORAGE_UNAVAILABLE");
+		expect(await codeOf(() => s.get(p, c))).toBe("TTLSTORAGE_UNAVAILABLE");
+		expect(client.sent).toEqual([]);
+	});
+
+	it("rejects with CLOSED after close(), sending nothing; close() is idempotent", async () => {
+		const client = fakeClient();
+		const s = createRedisTTLStorage({ client, clock: new MockClock(), sweepIntervalMs: 1000 });
+		await s.close();
+		await s.close();
+		expect(await codeOf(() => s.put(p, c, v))).toBe("TTLSTORAGE_CLOSED");
+		expect(await codeOf(() => s.putBatch([]))).toBe("TTLSTORAGE_CLOSED");
+		expect(await codeOf(() => s.raiseFence(utf8("s")))).toBe("TTLSTORAGE_CLOSED");
+		expect(client.sent).toEqual([]);
+	});
+
+	it("declares atomic batches and epoch fencing, and has putBatchIf", () => {
+		const s = createRedisTTLStorage({ client: fakeClient(), sweepIntervalMs: 0 });
+		expect(s.supports).toEqual({ atomicBatches: true, fencing: "epoch" });
+		expect(typeof s.putBatchIf).toBe("function");
+	});
+});

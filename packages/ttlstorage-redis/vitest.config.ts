@@ -1,0 +1,3 @@
+import { defineVvmProject } from "@vvm/vitest-config";
+
+export default defineVvmProject(import.meta.url);
