@@ -19,8 +19,9 @@
 //
 //   <!-- docs-check: run -->                          run from the repository root, exit 0 expected
 //   <!-- docs-check: run needs=pg,dynamodb -->        skipped (or failed, --require-servers) when
-//                                                     PostgreSQL / DynamoDB Local / Cassandra
-//                                                     (pg, dynamodb, cassandra) does not listen
+//                                                     PostgreSQL / DynamoDB Local / Cassandra /
+//                                                     Redis (pg, dynamodb, cassandra, redis) does
+//                                                     not listen
 //   <!-- docs-check: run sigint-after=^leader: -->    Ctrl-C (SIGINT to the block's processes) at
 //                                                     the first output line matching the regex
 //   <!-- docs-check: run exit=137 -->                 another exit status expected
@@ -232,6 +233,10 @@ const SERVERS = {
 		name: "Cassandra",
 		...hostPort((env.CASSANDRA_CONTACT_POINTS || "127.0.0.1:9042").split(",")[0], 9042),
 	}),
+	redis: () => {
+		const u = new URL(env.REDIS_URL || `redis://127.0.0.1:${env.REDIS_PORT || 6390}`);
+		return { name: "Redis", host: u.hostname, port: Number(u.port || 6379) };
+	},
 };
 function listening(host, port) {
 	return new Promise((done) => {

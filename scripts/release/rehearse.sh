@@ -23,15 +23,17 @@
 #
 # Needs a bootstrapped checkout (pnpm and node on PATH) and the real servers: Cassandra
 # (CASSANDRA_CONTACT_POINTS, default 127.0.0.1:9042), DynamoDB Local (DYNAMODB_ENDPOINT, default
-# http://127.0.0.1:8000) and PostgreSQL (PGHOST/PGPORT/PGUSER/PGDATABASE, default 127.0.0.1:54329,
-# vvm/vvm). KEEP_REHEARSAL=1 keeps the temp directory for inspection. VVM_REHEARSAL_PREBUILT=1 (set
-# by .ci/run after its build step) publishes the checkout's build instead of building again.
+# http://127.0.0.1:8000), PostgreSQL (PGHOST/PGPORT/PGUSER/PGDATABASE, default 127.0.0.1:54329,
+# vvm/vvm) and Redis (REDIS_URL, default redis://127.0.0.1:6390). KEEP_REHEARSAL=1 keeps the temp
+# directory for inspection. VVM_REHEARSAL_PREBUILT=1 (set by .ci/run after its build step)
+# publishes the checkout's build instead of building again.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 HERE="$ROOT/scripts/release"
 cd "$ROOT"
 export DYNAMODB_ENDPOINT="${DYNAMODB_ENDPOINT:-http://127.0.0.1:8000}"
 export CASSANDRA_CONTACT_POINTS="${CASSANDRA_CONTACT_POINTS:-127.0.0.1:9042}"
+export REDIS_URL="${REDIS_URL:-redis://127.0.0.1:6390}"
 TAG=rehearsal
 WORK="$(mktemp -d "${TMPDIR:-/tmp}/vvm-rehearsal.XXXXXX")"
 case "$WORK" in "$ROOT"/*) echo "rehearse: $WORK is inside the repository" >&2; exit 1 ;; esac
@@ -209,7 +211,7 @@ for tarball in "$WORK"/examples/*.tgz; do
 	tar -xzf "$tarball" -C "$dir" --strip-components=1
 	(
 		cd "$dir"
-		{ grep -E '"(@vvm/[^"]+|cassandra-driver|@aws-sdk/client-dynamodb|pg|classic-level|vitest)"' package.json || true; } | sed 's/^/  /'
+		{ grep -E '"(@vvm/[^"]+|cassandra-driver|@aws-sdk/client-dynamodb|pg|classic-level|ioredis|redlock|vitest)"' package.json || true; } | sed 's/^/  /'
 		npm install "${npm_quiet[@]}"
 		npx tsc -p tsconfig.json # type-checked (any error fails), and dist/: plain ESM JavaScript
 		for node_bin in "${NODES[@]}"; do

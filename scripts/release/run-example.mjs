@@ -3,13 +3,14 @@
 //
 //   node run-example.mjs leader-election ts|js   # dynamodb, cassandra, level
 //   node run-example.mjs leader-election-pg ts|js
+//   node run-example.mjs election-redis ts|js   # failover, then the paused-holder demo
 //   node run-example.mjs sequencer-level ts|js
 //   node run-example.mjs host-command-fetch ts|js   # against the host at VVM_HOST_URL
 //   node run-example.mjs cp-over-leases ts|js
 //
 // ts runs src/<name>.ts (Node's type stripping), js runs dist/<name>.js (emitted by tsc).
-// Env: DYNAMODB_ENDPOINT, CASSANDRA_CONTACT_POINTS, PGHOST/PGPORT/PGUSER/PGDATABASE (default the
-// loopback servers).
+// Env: DYNAMODB_ENDPOINT, CASSANDRA_CONTACT_POINTS, PGHOST/PGPORT/PGUSER/PGDATABASE, REDIS_URL
+// (default the loopback servers).
 import { spawn } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -19,6 +20,7 @@ const [example, mode] = process.argv.slice(2);
 const EXAMPLES = [
 	"leader-election",
 	"leader-election-pg",
+	"election-redis",
 	"sequencer-level",
 	"host-command-fetch",
 	"cp-over-leases",
@@ -100,13 +102,13 @@ async function expectExit(run, expected) {
 }
 
 /** Two processes on one job: A leads, B waits; SIGINT to A; B leads once A has released. */
-async function failover(backend, env) {
+async function failover(backend, env, file = backend) {
 	console.log(`leader-election/${backend} (${mode}): A leads, B follows, SIGINT A, B takes over`);
-	const a = start(`${backend} A`, entry(backend), env);
+	const a = start(`${backend} A`, entry(file), env);
 	let b;
 	try {
 		await waitLine(a, /^leader: /);
-		b = start(`${backend} B`, entry(backend), env);
+		b = start(`${backend} B`, entry(file), env);
 		await waitLine(b, /^follower: /);
 		a.child.kill("SIGINT");
 		const stoppedWorking = await waitLine(a, /^stopped working/); // printed before the release
@@ -120,6 +122,23 @@ async function failover(backend, env) {
 		for (const r of [a, b])
 			if (r !== undefined && r.child.exitCode === null) r.child.kill("SIGKILL");
 	}
+}
+
+/** A paused lock holder wakes up: its write lands with Redlock and is refused when fenced. */
+async function pauseDemo(env) {
+	console.log(
+		`election-redis pause-demo (${mode}): Redlock's stale write lands, the fenced one not`,
+	);
+	const run = start("pause-demo", entry("pause-demo"), env);
+	await expectExit(run, 0);
+	for (const want of [
+		/^ {2}A: write landed$/,
+		/^ {2}A: write refused \(TTLSTORAGE_FENCED\)$/,
+		/^redlock: the stale write landed: the resource holds A's data/,
+		/^ielections: the stale write was refused: the resource holds B's data$/,
+	])
+		if (!run.lines.some((l) => want.test(l.text)))
+			fail(`pause-demo printed no line matching ${want}`, run);
 }
 
 /** One host: lead, SIGINT, and a restart leads at its first attempt (the record was deleted). */
@@ -234,6 +253,14 @@ try {
 			PGUSER: process.env.PGUSER ?? "vvm",
 			PGDATABASE: process.env.PGDATABASE ?? "vvm",
 		});
+	} else if (example === "election-redis") {
+		// The repository's Redis (tooling/servers/redis) unless REDIS_URL says otherwise.
+		const env = {
+			JOB: `rehearsal_${unique}`,
+			REDIS_URL: process.env.REDIS_URL ?? "redis://127.0.0.1:6390",
+		};
+		await failover("redis", env, "main");
+		await pauseDemo(env);
 	} else if (example === "sequencer-level") {
 		await sequencer(join(scratch, "sequencer"));
 	} else if (example === "cp-over-leases") {

@@ -67,9 +67,11 @@ export interface ChaosOptions {
 	readonly changes: number | undefined;
 	readonly hosts: number;
 	readonly numVVM: number;
-	readonly storage: "dyn" | "cas" | "pg";
+	readonly storage: "dyn" | "cas" | "pg" | "redis";
 	/** pg: the server (the run makes a schema of its own there, dropped at the end). */
 	readonly pgUrl: string;
+	/** redis: the server (the run's keys under a prefix of its own, deleted at the end). */
+	readonly redisUrl: string;
 	readonly casContactPoints: readonly string[];
 	readonly casLocalDc: string;
 	readonly casReplicationFactor: number;
@@ -99,6 +101,7 @@ export interface ChaosOptions {
 
 /** The repository's PostgreSQL (tooling/servers/postgres). */
 const DEFAULT_PG_URL = `postgres://vvm@127.0.0.1:${process.env.PG_PORT ?? "54329"}/vvm`;
+const DEFAULT_REDIS_URL = `redis://127.0.0.1:${process.env.REDIS_PORT ?? "6390"}/0`;
 
 /** A bad argument: the CLI prints the message and exits with code 2. */
 export class ChaosUsageError extends Error {
@@ -127,6 +130,7 @@ const FLAGS = {
 	"cas-replication-factor": { type: "string" },
 	"cas-keyspace": { type: "string" },
 	"pg-url": { type: "string" },
+	"redis-url": { type: "string" },
 	"keep-keyspace": { type: "boolean" },
 	faults: { type: "string" },
 	"leadership-seconds": { type: "string" },
@@ -271,7 +275,7 @@ export function parseChaosOptions(argv: readonly string[]): ChaosOptions | undef
 		"commands",
 	] as const);
 	const commands = workload === "commands";
-	const storage = oneOf("storage", s("storage") ?? "dyn", ["dyn", "cas", "pg"] as const);
+	const storage = oneOf("storage", s("storage") ?? "dyn", ["dyn", "cas", "pg", "redis"] as const);
 	const leadershipSeconds = int("leadership-seconds", s("leadership-seconds"), 1, 60) ?? 2;
 	const leaseIntervalMs = int("lease-interval-ms", s("lease-interval-ms"), 500, 600_000) ?? 2_000;
 	// Lease holders stop that much before the expiry they read: the wall-clock skew allowed.
@@ -325,6 +329,11 @@ export function parseChaosOptions(argv: readonly string[]): ChaosOptions | undef
 		throw new ChaosUsageError(
 			`--pg-url must be postgres://user@host:port/database, got "${pgUrl}"`,
 		);
+	const redisUrl = s("redis-url") ?? DEFAULT_REDIS_URL;
+	if (!/^redis:\/\/[^/@]+(\/\d{1,5})?$/.test(redisUrl))
+		throw new ChaosUsageError(
+			`--redis-url must be redis://host:port[/db] (no password: the run's proxies see it), got "${redisUrl}"`,
+		);
 	const casContactPoints = contactPoints(s("cas-contact-points") ?? "127.0.0.1:9042");
 	const casReplicationFactor =
 		int("cas-replication-factor", s("cas-replication-factor"), 1, 9) ?? 1;
@@ -374,6 +383,7 @@ export function parseChaosOptions(argv: readonly string[]): ChaosOptions | undef
 		numVVM,
 		storage,
 		pgUrl,
+		redisUrl,
 		casContactPoints,
 		casLocalDc: s("cas-local-dc") ?? "datacenter1",
 		casReplicationFactor,
@@ -440,16 +450,19 @@ export function chaosHelp(): string {
 		"  --hosts <n>                host processes (default 4)",
 		"  --num-vvm <n>              leader slots (default 2)",
 		"  --leadership-seconds <d>   leadership duration d (default 2)",
-		"  --storage dyn|cas|pg       dyn: a DynamoDB Local of this run's own on a free port (default);",
-		"                             cas: Cassandra at --cas-contact-points; pg: PostgreSQL at --pg-url",
+		"  --storage dyn|cas|pg|redis dyn: a DynamoDB Local of this run's own on a free port (default);",
+		"                             cas: Cassandra at --cas-contact-points; pg: PostgreSQL at --pg-url;",
+		"                             redis: Redis at --redis-url",
 		`  --pg-url <url>             (default ${DEFAULT_PG_URL}: tooling/servers/postgres); a schema of`,
 		"                             the run's own, dropped at the end",
+		`  --redis-url <url>          (default ${DEFAULT_REDIS_URL}: tooling/servers/redis); keys under`,
+		"                             a prefix of the run's own, deleted at the end",
 		"  --cas-contact-points <l>   host[:port],... (default 127.0.0.1:9042); list every node of a",
 		"                             cluster: each gets a proxy per host and --cas-address-map",
 		"  --cas-replication-factor <n>  SimpleStrategy RF of the run's keyspace (default 1; 3 on the cluster)",
 		"  --cas-local-dc <dc>        (default datacenter1)",
 		"  --cas-keyspace <name>      (default vvm_chaos_<pid>_<time>, dropped at the end)",
-		"  --keep-keyspace            do not drop it",
+		"  --keep-keyspace            do not drop it (nor the pg schema, nor the redis keys)",
 		"Faults:",
 		"  --faults <mix>             all (default), none, or kind[=weight],...:",
 		...faults,

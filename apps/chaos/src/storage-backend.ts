@@ -2,14 +2,17 @@
 // own (paused by SIGSTOP). Cassandra: the given contact points (never paused: the path is held by
 // every host's proxy instead), a keyspace of the run's own, dropped at the end. PostgreSQL: the
 // given server (held by every host's proxy, as Cassandra), a schema of the run's own, dropped at
-// the end.
+// the end. Redis: the given server (held the same way), keys under a prefix of the run's own,
+// deleted at the end.
 import { join } from "node:path";
 import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import type { TTLStorage } from "@vvm/ttlstorage";
 import { createCassandraTTLStorage, ensureCassandraSchema } from "@vvm/ttlstorage-cas";
 import { createDynamoTTLStorage, ensureDynamoTTLTable } from "@vvm/ttlstorage-dyn";
 import { createPgTTLStorage, ensurePgSchema } from "@vvm/ttlstorage-pg";
+import { createRedisTTLStorage, REDIS_CLIENT_OPTIONS } from "@vvm/ttlstorage-redis";
 import cassandra from "cassandra-driver";
+import { Redis } from "ioredis";
 import pg from "pg";
 import type { DynamoLocal } from "./dynamo-local.ts";
 import { startDynamoLocal } from "./dynamo-local.ts";
@@ -252,6 +255,65 @@ async function openPostgres(options: ChaosOptions): Promise<StorageBackend> {
 	};
 }
 
+async function openRedis(options: ChaosOptions): Promise<StorageBackend> {
+	const url = new URL(options.redisUrl);
+	const keyPrefix = `vvm_chaos_${process.pid}_${Date.now() % 1e9}:`;
+	// The checker's client, straight to the server, with the options the driver requires.
+	const admin = new Redis(options.redisUrl, { ...REDIS_CLIENT_OPTIONS, lazyConnect: true });
+	admin.on("error", () => {}); // a broken connection fails its commands; ioredis reconnects
+	await admin.connect();
+	const target = { host: url.hostname, port: Number(url.port || 6379) };
+	const proxies = await proxiesPerHost(options.hosts, [target]);
+	return {
+		description: `Redis ${target.host}:${target.port}${url.pathname}, key prefix ${keyPrefix}`,
+		pauseMethod: "every host's proxy holds all bytes (the shared server itself is never paused)",
+		writesVisible: false,
+		hostArgs(i) {
+			const proxied = new URL(options.redisUrl);
+			proxied.hostname = "127.0.0.1";
+			proxied.port = String(proxies[i]?.[0]?.port);
+			return [
+				"--storage",
+				"redis",
+				"--redis-url",
+				proxied.toString(),
+				"--redis-key-prefix",
+				keyPrefix,
+			];
+		},
+		proxiesOf: (i) => proxies[i] ?? [],
+		async checkerStorage() {
+			// No sweep: the hosts' drivers sweep; the checker only reads.
+			const storage = createRedisTTLStorage({ client: admin, keyPrefix, sweepIntervalMs: 0 });
+			return { storage, close: () => storage.close() };
+		},
+		...holdAll(proxies),
+		async close() {
+			await closeAll(proxies);
+			try {
+				if (!options.keepKeyspace) {
+					let cursor = "0";
+					do {
+						// Keys hold binary bytes: scanned and deleted as Buffers.
+						const [next, keys] = await admin.scanBuffer(
+							cursor,
+							"MATCH",
+							`${keyPrefix}*`,
+							"COUNT",
+							1000,
+						);
+						if (keys.length > 0) await admin.del(...keys);
+						cursor = next.toString();
+					} while (cursor !== "0");
+				}
+			} finally {
+				admin.disconnect();
+			}
+		},
+		killNow: () => {},
+	};
+}
+
 /**
  * Opens the run's storage and one proxy per host and storage node.
  *
@@ -273,5 +335,7 @@ export function openStorageBackend(
 			return openCassandra(options);
 		case "pg":
 			return openPostgres(options);
+		case "redis":
+			return openRedis(options);
 	}
 }

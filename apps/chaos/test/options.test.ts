@@ -34,6 +34,17 @@ describe("parseChaosOptions", () => {
 			mutantCombos: undefined,
 		});
 		expect(parse(["--storage", "cas"])).toMatchObject({ maxClockSkewMs: 0, clockRangeMs: 30_000 });
+		// Redis expires records by the server's clock, as Cassandra: wall-clock offsets play no part.
+		expect(parse(["--storage", "redis"])).toMatchObject({
+			storage: "redis",
+			redisUrl: `redis://127.0.0.1:${process.env.REDIS_PORT ?? "6390"}/0`,
+			maxClockSkewMs: 0,
+			clockRangeMs: 30_000,
+		});
+		expect(parse(["--storage", "redis", "--redis-url", "redis://10.0.0.5:7000"]).redisUrl).toBe(
+			"redis://10.0.0.5:7000",
+		);
+		expect(chaosHelp()).toContain("--redis-url");
 		expect(parse(["--changes", "100"]).durationS).toBeUndefined();
 		expect(parseChaosOptions(["--help"])).toBeUndefined();
 		expect(chaosHelp()).toContain("--mutants");
@@ -63,7 +74,10 @@ describe("parseChaosOptions", () => {
 	it.each([
 		[["--hosts", "0"], "--hosts must be an integer in 1..32"],
 		[["--hosts", "2", "--num-vvm", "3"], "--num-vvm 3 is more than --hosts 2"],
-		[["--storage", "redis"], "--storage must be one of dyn, cas"],
+		[["--storage", "etcd"], "--storage must be one of dyn, cas, pg, redis"],
+		[["--redis-url", "redis://:pw@127.0.0.1:6390"], "--redis-url must be redis://host:port[/db]"],
+		[["--redis-url", "rediss://127.0.0.1:6390"], "--redis-url must be redis://host:port[/db]"],
+		[["--redis-url", "redis://127.0.0.1:6390/x"], "--redis-url must be redis://host:port[/db]"],
 		[
 			["--leadership-seconds", "2", "--max-clock-skew-ms", "1500"],
 			"--max-clock-skew-ms must be an integer in 0..1000",

@@ -1,14 +1,23 @@
 // A create and a read through the host's HTTP API (API v2) on every storage driver: mem and level
-// always, real Cassandra, DynamoDB Local and PostgreSQL when reachable (required in CI or with
-// CASSANDRA_TESTS_ENABLED / DYNAMODB_TESTS_ENABLED / PG_TESTS_ENABLED). On DynamoDB, two hosts split the partitions
+// always, real Cassandra, DynamoDB Local, PostgreSQL and Redis when reachable (required in CI or with
+// CASSANDRA_TESTS_ENABLED / DYNAMODB_TESTS_ENABLED / PG_TESTS_ENABLED / REDIS_TESTS_ENABLED). On DynamoDB, two hosts split the partitions
 // (static placement) and a request sent to the wrong one gets 421 naming the other.
 import { execFileSync } from "node:child_process";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { DeleteTableCommand, DynamoDBClient } from "@aws-sdk/client-dynamodb";
-import { hostPort, postgresEnv, postgresGate, requireServer } from "@vvm/vitest-config/servers";
+import {
+	hostPort,
+	postgresEnv,
+	postgresGate,
+	redisEnv,
+	redisGate,
+	requireServer,
+} from "@vvm/vitest-config/servers";
+import { Redis } from "ioredis";
 import { afterAll, describe, expect, it } from "vitest";
+import { openStorage } from "../src/storage/index.ts";
 import type { HostProcess } from "./support/host-process.ts";
 import { APP_DIR, killHard, spawnHost } from "./support/host-process.ts";
 
@@ -32,6 +41,9 @@ const skipCas = await requireServer({
 const skipPg = await postgresGate();
 const pgAt = postgresEnv();
 const PG_URL = `postgres://${pgAt.user}@${pgAt.host}:${pgAt.port}/${pgAt.database}`;
+const skipRedis = await redisGate();
+const REDIS_URL = redisEnv().url;
+const REDIS_PREFIX = `vvm_cph_${RUN}:`;
 const TABLE = `vvm_cph_${RUN}`;
 /** The two-host case's own table: the cluster of TABLE stored --num-vvm 1, this one runs with 2. */
 const TABLE_SPLIT = `vvm_cph_split_${RUN}`;
@@ -59,6 +71,24 @@ afterAll(async () => {
 			await pool.query("DROP SCHEMA IF EXISTS ${KEYSPACE} CASCADE").catch(() => {});
 			await pool.end();`;
 		execFileSync(process.execPath, ["--input-type=module", "-e", script], { cwd: APP_DIR });
+	}
+	if (!skipRedis) {
+		const client = new Redis(REDIS_URL, { lazyConnect: true });
+		await client.connect();
+		let cursor = "0";
+		do {
+			// Keys hold binary bytes: scanned and deleted as Buffers.
+			const [next, keys] = await client.scanBuffer(
+				cursor,
+				"MATCH",
+				`${REDIS_PREFIX}*`,
+				"COUNT",
+				1000,
+			);
+			if (keys.length > 0) await client.del(...keys);
+			cursor = next.toString();
+		} while (cursor !== "0");
+		client.disconnect();
 	}
 	if (!skipCas) {
 		// In a child process: vitest cannot load the driver's CommonJS "long" (see cas-address-map.test.ts).
@@ -173,6 +203,51 @@ describe("create and read through the HTTP API", () => {
 		it("create and read, across a restart", { timeout: 60_000 }, async () => {
 			const argv = ["--storage", "pg", "--pg-url", PG_URL, "--pg-schema", KEYSPACE];
 			await createAndRead(argv);
+			const again = await start(argv);
+			const res = await send(`${again.base}/1001/docs/${CUSTOMER}`, { name: "Bob" });
+			expect(await res.json()).toEqual({ CurrentWLogOffset: 2, NewIDs: { "1": 322685000131073 } });
+			expect(await stop(again)).toBe(0);
+		});
+	});
+
+	describe.skipIf(skipRedis)("on Redis", () => {
+		it("opens with the server's persistence in its location; a database it lacks is refused", {
+			timeout: 30_000,
+		}, async () => {
+			const at = new URL(REDIS_URL);
+			const opened = await openStorage({
+				kind: "redis",
+				settings: { url: REDIS_URL, keyPrefix: REDIS_PREFIX },
+			});
+			try {
+				// tooling/servers/redis runs with appendonly yes, appendfsync always.
+				expect(opened.location).toBe(
+					`${at.hostname}:${at.port} db ${at.pathname.slice(1) || "0"} key prefix "${REDIS_PREFIX}" (appendonly yes, appendfsync always)`,
+				);
+			} finally {
+				await opened.close();
+			}
+			// Redis answers the SELECT with an error and would leave the client on database 0.
+			const wrongDb = new URL(REDIS_URL);
+			wrongDb.pathname = "/9999";
+			await expect(
+				openStorage({ kind: "redis", settings: { url: wrongDb.href, keyPrefix: REDIS_PREFIX } }),
+			).rejects.toThrow(
+				`redis storage: cannot use ${at.hostname}:${at.port} db 9999 key prefix "${REDIS_PREFIX}": ERR DB index is out of range`,
+			);
+		});
+
+		it("create and read, across a restart", { timeout: 60_000 }, async () => {
+			const argv = [
+				"--storage",
+				"redis",
+				"--redis-url",
+				REDIS_URL,
+				"--redis-key-prefix",
+				REDIS_PREFIX,
+			];
+			await createAndRead(argv);
+			// The restarted host continues the numbering of the PLog and WLog it finds in Redis.
 			const again = await start(argv);
 			const res = await send(`${again.base}/1001/docs/${CUSTOMER}`, { name: "Bob" });
 			expect(await res.json()).toEqual({ CurrentWLogOffset: 2, NewIDs: { "1": 322685000131073 } });

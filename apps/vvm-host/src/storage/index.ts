@@ -6,6 +6,7 @@ import type { OpenedStorage, StorageEntry, StorageSettings } from "./entry.ts";
 import { levelStorage } from "./level.ts";
 import { memStorage } from "./mem.ts";
 import { pgStorage } from "./pg.ts";
+import { redisStorage } from "./redis.ts";
 
 /** Every storage of `--storage`, the default first. */
 export const STORAGES: readonly StorageEntry[] = [
@@ -14,6 +15,7 @@ export const STORAGES: readonly StorageEntry[] = [
 	casStorage,
 	dynStorage,
 	pgStorage,
+	redisStorage,
 ];
 
 /** The storage section of the host's configuration: the kind and its own settings. */
