@@ -10,13 +10,20 @@
 // gracefully and the storage is read back: every accepted create is applied once
 // (`checkCpStorage`) and no shed create wrote anything (its unique name is in no WLog entry).
 //
-//   pnpm --filter @vvm/vvm-host overload                 # 3x capacity for 60 s
+// OVERLOAD_VARIANTS runs the whole measurement once per variant, each a fresh host with these
+// extra flags (variants separated by "|"), one after the other in one run: before/after figures
+// on one machine state. A variant's first word `cli=<path>` runs that build of the CLI instead
+// (e.g. a copy of an earlier dist/). The machine's load average is printed beside each result.
+//
+//   pnpm --filter @vvm/vvm-host overload                 # 3x capacity for 60 s, default flags
 //   OVERLOAD_FACTOR=3 OVERLOAD_SECONDS=60 OVERLOAD_CONNECTIONS=512 pnpm --filter @vvm/vvm-host overload
+//   OVERLOAD_VARIANTS="--max-event-loop-delay-ms off|" pnpm --filter @vvm/vvm-host overload
+//   OVERLOAD_TIMEOUT_MS=10000 (a client's timeout, default 30 s; 0: none)
 import { spawn } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
 import { Agent, request } from "node:http";
-import { tmpdir } from "node:os";
+import { loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import { monitorEventLoopDelay } from "node:perf_hooks";
 import { createInterface } from "node:readline";
@@ -31,10 +38,24 @@ const FACTOR = Number(env.OVERLOAD_FACTOR ?? 3);
 const SECONDS = Number(env.OVERLOAD_SECONDS ?? 60);
 const CAPACITY_SECONDS = Number(env.OVERLOAD_CAPACITY_SECONDS ?? 10);
 const CONNECTIONS = Number(env.OVERLOAD_CONNECTIONS ?? 512);
+/**
+ * A client gives up on a request after this long (counted as `timeout`, neither accepted nor
+ * shed: it may or may not have been applied); 0: never. Without it a host that collapsed keeps
+ * the run going until its whole backlog is answered.
+ */
+const TIMEOUT_MS = Number(env.OVERLOAD_TIMEOUT_MS ?? 30_000);
 const WORKSPACES = 200;
 const PARTITIONS = 10;
 const APP_ID = 1;
-const CLI = join(import.meta.dirname, "..", "dist", "cli.mjs");
+const CLI = env.OVERLOAD_CLI ?? join(import.meta.dirname, "..", "dist", "cli.mjs");
+/** Each variant's extra host flags; one variant (the default flags) unless OVERLOAD_VARIANTS. */
+const VARIANTS = (env.OVERLOAD_VARIANTS ?? "")
+	.split("|")
+	.map((v) => v.trim().split(/\s+/).filter(Boolean));
+const load = (): string =>
+	loadavg()
+		.map((l) => l.toFixed(2))
+		.join(" ");
 
 const log = (line: string): void => {
 	process.stderr.write(`overload: ${line}\n`);
@@ -46,10 +67,22 @@ interface Host {
 	stop(): Promise<number | null>;
 }
 
-async function startHost(dir: string): Promise<Host> {
+async function startHost(dir: string, extra: readonly string[]): Promise<Host> {
+	const cli = extra[0]?.startsWith("cli=") ? extra[0].slice(4) : CLI;
 	const child = spawn(
 		process.execPath,
-		[CLI, "--storage", "level", "--data-dir", dir, "--http-port", "0", "--log-level", "info"],
+		[
+			cli,
+			"--storage",
+			"level",
+			"--data-dir",
+			dir,
+			"--http-port",
+			"0",
+			"--log-level",
+			"info",
+			...extra.filter((word) => !word.startsWith("cli=")),
+		],
 		{
 			stdio: ["ignore", "pipe", "inherit"],
 		},
@@ -82,6 +115,12 @@ async function startHost(dir: string): Promise<Host> {
 	};
 }
 
+/** The CPU time the process used so far, seconds (utime + stime of /proc/<pid>/stat, 100 Hz). */
+const cpuSeconds = (pid: number): number => {
+	const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]?.split(" ") ?? [];
+	return (Number(fields[11]) + Number(fields[12])) / 100;
+};
+
 const rssMb = (pid: number): number => {
 	const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, "utf8"));
 	return m === null ? 0 : Math.round(Number(m[1]) / 1024);
@@ -95,7 +134,7 @@ interface Outcome {
 	readonly sent: Sent;
 	/** performance.now() when the request was issued. */
 	readonly sentAt: number;
-	readonly status: number | "error";
+	readonly status: number | "error" | "timeout";
 	readonly ms: number;
 	readonly body: string;
 	readonly plogOffset?: number;
@@ -103,7 +142,9 @@ interface Outcome {
 
 function create(agent: Agent, port: number, s: Sent): Promise<Outcome> {
 	const started = performance.now();
-	return new Promise((resolve) => {
+	let timedOut = false;
+	let timer: NodeJS.Timeout | undefined;
+	return new Promise<Outcome>((resolve) => {
 		const req = request(
 			{
 				host: "127.0.0.1",
@@ -129,17 +170,22 @@ function create(agent: Agent, port: number, s: Sent): Promise<Outcome> {
 			},
 		);
 		req.setNoDelay(true);
+		if (TIMEOUT_MS > 0)
+			timer = setTimeout(() => {
+				timedOut = true;
+				req.destroy(new Error("client timeout"));
+			}, TIMEOUT_MS);
 		req.on("error", () =>
 			resolve({
 				sent: s,
 				sentAt: started,
-				status: "error",
+				status: timedOut ? "timeout" : "error",
 				ms: performance.now() - started,
 				body: "",
 			}),
 		);
 		req.end(JSON.stringify({ name: s.name }));
-	});
+	}).finally(() => clearTimeout(timer));
 }
 
 const p = (xs: number[], q: number): number => {
@@ -148,9 +194,12 @@ const p = (xs: number[], q: number): number => {
 	return sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] as number;
 };
 
-async function main(): Promise<void> {
+async function main(extra: readonly string[]): Promise<void> {
+	const variant = extra.join(" ") || "(default flags)";
+	log(`variant ${variant}; load average ${load()}`);
+	const loadBefore = load();
 	const dir = await mkdtemp(join(tmpdir(), "vvm-overload-"));
-	const host = await startHost(dir);
+	const host = await startHost(dir, extra);
 	const base = `http://127.0.0.1:${host.port}`;
 	for (const until = Date.now() + 30_000; ; ) {
 		const r = await fetch(`${base}/api/v2/apps/vvm/demo/workspaces/1001/wlog`).catch(
@@ -220,8 +269,14 @@ async function main(): Promise<void> {
 	const metricsMs: number[] = [];
 	const clientLag = monitorEventLoopDelay({ resolution: 10 });
 	clientLag.enable();
+	/** The host's CPU use per second of the open loop, % of one core (starved or saturated?). */
+	const hostCpu: number[] = [];
+	let lastCpu = { at: performance.now(), s: cpuSeconds(host.pid) };
 	const sampler = setInterval(() => {
 		rss.push(rssMb(host.pid));
+		const cpu = { at: performance.now(), s: cpuSeconds(host.pid) };
+		hostCpu.push(Math.round(((cpu.s - lastCpu.s) / ((cpu.at - lastCpu.at) / 1000)) * 100));
+		lastCpu = cpu;
 		const asked = performance.now();
 		void fetch(`${base}/metrics`)
 			.then((r) => r.text())
@@ -283,10 +338,18 @@ async function main(): Promise<void> {
 		);
 	}
 	log(`by 5 s window of sending: ${windows.join("; ")}`);
+	log(`host CPU, % of one core, per second of the open loop: ${hostCpu.join(" ")}`);
 	log(
 		`GET /metrics round trip (host event loop + HTTP) p50/max ${p(metricsMs, 0.5).toFixed(1)}/${Math.max(0, ...metricsMs).toFixed(1)} ms; this client's event-loop delay p50/p99 ${(clientLag.percentile(50) / 1e6).toFixed(1)}/${(clientLag.percentile(99) / 1e6).toFixed(1)} ms`,
 	);
-	const after = createBuckets(await metricsText());
+	const afterText = await metricsText();
+	const after = createBuckets(afterText);
+	const hostShed = Object.fromEntries(
+		[...afterText.matchAll(/^vvm_http_shed_total\{reason="([a-z_]+)"\} (\d+)/gm)].map((m) => [
+			m[1],
+			Number(m[2]),
+		]),
+	);
 	const buckets = [...after].map(([le, n]) => `${le}:${n - (before.get(le) ?? 0)}`);
 	if (buckets.length > 0)
 		log(
@@ -359,6 +422,8 @@ async function main(): Promise<void> {
 	];
 	console.log(
 		JSON.stringify({
+			variant,
+			loadAverage: { before: loadBefore, after: load() },
 			capacityPerSec: Math.round(capacity.rate),
 			unloadedP99Ms: Number(unloaded.p99.toFixed(2)),
 			offeredPerSec: Math.round(offered / seconds),
@@ -368,6 +433,12 @@ async function main(): Promise<void> {
 			acceptedP99Ms: Number(acceptedP99.toFixed(2)),
 			p99Ratio: Number((acceptedP99 / unloaded.p99).toFixed(2)),
 			rssMb: { min: Math.min(...rss), max: Math.max(...rss) },
+			hostShed,
+			hostCpuPercent: { p50: p(hostCpu, 0.5), max: Math.max(0, ...hostCpu) },
+			metricsRoundTripMs: {
+				p50: Number(p(metricsMs, 0.5).toFixed(1)),
+				max: Number(Math.max(0, ...metricsMs).toFixed(1)),
+			},
 			acknowledged: acknowledged.length,
 			shedChecked: shedNames.size,
 			problems: problems.length,
@@ -379,4 +450,4 @@ async function main(): Promise<void> {
 	}
 }
 
-await main();
+for (const extra of VARIANTS) await main(extra);

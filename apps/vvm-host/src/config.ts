@@ -11,14 +11,31 @@ import type { VVMTimings } from "@vvm/orch";
 import { checkVVMTimings, VVM_TIMING_DEFAULTS } from "@vvm/orch";
 import type { AuthSettings } from "./http/auth.ts";
 import { JWT_CLAIMS } from "./http/auth.ts";
-import type { OptionSpec } from "./options.ts";
-import { ConfigError, integer, intIn, nonEmpty, oneOf, ownedBy } from "./options.ts";
+import type { CpAdmission, OptionSpec } from "./options.ts";
+import {
+	ConfigError,
+	checkCpAdmission,
+	integer,
+	intIn,
+	MAX_TIMER_MS,
+	nonEmpty,
+	offOrIntIn,
+	oneOf,
+	ownedBy,
+} from "./options.ts";
 import type { StorageConfig } from "./storage/index.ts";
 import { STORAGES } from "./storage/index.ts";
 import type { UnsafeMutant } from "./unsafe-mutants.ts";
 import { parseUnsafeMutants, UNSAFE_MUTANTS_ENV, UNSAFE_MUTANTS_FLAG } from "./unsafe-mutants.ts";
 
 export { ConfigError } from "./options.ts";
+
+/**
+ * `--max-event-loop-delay-ms`'s default: well above the loop's delay while the host keeps up
+ * (a few ms; a garbage collection or a large WLog page tens), well below the seconds an
+ * overloaded loop falls behind (README, "Overload").
+ */
+const DEFAULT_MAX_EVENT_LOOP_DELAY_MS = 100;
 
 /** The flag that lets the host listen beyond loopback although it authenticates nobody. */
 const INSECURE_NO_AUTH_FLAG = "insecure-no-auth";
@@ -60,6 +77,11 @@ interface HttpConfig {
 	/** HTTPS: a PEM certificate (chain) file and its private key file; both or neither. */
 	readonly tlsCert?: string;
 	readonly tlsKey?: string;
+	/**
+	 * Overload: API v2 requests are shed (503) while the event loop's delay exceeds this, ms;
+	 * 0: never (`--max-event-loop-delay-ms`).
+	 */
+	readonly maxEventLoopDelayMs: number;
 }
 
 /** The placement section: who serves which partition, and the lease cluster's timings. */
@@ -84,8 +106,11 @@ export interface HostConfig {
 	readonly http: HttpConfig;
 	/** The VVM's slots and timings (`@vvm/orch`'s rules); `leadershipSeconds` is the lease. */
 	readonly leadership: VVMTimings;
-	/** The command processor's settings (`@vvm/cp`'s rules). */
-	readonly cp: CpSettings;
+	/**
+	 * The command processor's settings (`@vvm/cp`'s rules) and its admission bounds (checked by
+	 * the host: {@link checkCpAdmission}).
+	 */
+	readonly cp: CpSettings & CpAdmission;
 	readonly placement: PlacementConfig;
 	/** Who may call the host (`--auth-*`); nothing configured: no authentication (loopback only). */
 	readonly auth: AuthSettings;
@@ -209,6 +234,14 @@ const SPECS: readonly SectionSpec[] = [
 			parse: intIn(0, 2_147_483_647),
 			help: "demo lease-guarded worker tick; 0 disables it",
 		},
+		{
+			key: "maxEventLoopDelayMs",
+			flag: "max-event-loop-delay-ms",
+			env: ["VVM_MAX_EVENT_LOOP_DELAY_MS"],
+			def: String(DEFAULT_MAX_EVENT_LOOP_DELAY_MS),
+			parse: offOrIntIn(60_000),
+			help: 'overload: while the event loop runs later than this, API v2 requests are answered 503 + Retry-After at once, before their body is read (CP_BUSY, committed no); probes, /metrics and operator routes are always served; 0..60000, 0 or "off": never',
+		},
 	]),
 	...spec("auth", [
 		{
@@ -294,6 +327,30 @@ const SPECS: readonly SectionSpec[] = [
 			def: "86400",
 			parse: integer,
 			help: "how long a command's Idempotency-Key is remembered: a retry within it, on any host, answers the first result and writes nothing",
+		},
+		{
+			key: "maxQueueWaitMs",
+			flag: "max-queue-wait-ms",
+			env: ["VVM_MAX_QUEUE_WAIT_MS"],
+			def: "5000",
+			parse: intIn(1, MAX_TIMER_MS),
+			help: "admission: a command whose estimated wait in its partition's queue exceeds this is answered 503 + Retry-After at once (CP_BUSY, committed no) instead of queueing; bursts are absorbed up to it",
+		},
+		{
+			key: "queueWaitTargetMs",
+			flag: "queue-wait-target-ms",
+			env: ["VVM_QUEUE_WAIT_TARGET_MS"],
+			def: undefined,
+			parse: intIn(0, MAX_TIMER_MS),
+			help: "admission: the bound of a standing queue (one whose estimated wait stayed above it for 100 ms): under sustained overload accepted commands wait about this long and the excess is shed; at most --max-queue-wait-ms; unset: off (--max-queue-wait-ms bounds every queue)",
+		},
+		{
+			key: "readWaitMs",
+			flag: "read-wait-ms",
+			env: ["VVM_READ_WAIT_MS"],
+			def: "1000",
+			parse: intIn(0, MAX_TIMER_MS),
+			help: "how long a record or WLog read waits for a partition still applying its PLog tail before 503 CP_BUSY; 0: at once",
 		},
 	]),
 	...spec("placement", [
@@ -512,7 +569,10 @@ export function parseHostConfig(
 		storage,
 		http: { ...http, address: http.address },
 		leadership: ownedBy(() => checkVVMTimings(leadership.values, leadership.name)),
-		cp: ownedBy(() => checkCpSettings(cp.values as unknown as CpSettings, cp.name)),
+		cp: {
+			...ownedBy(() => checkCpSettings(cp.values as unknown as CpSettings, cp.name)),
+			...checkCpAdmission(cp.values as unknown as CpAdmission, cp.name),
+		},
 		placement: {
 			mode: placement.values.mode as PlacementMode,
 			lease: ownedBy(() => checkLeaseTimings(placement.values, placement.name)),

@@ -12,12 +12,15 @@ import type { DestinationStream } from "pino";
 import type { HostConfig } from "./config.ts";
 import { createCpMetrics } from "./cp-metrics.ts";
 import { createPlacement } from "./create-placement.ts";
+import { API_PREFIX } from "./http/api-routes.ts";
 import { apiV2Route } from "./http/api-v2.ts";
 import type { Authenticator } from "./http/auth.ts";
 import { AuthConfigError, createAuthenticator, guardRoutes, readTlsFiles } from "./http/auth.ts";
 import { openApiRoute } from "./http/openapi.ts";
 import type { OperatorState } from "./http/operator-routes.ts";
 import { operatorRoutes } from "./http/operator-routes.ts";
+import type { LoadShedder, LoopDelaySource } from "./http/overload.ts";
+import { createLoadShedder } from "./http/overload.ts";
 import { partitionRoutes } from "./http/partition-routes.ts";
 import type { HttpServer, TlsFiles } from "./http/router.ts";
 import { createRouteTable, startHttpServer } from "./http/router.ts";
@@ -25,7 +28,7 @@ import { createLeaseMetrics } from "./lease-metrics.ts";
 import { createLeaseWorker } from "./lease-worker.ts";
 import { servePartitions } from "./leases-mode.ts";
 import { createHostLogger, describeError, logVVMEvent } from "./logger.ts";
-import { createHostMetrics } from "./metrics.ts";
+import { createHostMetrics, registerShedMetrics } from "./metrics.ts";
 import { partitionsSection } from "./partitions-section.ts";
 import { placementStatus } from "./status-placement.ts";
 import type { OpenedStorage } from "./storage/index.ts";
@@ -98,6 +101,11 @@ export interface RunHostOptions {
 	 * cluster in one process): used instead of `--storage`, never closed by the host.
 	 */
 	readonly storage?: TTLStorage;
+	/**
+	 * How late the event loop runs, for `--max-event-loop-delay-ms` (tests inject one); default a
+	 * timer-drift sampler. Closed by the host.
+	 */
+	readonly loopDelay?: LoopDelaySource;
 }
 
 /** What a run opened, closed in reverse order at its end. */
@@ -106,6 +114,7 @@ interface Opened {
 	http?: HttpServer;
 	parts?: CpPartitions;
 	placement?: PartitionPlacement;
+	shedder?: LoadShedder;
 }
 
 /** Step 1: SIGINT/SIGTERM (or the embedder's `stop`) become one abort signal. */
@@ -237,6 +246,11 @@ export async function runHost(config: HostConfig, options: RunHostOptions = {}):
 			partitions: config.cp.partitions,
 			trustLevel: config.cp.trustLevel,
 			idempotencyTtlSeconds: config.cp.idempotencyTtlSeconds,
+			maxQueueWaitMs: config.cp.maxQueueWaitMs,
+			readWaitMs: config.cp.readWaitMs,
+			...(config.cp.queueWaitTargetMs === undefined
+				? {}
+				: { queueWaitTargetMs: config.cp.queueWaitTargetMs }),
 			...(mutants.unfenced ? { unsafeUnfenced: true } : {}),
 			logger: logger.child({ component: "cp" }),
 		});
@@ -244,6 +258,14 @@ export async function runHost(config: HostConfig, options: RunHostOptions = {}):
 		opened.parts = partitions;
 
 		// 4. HTTP: one route table; routes that need the placement answer 503 until it exists.
+		// Overload: API requests are shed before the table while the event loop is behind.
+		const shedder = createLoadShedder({
+			maxDelayMs: config.http.maxEventLoopDelayMs,
+			logger,
+			...(options.loopDelay === undefined ? {} : { source: options.loopDelay }),
+		});
+		opened.shedder = shedder;
+		registerShedMetrics(metrics.registry, shedder);
 		const operator: OperatorState = {
 			vvm: undefined,
 			phase: "starting",
@@ -275,6 +297,7 @@ export async function runHost(config: HostConfig, options: RunHostOptions = {}):
 						() => state.placement,
 					),
 					logger,
+					shedLog: shedder,
 				}),
 				...partitionRoutes({
 					mode: config.placement.mode,
@@ -296,7 +319,9 @@ export async function runHost(config: HostConfig, options: RunHostOptions = {}):
 			);
 		const { host, port } = config.http;
 		try {
-			opened.http = await startHttpServer(routes, host, port, {}, tls);
+			opened.http = await startHttpServer(routes, host, port, {}, tls, (_method, url) =>
+				url.pathname.startsWith(API_PREFIX) ? shedder.check() : undefined,
+			);
 		} catch (error) {
 			return fail(
 				`cannot listen on ${host}:${port}: ${describeError(error)} (${listenHint(error)})`,
@@ -397,6 +422,7 @@ export async function runHost(config: HostConfig, options: RunHostOptions = {}):
 	} finally {
 		stop.dispose();
 		await opened.http?.close().catch(() => {});
+		opened.shedder?.close();
 		// After the VVM's shutdown stopped its services: nothing is served any more; wait for the
 		// queued writes, but not forever: a storage that stopped answering must not keep the process.
 		await opened.placement?.close().catch(() => {});

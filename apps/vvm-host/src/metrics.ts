@@ -141,3 +141,41 @@ export function createHostMetrics(options: {
 		},
 	};
 }
+
+/**
+ * Registers the overload metrics, read from the shedder at scrape time (nothing on a request's
+ * path): `vvm_http_shed_total{reason}` (`event_loop`: API requests refused by
+ * `--max-event-loop-delay-ms`; `cp_busy`: API requests @vvm/cp answered CP_BUSY) and
+ * `vvm_http_event_loop_delay_seconds` (the delay the shedder compares with its bound; 0 when off).
+ *
+ * @example
+ * ```ts
+ * registerShedMetrics(metrics.registry, shedder);
+ * ```
+ */
+export function registerShedMetrics(
+	registry: Registry,
+	shedder: { stats(): { eventLoop: number; cpBusy: number; delayMs: number } },
+): void {
+	const registers = [registry];
+	new Counter({
+		name: "vvm_http_shed_total",
+		help: "Requests answered 503 + Retry-After, committed no, because the host was overloaded: by the event-loop bound (event_loop) or by the command processor (cp_busy: CP_BUSY, e.g. a partition queue's bound)",
+		labelNames: ["reason"] as const,
+		registers,
+		collect() {
+			const stats = shedder.stats();
+			this.reset();
+			this.inc({ reason: "event_loop" }, stats.eventLoop);
+			this.inc({ reason: "cp_busy" }, stats.cpBusy);
+		},
+	});
+	new Gauge({
+		name: "vvm_http_event_loop_delay_seconds",
+		help: "How late the host's event loop runs (what --max-event-loop-delay-ms bounds; 0 when the bound is off)",
+		registers,
+		collect() {
+			this.set(shedder.stats().delayMs / 1000);
+		},
+	});
+}

@@ -1,3 +1,4 @@
+import { checkCpSettings } from "@vvm/cp";
 import { describe, expect, it } from "vitest";
 import { ConfigError, helpText, isLoopback, parseHostConfig } from "../src/config.ts";
 import { hostConfig as config } from "./support/config.ts";
@@ -6,7 +7,13 @@ describe("parseHostConfig", () => {
 	it("has the documented defaults", () => {
 		expect(config([])).toEqual({
 			storage: { kind: "level", settings: { dataDir: "./.vvm-data", durability: "sync" } },
-			http: { host: "127.0.0.1", port: 8080, address: undefined, workIntervalMs: 1_000 },
+			http: {
+				host: "127.0.0.1",
+				port: 8080,
+				address: undefined,
+				workIntervalMs: 1_000,
+				maxEventLoopDelayMs: 100,
+			},
 			leadership: {
 				leadershipSeconds: 20,
 				acquisitionDurationMs: 120_000,
@@ -14,7 +21,15 @@ describe("parseHostConfig", () => {
 				maxClockSkewMs: 0,
 				numVVM: 1,
 			},
-			cp: { partitions: 10, trustLevel: 0, idempotencyTtlSeconds: 86_400 },
+			cp: {
+				// cp's own settings take cp's defaults (checkCpSettings); the host's are pinned here.
+				...checkCpSettings({ partitions: 10 }),
+				partitions: 10,
+				trustLevel: 0,
+				idempotencyTtlSeconds: 86_400,
+				maxQueueWaitMs: 5_000,
+				readWaitMs: 1_000,
+			},
 			placement: {
 				mode: "static",
 				lease: { leaseIntervalMs: 10_000, maxClockSkewMs: 500, namespace: "vvm" },
@@ -74,7 +89,7 @@ describe("parseHostConfig", () => {
 	});
 
 	it.each([
-		[["--storage", "redis"], "--storage must be one of level, mem, cas, dyn"],
+		[["--storage", "etcd"], "--storage must be one of level, mem, cas, dyn, pg, redis"],
 		[["--http-port", "70000"], "--http-port must be an integer in 0..65535"],
 		[["--leadership-seconds", "0"], "--leadership-seconds must be an integer in 1..31536000"],
 		[["--leadership-seconds", "2.5"], "--leadership-seconds must be an integer"],
@@ -98,11 +113,58 @@ describe("parseHostConfig", () => {
 			"--idempotency-key-ttl-seconds must be an integer in 1..31536000",
 		],
 		[["--placement", "random"], "--placement must be one of static"],
+		[["--max-queue-wait-ms", "0"], "--max-queue-wait-ms must be an integer in 1..2147483647"],
+		[["--read-wait-ms=-5"], '--read-wait-ms must be an integer in 0..2147483647, got "-5"'],
+		[
+			["--queue-wait-target-ms", "6000"],
+			"--queue-wait-target-ms 6000 must be at most --max-queue-wait-ms (5000)",
+		],
+		[
+			["--max-queue-wait-ms", "40", "--queue-wait-target-ms", "50"],
+			"--queue-wait-target-ms 50 must be at most --max-queue-wait-ms (40)",
+		],
+		[
+			["--max-event-loop-delay-ms", "60001"],
+			'--max-event-loop-delay-ms must be an integer in 0..60000 (0 or "off" turns it off), got "60001"',
+		],
+		[["--max-event-loop-delay-ms", "soon"], "--max-event-loop-delay-ms must be an integer"],
 		[["--nope"], "Unknown option '--nope'"],
 		[["extra"], "Unexpected argument 'extra'"],
 	])("rejects %j naming the flag", (argv, message) => {
 		expect(() => parseHostConfig(argv, {})).toThrow(ConfigError);
 		expect(() => parseHostConfig(argv, {})).toThrow(message);
+	});
+
+	it("reads the overload bounds (cp's queue bounds, the event-loop bound) and their variables", () => {
+		const given = config([
+			"--max-queue-wait-ms",
+			"2000",
+			"--queue-wait-target-ms",
+			"50",
+			"--read-wait-ms",
+			"0",
+			"--max-event-loop-delay-ms",
+			"250",
+		]);
+		expect(given.cp).toMatchObject({ maxQueueWaitMs: 2_000, queueWaitTargetMs: 50, readWaitMs: 0 });
+		expect(given.http.maxEventLoopDelayMs).toBe(250);
+		expect(config(["--max-event-loop-delay-ms", "off"]).http.maxEventLoopDelayMs).toBe(0);
+		expect(config(["--max-event-loop-delay-ms", "0"]).http.maxEventLoopDelayMs).toBe(0);
+		const env = {
+			VVM_MAX_QUEUE_WAIT_MS: "300",
+			VVM_QUEUE_WAIT_TARGET_MS: "300",
+			VVM_READ_WAIT_MS: "10",
+			VVM_MAX_EVENT_LOOP_DELAY_MS: "OFF",
+		};
+		expect(config([], env).cp).toMatchObject({
+			maxQueueWaitMs: 300,
+			queueWaitTargetMs: 300,
+			readWaitMs: 10,
+		});
+		expect(config([], env).http.maxEventLoopDelayMs).toBe(0);
+		expect(() => parseHostConfig([], { VVM_QUEUE_WAIT_TARGET_MS: "9000" })).toThrow(
+			"VVM_QUEUE_WAIT_TARGET_MS 9000 must be at most --max-queue-wait-ms (5000)",
+		);
 	});
 
 	it("names the environment variable when the bad value came from it", () => {
@@ -133,6 +195,10 @@ describe("parseHostConfig", () => {
 			"--partitions",
 			"--sequences-trust-level",
 			"--placement",
+			"--max-queue-wait-ms",
+			"--queue-wait-target-ms",
+			"--read-wait-ms",
+			"--max-event-loop-delay-ms",
 		]) {
 			expect(text).toContain(flag);
 		}

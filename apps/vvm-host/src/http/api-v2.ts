@@ -9,6 +9,7 @@ import type { ApiRoute } from "./api-routes.ts";
 import { API_PREFIX, parseApiRoute } from "./api-routes.ts";
 import type { ApiErrorReply } from "./errors.ts";
 import { cpErrorReply, hostRefusal, notServedHere, unavailable } from "./errors.ts";
+import type { LoadShedder } from "./overload.ts";
 import type { Reply, Route, RouteRequest } from "./router.ts";
 
 /** Largest request body read, bytes (an event is at most 62 KiB: `@vvm/cp` `MAX_EVENT_BYTES`). */
@@ -29,6 +30,12 @@ export interface ApiV2Deps {
 	readonly scheme?: "http" | "https";
 	readonly metrics: CpMetrics;
 	readonly logger: Logger;
+	/**
+	 * Where cp's sheds (`CP_BUSY`) are counted for the rate-limited shed log instead of one warn
+	 * line each (a line per 503 is work the overloaded host can least afford); without it they
+	 * are logged one by one.
+	 */
+	readonly shedLog?: Pick<LoadShedder, "count">;
 }
 
 /** A request body read as a JSON object, or the refusal to answer instead. */
@@ -290,7 +297,7 @@ async function answer(deps: ApiV2Deps, route: ApiRoute, request: RouteRequest): 
  * (421 to the holder, 503 with `Retry-After`), then the command processor (its own 400/404/405
  * naming the field, before anything is written). Answers carry the partition, its fencing token
  * and (writes) the event's PLog offset as `vvm-*` headers, and so does the `command` log line
- * (debug; warn for 409 and 5xx).
+ * (debug; warn for 409 and 5xx, except cp's sheds with `shedLog`: counted in its one line a second).
  *
  * @example
  * ```ts
@@ -320,7 +327,9 @@ export function apiV2Route(deps: ApiV2Deps): Route {
 			if (token !== undefined) headers["vvm-fencing-token"] = token.toString();
 			const seconds = elapsed(started);
 			deps.metrics.observe(route.kind, outcome, reply.status, seconds);
-			const warn = reply.status === 409 || reply.status >= 500;
+			const shed = outcome === "busy" && deps.shedLog !== undefined;
+			if (shed) deps.shedLog?.count("cp_busy");
+			const warn = !shed && (reply.status === 409 || reply.status >= 500);
 			// The line is built only when it is written (debug is off by default: a create's hot path).
 			if (isWrite(route) && (warn || deps.logger.isLevelEnabled("debug"))) {
 				const offset = headers["vvm-plog-offset"];

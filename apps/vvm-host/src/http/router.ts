@@ -198,7 +198,15 @@ export interface HttpServer {
 }
 
 /**
- * Starts node:http (no framework) over one route table and resolves once it listens.
+ * A check run for every request before the route table, once its URL is parsed: a reply it
+ * returns is sent at once and the request's body is drained unread (the host's overload shedding:
+ * `overload.ts`); `undefined` lets the request through.
+ */
+export type Admission = (method: string, url: RequestUrl) => Reply | undefined;
+
+/**
+ * Starts node:http (no framework) over one route table and resolves once it listens. `admit`, if
+ * given, answers a request before the table sees it (see {@link Admission}).
  *
  * @example
  * ```ts
@@ -211,6 +219,7 @@ export function startHttpServer(
 	port: number,
 	limits: Partial<HttpLimits> = {},
 	tls?: TlsFiles,
+	admit?: Admission,
 ): Promise<HttpServer> {
 	const bound = { ...HTTP_LIMITS, ...limits };
 	// One error boundary around every request: nothing a request sends (a target the URL parser
@@ -223,6 +232,12 @@ export function startHttpServer(
 		} catch {
 			req.resume();
 			safeReply(res, hostRefusal(400, "target: not a valid request target", { field: "target" }));
+			return;
+		}
+		const refused = admit?.(method, url);
+		if (refused !== undefined) {
+			req.resume();
+			safeReply(res, refused);
 			return;
 		}
 		table({ method, url, req }).then(
