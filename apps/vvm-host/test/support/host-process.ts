@@ -32,8 +32,8 @@ export interface HostProcess {
 		at: number;
 		mono: number;
 	}>;
-	/** The bound HTTP port, from the `listening` line. */
-	port(): Promise<number>;
+	/** The bound HTTP port, from the `listening` line (within `timeoutMs`, as {@link waitFor}). */
+	port(timeoutMs?: number): Promise<number>;
 }
 
 export function spawnHost(
@@ -122,8 +122,8 @@ export function spawnHost(
 		stderr,
 		waitFor,
 		exited,
-		async port() {
-			const line = await waitFor((l) => l.event === "listening");
+		async port(timeoutMs?: number) {
+			const line = await waitFor((l) => l.event === "listening", timeoutMs);
 			return line.port as number;
 		},
 	};

@@ -11,6 +11,7 @@ import { afterAll, describe, expect, it } from "vitest";
 import { systemMonotonicMs } from "../../src/logger.ts";
 import type { HostProcess, LogLine } from "./host-process.ts";
 import { APP_DIR, killHard, spawnHost } from "./host-process.ts";
+import { measureMachine } from "./machine-budget.ts";
 import type { ServedLine } from "./served-log.ts";
 import { checkNoOverlap, summarize } from "./served-log.ts";
 
@@ -74,7 +75,13 @@ const backends: Record<BackendName, () => Promise<Backend>> = {
 };
 
 const PARTITIONS = 12;
-const LEASE_MS = 2_000;
+/**
+ * The machine's contention when this file started: every duration below is scaled by it, so a
+ * busy machine gets wider leases (a host with a third of a core renews late) and the suite still
+ * checks the same claims. Printed with the results.
+ */
+const BUDGET = measureMachine();
+const LEASE_MS = Math.round(2_000 * BUDGET.scale);
 const SKEW_MS = 100;
 const TICK_MS = LEASE_MS / 10; // tick, poll and heartbeat: a tenth of the lease
 /** The seed's failover bound, plus the poll of a holder in another process than the driver. */
@@ -103,8 +110,8 @@ async function startHost(backend: Backend): Promise<Host> {
 		...["--lease-max-clock-skew-ms", String(SKEW_MS)],
 	]);
 	spawned.push(proc);
-	const port = await proc.port();
-	await proc.waitFor((l) => l.event === "placement-started");
+	const port = await proc.port(20_000 * BUDGET.scale);
+	await proc.waitFor((l) => l.event === "placement-started", 20_000 * BUDGET.scale);
 	return { proc, address: `127.0.0.1:${port}` };
 }
 
@@ -114,12 +121,17 @@ interface LeasesBody {
 }
 
 async function leasesOf(host: Host): Promise<LeasesBody> {
-	const res = await fetch(`http://${host.address}/leases`, { signal: AbortSignal.timeout(2_000) });
+	const res = await fetch(`http://${host.address}/leases`, {
+		signal: AbortSignal.timeout(2_000 * BUDGET.scale),
+	});
 	return (await res.json()) as LeasesBody;
 }
 
 /** Polls the hosts' /leases until every one serves its share (4 of 12 with 3 hosts). */
-async function untilBalanced(hosts: readonly Host[], maxMs = 40_000): Promise<LeasesBody[]> {
+async function untilBalanced(
+	hosts: readonly Host[],
+	maxMs = 40_000 * BUDGET.scale,
+): Promise<LeasesBody[]> {
 	const start = Date.now();
 	for (;;) {
 		// A slow answer (a loaded machine: the whole suite runs in parallel) is asked again.
@@ -167,7 +179,7 @@ function startLoad(live: () => readonly Host[]): { stop: () => Promise<LoadTotal
 				requests++;
 				const res = await fetch(url, {
 					method: "POST",
-					signal: AbortSignal.timeout(300),
+					signal: AbortSignal.timeout(300 * BUDGET.scale),
 					...(create ? { body: JSON.stringify({ name: `n${n}` }) } : {}),
 				});
 				const body = (await res.json()) as { holder?: string };
@@ -277,7 +289,7 @@ export async function leasesAcrossProcesses(which: BackendName): Promise<void> {
 		it.skipIf(backend.skip)(
 			"3 hosts, 12 partitions, SIGKILL and SIGSTOP: never served twice at once; the dead host's partitions serve again elsewhere",
 			{
-				timeout: 240_000,
+				timeout: 240_000 * BUDGET.scale,
 			},
 			async () => {
 				// The first host creates the table or keyspace alone; the others join it together.
@@ -351,7 +363,7 @@ export async function leasesAcrossProcesses(which: BackendName): Promise<void> {
 						.map((x) => Math.round(x))
 						.join("/");
 				console.log(
-					`[leases-failover] ${backend.name}: ${rounds.join("; ")}. Min/median/max ms until deployed and actualized elsewhere | until a command was served there: kills ${stats(kills, "deployedMs")} | ${stats(kills, "servedMs")}, pauses ${stats(pauses, "deployedMs")} | ${stats(pauses, "servedMs")}; actualization of one partition ${stats([...kills, ...pauses], "actualizeMs")}; bound ${BOUND_MS} ms (lease ${LEASE_MS} + tick ${TICK_MS} + poll ${TICK_MS}); ${served.length} probes served and ${totals.creates} records created of ${totals.requests} requests, ${check.handovers} handovers, smallest gap between two holders ${Math.round(check.minGapMs)} ms`,
+					`[leases-failover] ${backend.name}: ${rounds.join("; ")}. Min/median/max ms until deployed and actualized elsewhere | until a command was served there: kills ${stats(kills, "deployedMs")} | ${stats(kills, "servedMs")}, pauses ${stats(pauses, "deployedMs")} | ${stats(pauses, "servedMs")}; actualization of one partition ${stats([...kills, ...pauses], "actualizeMs")}; bound ${BOUND_MS} ms (lease ${LEASE_MS} + tick ${TICK_MS} + poll ${TICK_MS}; machine scale ${BUDGET.scale}: CPU share ${BUDGET.cpuShare.toFixed(2)}, load per core ${BUDGET.loadPerCore.toFixed(2)}); ${served.length} probes served and ${totals.creates} records created of ${totals.requests} requests, ${check.handovers} handovers, smallest gap between two holders ${Math.round(check.minGapMs)} ms`,
 				);
 			},
 		);
