@@ -10,6 +10,7 @@
 #   @aws-sdk/client-dynamodb    @vvm/ttlstorage-dyn peerDependencies  dyn.test.ts (DynamoDB Local)
 #   pg                          @vvm/ttlstorage-pg peerDependencies   pg.test.ts (real PostgreSQL;
 #                               @types/pg: the newest of the same major, for tsc)
+#   ioredis                     @vvm/ttlstorage-redis peerDependencies redis.test.ts (real Redis)
 #   lru-cache                   @vvm/isequencer dependencies          sequencer.test.ts (forced by an override)
 #   vitest                      @vvm/ttlstorage peerDependencies      level.test.ts (the suites run on it)
 #   classic-level               LEVEL_DATABASES below (the level      level.test.ts
@@ -45,13 +46,13 @@ cd "$dir"
 cp "$sources"/*.test.ts "$sources/vitest.config.mjs" "$sources/tsconfig.json" .
 deps=()
 for pkg in @vvm/ttlstorage @vvm/ttlstorage-mem @vvm/ttlstorage-level @vvm/ttlstorage-cas \
-	@vvm/ttlstorage-dyn @vvm/ttlstorage-pg @vvm/ielections @vvm/isequencer @vvm/seqstorage; do
+	@vvm/ttlstorage-dyn @vvm/ttlstorage-pg @vvm/ttlstorage-redis @vvm/ielections @vvm/isequencer @vvm/seqstorage; do
 	deps+=("$pkg@$(published "$pkg" "${ALL[@]}")")
 done
 npm init -y >/dev/null
 npm pkg set type=module
 npm install "${npm_quiet[@]}" "${deps[@]}" classic-level cassandra-driver @aws-sdk/client-dynamodb \
-	pg @types/pg@8 vitest typescript @types/node@22
+	pg @types/pg@8 ioredis vitest typescript @types/node@22
 
 # <label> <test file> <install args...>: install, type-check, run; prints one summary line.
 results=()
@@ -68,6 +69,7 @@ check() {
 for spec in "cassandra-driver cas.test.ts @vvm/ttlstorage-cas peerDependencies" \
 	"@aws-sdk/client-dynamodb dyn.test.ts @vvm/ttlstorage-dyn peerDependencies" \
 	"pg pg.test.ts @vvm/ttlstorage-pg peerDependencies" \
+	"ioredis redis.test.ts @vvm/ttlstorage-redis peerDependencies" \
 	"vitest level.test.ts @vvm/ttlstorage peerDependencies"; do
 	read -r client file owner field <<<"$spec"
 	range="$(range_of "$owner" "$field" "$client")"

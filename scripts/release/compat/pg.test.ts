@@ -25,12 +25,12 @@ afterAll(async () => {
 	await pool.end();
 });
 ttlStorageTestSuite("compat: ttlstorage-pg", {
-	supports: { atomicBatches: true, fencing: "epoch" },
+	supports: { atomicBatches: true, fencing: "epoch", putBatchIf: true },
 	createStorage: ({ clock }) => createPgTTLStorage({ pool, schema: mock, clock }),
 });
 ttlStorageTestSuite("compat: ttlstorage-pg (database clock)", {
 	time: "real",
-	supports: { atomicBatches: true, fencing: "epoch" },
+	supports: { atomicBatches: true, fencing: "epoch", putBatchIf: true },
 	createStorage: () => createPgTTLStorage({ pool, schema: real }),
 });
 electionsTestSuite("compat: ttlstorage-pg", {
