@@ -134,6 +134,9 @@ describe.skipIf(skip)("failover between host processes on DynamoDB Local", () =>
 		numbers.resumedExit = bExit.signal ?? `code ${bExit.code}`;
 		expect(bExit.signal === "SIGKILL" || bExit.code === 1).toBe(true);
 		expect(b.lines.filter(ev("work")).every((l) => l.time < bLease.end)).toBe(true);
+		// C logs "leader" before its services (the command processor's partitions) have started;
+		// /readyz says ready from "services-started" on: wait for that event, not for a moment.
+		await c.waitFor(ev("services-started"));
 		expect((await fetch(`http://127.0.0.1:${await c.port()}/readyz`)).status).toBe(200);
 
 		// 4. D waits; C's storage stops answering (a paused proxy in front of DynamoDB for C only).
