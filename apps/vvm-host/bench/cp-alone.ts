@@ -3,7 +3,10 @@
 // on the built packages and the same driver. Started by host-bench.ts, which reads this process's
 // CPU from /proc; it prints one JSON line per phase ({ phase, ok, seconds, latencies summary }).
 //
-//   node --import tsx bench/cp-alone.ts <level|mem|cas|dyn|pg> <trustLevel> <seconds> <workspaces> <concurrency>
+//   node --import tsx bench/cp-alone.ts <level|mem|cas|dyn|pg|redis> <trustLevel> <seconds> <workspaces> <concurrency>
+//
+// BENCH_CP_PIPELINE=N: cp's pipelineDepth (default 1); BENCH_LEVEL_NOSYNC=1: level without fsync;
+// BENCH_CP_COALESCE=0|1: cp's own group commit; BENCH_PG_WRITES_IN_FLIGHT: the pg driver's.
 import { readFileSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
@@ -61,7 +64,12 @@ async function open(): Promise<{
 				valueEncoding: "view",
 			});
 			await db.open();
-			const storage = createLevelTTLStorage({ db, ownsDb: true });
+			// BENCH_LEVEL_NOSYNC=1: batches not fsynced (the host's --level-durability unsafe-no-sync).
+			const storage = createLevelTTLStorage({
+				db,
+				ownsDb: true,
+				...(process.env.BENCH_LEVEL_NOSYNC === "1" ? { unsafeNoSync: true } : {}),
+			});
 			return {
 				storage,
 				close: async () => {
@@ -155,9 +163,37 @@ async function open(): Promise<{
 				},
 			};
 		}
+		case "redis": {
+			const { Redis } = await import("ioredis");
+			const { createRedisTTLStorage, REDIS_CLIENT_OPTIONS } = await import("@vvm/ttlstorage-redis");
+			const url = process.env.REDIS_URL ?? `redis://127.0.0.1:${process.env.REDIS_PORT ?? 6390}`;
+			const client = new Redis(url, { ...REDIS_CLIENT_OPTIONS, lazyConnect: true });
+			client.on("error", () => {});
+			await client.connect();
+			const keyPrefix = `${tag}:`;
+			const storage = createRedisTTLStorage({ client, keyPrefix });
+			return {
+				storage,
+				close: async () => {
+					await storage.close();
+					await dropRedisPrefix(client, keyPrefix);
+					client.disconnect();
+				},
+			};
+		}
 		default:
 			throw new Error(`cp-alone: unknown storage ${String(storageKind)}`);
 	}
+}
+
+/** Deletes every key under `prefix` (the bench's own; SCAN, so the server is not blocked). */
+async function dropRedisPrefix(client: import("ioredis").Redis, prefix: string): Promise<void> {
+	let cursor = "0";
+	do {
+		const [next, keys] = await client.scan(cursor, "MATCH", `${prefix}*`, "COUNT", 1000);
+		if (keys.length > 0) await client.unlink(...keys);
+		cursor = next;
+	} while (cursor !== "0");
 }
 
 const quantile = (sorted: readonly number[], p: number): number =>
@@ -173,6 +209,7 @@ async function main(): Promise<void> {
 		appId: 1,
 		partitions: PARTITIONS,
 		trustLevel: Number(trust ?? 0) as SequencesTrustLevel,
+		pipelineDepth: Number(process.env.BENCH_CP_PIPELINE ?? 1),
 	});
 	const parts = Array.from({ length: PARTITIONS }, (_, p) => cp.deploy(p));
 	await Promise.all(parts.map((p) => p.ready()));

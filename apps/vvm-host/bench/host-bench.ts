@@ -22,6 +22,7 @@
 //   BENCH_PROFILE=/tmp/prof pnpm bench --quick   # each host process writes a V8 CPU profile there
 //   BENCH_HOST_NODE_OPTIONS=--perf-basic-prof pnpm bench --quick   # node options of the hosts
 //   BENCH_BASELINE=/tmp/old-checkout pnpm bench   # also that checkout's built host, same rounds
+//   BENCH_PIPELINE_DEPTHS=1,8 pnpm bench   # host rows also with --pipeline-depth 8 (cp rows too)
 //   BENCH_WORKSPACES=10000 BENCH_REMOTE_WORKSPACES=2000 BENCH_COLD_WORKSPACES=5000 BENCH_CONCURRENCY=16
 import { spawn } from "node:child_process";
 import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
@@ -33,7 +34,7 @@ import { cpus, loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import { createInterface } from "node:readline";
 
-type Storage = "level" | "cas" | "dyn" | "pg";
+type Storage = "level" | "cas" | "dyn" | "pg" | "redis";
 
 /**
  * The PostgreSQL server: node-postgres' own variables (PGHOST, PGPORT, PGUSER, PGDATABASE; the
@@ -48,8 +49,16 @@ const PG = {
 };
 /** A socket directory (PGHOST=/path) goes URL-encoded, as node-postgres' connection strings take it. */
 const PG_URL = `postgres://${encodeURIComponent(PG.user)}@${PG.host.startsWith("/") ? encodeURIComponent(PG.host) : PG.host.includes(":") ? `[${PG.host}]` : PG.host}:${PG.port}/${encodeURIComponent(PG.database)}`;
-const portOf: Record<Exclude<Storage, "level">, number> = { cas: 9042, dyn: 8000, pg: PG.port };
-const hostOf = (s: Exclude<Storage, "level">): string => (s === "pg" ? PG.host : "127.0.0.1");
+/** The repository's Redis (tooling/servers/redis), or REDIS_URL / REDIS_PORT. */
+const REDIS_URL = process.env.REDIS_URL ?? `redis://127.0.0.1:${process.env.REDIS_PORT ?? 6390}`;
+const portOf: Record<Exclude<Storage, "level">, number> = {
+	cas: 9042,
+	dyn: 8000,
+	pg: PG.port,
+	redis: Number(new URL(REDIS_URL).port || 6379),
+};
+const hostOf = (s: Exclude<Storage, "level">): string =>
+	s === "pg" ? PG.host : s === "redis" ? new URL(REDIS_URL).hostname : "127.0.0.1";
 type Variant = "fenced" | "unfenced" | "nosync" | "baseline";
 
 const env = process.env;
@@ -78,7 +87,9 @@ const WORKSPACES = num(env.BENCH_WORKSPACES, QUICK ? 2_000 : 10_000);
 const REMOTE_WORKSPACES = num(env.BENCH_REMOTE_WORKSPACES, QUICK ? 300 : 2_000);
 /** Cold rows: at most this many of the half of the workspaces not touched after the restart. */
 const COLD_WORKSPACES = num(env.BENCH_COLD_WORKSPACES, QUICK ? 1_000 : 5_000);
-const STORAGES = list(env.BENCH_STORAGES, QUICK ? "level" : "level,cas,dyn,pg") as Storage[];
+const STORAGES = list(env.BENCH_STORAGES, QUICK ? "level" : "level,cas,dyn,pg,redis") as Storage[];
+/** cp's pipelineDepth per host run (`--pipeline-depth`) and per cp-alone run: each a row. */
+const PIPELINE_DEPTHS = list(env.BENCH_PIPELINE_DEPTHS, "1").map(Number);
 const PARTITIONS = 10;
 /** Where the hosts write V8 CPU profiles (`--cpu-prof`), if set: for "where the time goes". */
 const PROFILE_DIR = env.BENCH_PROFILE;
@@ -125,6 +136,22 @@ async function cleanup(storage: Storage, tag: string): Promise<void> {
 			await pool.query(`DROP SCHEMA IF EXISTS ${tag} CASCADE`);
 		} finally {
 			await pool.end();
+		}
+	}
+	if (storage === "redis") {
+		const { Redis } = await import("ioredis");
+		const client = new Redis(REDIS_URL, { lazyConnect: true });
+		client.on("error", () => {});
+		try {
+			await client.connect();
+			let cursor = "0";
+			do {
+				const [next, keys] = await client.scan(cursor, "MATCH", `${tag}:*`, "COUNT", 1000);
+				if (keys.length > 0) await client.unlink(...keys);
+				cursor = next;
+			} while (cursor !== "0");
+		} finally {
+			client.disconnect();
 		}
 	}
 	if (storage === "dyn") {
@@ -241,7 +268,12 @@ function waitExit(child: ReturnType<typeof spawn>): Promise<void> {
 	});
 }
 
-async function startHost(data: HostData, level: number, variant: Variant): Promise<Server> {
+async function startHost(
+	data: HostData,
+	level: number,
+	variant: Variant,
+	depth: number,
+): Promise<Server> {
 	const { storage, dir, tag } = data;
 	const storageArgs =
 		storage === "level"
@@ -250,16 +282,18 @@ async function startHost(data: HostData, level: number, variant: Variant): Promi
 				? ["--storage", "cas", "--cas-contact-points", "127.0.0.1:9042", "--cas-keyspace", tag]
 				: storage === "pg"
 					? ["--storage", "pg", "--pg-url", PG_URL, "--pg-schema", tag]
-					: [
-							"--storage",
-							"dyn",
-							"--dyn-endpoint",
-							"http://127.0.0.1:8000",
-							"--dyn-table",
-							tag,
-							"--dyn-region",
-							"us-east-1",
-						];
+					: storage === "redis"
+						? ["--storage", "redis", "--redis-url", REDIS_URL, "--redis-key-prefix", `${tag}:`]
+						: [
+								"--storage",
+								"dyn",
+								"--dyn-endpoint",
+								"http://127.0.0.1:8000",
+								"--dyn-table",
+								tag,
+								"--dyn-region",
+								"us-east-1",
+							];
 	const hostDir =
 		variant === "baseline" && BASELINE !== undefined ? join(BASELINE, "apps/vvm-host") : HOST_DIR;
 	const child = spawn(
@@ -279,6 +313,7 @@ async function startHost(data: HostData, level: number, variant: Variant): Promi
 			String(level),
 			"--log-level",
 			"info",
+			...(depth === 1 ? [] : ["--pipeline-depth", String(depth)]),
 			...(variant === "unfenced" ? ["--unsafe-allow-mutants"] : []),
 			...(variant === "nosync" && storage === "level"
 				? ["--level-durability", "unsafe-no-sync"]
@@ -552,6 +587,8 @@ async function cpAlone(
 	storage: Storage | "mem",
 	level: number,
 	workspaces: number,
+	depth = 1,
+	noSync = false,
 ): Promise<{ cold: Measured; warm: Measured }> {
 	const child = spawn(
 		process.execPath,
@@ -565,7 +602,15 @@ async function cpAlone(
 			String(workspaces),
 			String(CONCURRENCY),
 		],
-		{ cwd: HOST_DIR, stdio: ["ignore", "pipe", "inherit"] },
+		{
+			cwd: HOST_DIR,
+			stdio: ["ignore", "pipe", "inherit"],
+			env: {
+				...env,
+				BENCH_CP_PIPELINE: String(depth),
+				...(noSync ? { BENCH_LEVEL_NOSYNC: "1" } : {}),
+			},
+		},
 	);
 	const phases = new Map<string, Measured>();
 	const lines = createInterface({ input: child.stdout });
@@ -628,8 +673,14 @@ const med = (label: string, f: (m: Measured) => number): number | undefined => {
 
 const BARE = "bare node:http, same request and answer size (reference)";
 const STUB = "the host's HTTP layer over a stub partition (no processor, no storage)";
-const hostLabel = (s: Storage, level: number, variant: Variant, phase: "warm" | "cold") =>
-	`host on ${s}, level ${level}${variantNote(variant)}, ${phase}`;
+const depthNote = (depth: number): string => (depth === 1 ? "" : `, pipeline depth ${depth}`);
+const hostLabel = (
+	s: Storage,
+	level: number,
+	variant: Variant,
+	phase: "warm" | "cold",
+	depth = 1,
+) => `host on ${s}, level ${level}${variantNote(variant)}${depthNote(depth)}, ${phase}`;
 const variantNote = (variant: Variant): string =>
 	variant === "unfenced"
 		? ", unfenced (test-only mutant)"
@@ -638,8 +689,14 @@ const variantNote = (variant: Variant): string =>
 			: variant === "baseline"
 				? ", baseline (BENCH_BASELINE)"
 				: "";
-const cpLabel = (s: Storage | "mem", level: number, phase: "warm" | "cold") =>
-	`@vvm/cp alone on ${s}, level ${level}, ${phase}`;
+const cpLabel = (
+	s: Storage | "mem",
+	level: number,
+	phase: "warm" | "cold",
+	depth = 1,
+	noSync = false,
+) =>
+	`@vvm/cp alone on ${s}, level ${level}${noSync ? ", unsafe-no-sync" : ""}${depthNote(depth)}, ${phase}`;
 
 function rowText(r: Row, reference: number): string {
 	const m = (f: (x: Measured) => number) => median(r.runs.map(f));
@@ -753,18 +810,24 @@ async function pgbench(): Promise<Measured | undefined> {
 	}
 }
 
-async function hostRuns(storage: Storage, level: number, variant: Variant, round: number) {
+async function hostRuns(
+	storage: Storage,
+	level: number,
+	variant: Variant,
+	depth: number,
+	round: number,
+) {
 	const workspaces = storage === "level" ? WORKSPACES : REMOTE_WORKSPACES;
-	const what = `round ${round + 1}/${ROUNDS} host on ${storage}, level ${level}${variantNote(variant)}`;
+	const what = `round ${round + 1}/${ROUNDS} host on ${storage}, level ${level}${variantNote(variant)}${depthNote(depth)}`;
 	const data = await newHostData(storage);
 	try {
-		let host = await startHost(data, level, variant);
+		let host = await startHost(data, level, variant, depth);
 		try {
 			progress(`${what}: warm-up, ${workspaces} workspaces once each`);
 			await load(host, workspaces, shuffled(range(workspaces)));
 			progress(`${what}: warm, ${SECONDS} s`);
 			record(
-				hostLabel(storage, level, variant, "warm"),
+				hostLabel(storage, level, variant, "warm", depth),
 				await load(host, workspaces, undefined, storage === "pg"),
 			);
 		} finally {
@@ -777,13 +840,13 @@ async function hostRuns(storage: Storage, level: number, variant: Variant, round
 		const order = shuffled(range(workspaces));
 		const half = Math.floor(workspaces / 2);
 		const cold = order.slice(half, half + Math.min(COLD_WORKSPACES, workspaces - half));
-		host = await startHost(data, level, variant);
+		host = await startHost(data, level, variant, depth);
 		try {
 			progress(`${what}: restarted; the first commands of ${half} workspaces warm the process up`);
 			await load(host, workspaces, order.slice(0, half));
 			progress(`${what}: cold, the first command of ${cold.length} other workspaces`);
 			record(
-				hostLabel(storage, level, variant, "cold"),
+				hostLabel(storage, level, variant, "cold", depth),
 				await load(host, workspaces, cold, storage === "pg"),
 			);
 		} finally {
@@ -826,13 +889,21 @@ async function main(): Promise<void> {
 		}
 		for (const storage of storages)
 			for (const level of LEVELS) {
-				for (const variant of VARIANTS) await hostRuns(storage, level, variant, round);
+				for (const depth of PIPELINE_DEPTHS)
+					for (const variant of VARIANTS) await hostRuns(storage, level, variant, depth, round);
 				if (storage === "level" || storage === "pg" || level === 0) {
-					progress(`round ${round + 1}/${ROUNDS} @vvm/cp alone on ${storage}, level ${level}`);
 					const workspaces = storage === "level" ? WORKSPACES : REMOTE_WORKSPACES;
-					const r = await cpAlone(storage, level, workspaces);
-					record(cpLabel(storage, level, "warm"), r.warm);
-					record(cpLabel(storage, level, "cold"), r.cold);
+					const syncs =
+						storage === "level" && VARIANTS.includes("nosync") ? [false, true] : [false];
+					for (const depth of PIPELINE_DEPTHS)
+						for (const noSync of syncs) {
+							progress(
+								`round ${round + 1}/${ROUNDS} ${cpLabel(storage, level, "warm", depth, noSync).replace(/, warm$/, "")}`,
+							);
+							const r = await cpAlone(storage, level, workspaces, depth, noSync);
+							record(cpLabel(storage, level, "warm", depth, noSync), r.warm);
+							record(cpLabel(storage, level, "cold", depth, noSync), r.cold);
+						}
 				}
 			}
 		if (storages.includes("pg")) {

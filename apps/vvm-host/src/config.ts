@@ -329,6 +329,14 @@ const SPECS: readonly SectionSpec[] = [
 			help: "how long a command's Idempotency-Key is remembered: a retry within it, on any host, answers the first result and writes nothing",
 		},
 		{
+			key: "pipelineDepth",
+			flag: "pipeline-depth",
+			env: ["VVM_PIPELINE_DEPTH"],
+			def: "1",
+			parse: integer,
+			help: "creates of one partition in flight at once, 1..32: above 1 a create takes its numbers while the previous one's writes are in flight, answered in PLog order (levels 0 and 1 on a storage with putBatchIf; @vvm/cp README, Pipelined numbering); 1: one command at a time",
+		},
+		{
 			key: "maxQueueWaitMs",
 			flag: "max-queue-wait-ms",
 			env: ["VVM_MAX_QUEUE_WAIT_MS"],

@@ -246,6 +246,7 @@ export async function runHost(config: HostConfig, options: RunHostOptions = {}):
 			partitions: config.cp.partitions,
 			trustLevel: config.cp.trustLevel,
 			idempotencyTtlSeconds: config.cp.idempotencyTtlSeconds,
+			pipelineDepth: config.cp.pipelineDepth,
 			maxQueueWaitMs: config.cp.maxQueueWaitMs,
 			readWaitMs: config.cp.readWaitMs,
 			...(config.cp.queueWaitTargetMs === undefined

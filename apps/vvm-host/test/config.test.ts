@@ -64,6 +64,9 @@ describe("parseHostConfig", () => {
 			placement: { mode: "static" },
 		});
 		expect(config(["--sequences-trust-level=0"], env).cp.trustLevel).toBe(0);
+		expect(config([]).cp.pipelineDepth).toBe(1);
+		expect(config(["--pipeline-depth", "8"]).cp.pipelineDepth).toBe(8);
+		expect(config([], { VVM_PIPELINE_DEPTH: "16" }).cp.pipelineDepth).toBe(16);
 	});
 
 	it("reads environment variables and lets flags win", () => {
@@ -102,6 +105,8 @@ describe("parseHostConfig", () => {
 		[["--partitions", "0"], "--partitions must be an integer in 1..65536"],
 		[["--partitions", "65537"], "--partitions must be an integer in 1..65536"],
 		[["--sequences-trust-level", "3"], "--sequences-trust-level must be an integer in 0..2"],
+		[["--pipeline-depth", "0"], "--pipeline-depth must be an integer in 1..32"],
+		[["--pipeline-depth", "33"], "--pipeline-depth must be an integer in 1..32"],
 		[["--sequences-trust-level", "high"], '--sequences-trust-level must be an integer, got "high"'],
 		[["--dyn-table", "a b"], "--dyn-table must match ^[A-Za-z0-9_.-]{3,255}$"],
 		[
