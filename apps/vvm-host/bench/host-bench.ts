@@ -24,6 +24,7 @@
 //   BENCH_BASELINE=/tmp/old-checkout pnpm bench   # also that checkout's built host, same rounds
 //   BENCH_PIPELINE_DEPTHS=1,8 pnpm bench   # host rows also with --pipeline-depth 8 (cp rows too)
 //   BENCH_WORKSPACES=10000 BENCH_REMOTE_WORKSPACES=2000 BENCH_COLD_WORKSPACES=5000 BENCH_CONCURRENCY=16
+//   BENCH_EMMETT=0 pnpm bench   # without the Emmett appendToStream reference row (pg; issue 36)
 import { spawn } from "node:child_process";
 import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
@@ -707,7 +708,9 @@ function rowText(r: Row, reference: number): string {
 		? Math.round(m((x) => x.pgCpuUs ?? 0))
 		: "";
 	const ref = r.label === PGBENCH;
-	return `| ${r.label} | ${Math.round(perSecond).toLocaleString("en")} | ${r.label === BARE ? "" : `${((100 * perSecond) / reference).toFixed(1)} %`} | ${m((x) => x.p50).toFixed(2)} | ${ref ? "" : m((x) => x.p99).toFixed(2)} | ${ref ? "" : Math.round(m((x) => x.hostCpuUs))} | ${ref ? "" : Math.round(m((x) => x.hostMainCpuUs))} | ${ref ? "" : client === 0 ? "(in process)" : Math.round(client)} | ${errors} | ${pgCpu} |`;
+	// Emmett's row has no server of ours: its one process is the client (its CPU column).
+	const noServer = ref || r.label === EMMETT;
+	return `| ${r.label} | ${Math.round(perSecond).toLocaleString("en")} | ${r.label === BARE ? "" : `${((100 * perSecond) / reference).toFixed(1)} %`} | ${m((x) => x.p50).toFixed(2)} | ${ref ? "" : m((x) => x.p99).toFixed(2)} | ${noServer ? "" : Math.round(m((x) => x.hostCpuUs))} | ${noServer ? "" : Math.round(m((x) => x.hostMainCpuUs))} | ${ref ? "" : client === 0 ? "(in process)" : Math.round(client)} | ${errors} | ${pgCpu} |`;
 }
 
 const PGBENCH = `pgbench -M prepared -c ${CONCURRENCY}: BEGIN; INSERT event; INSERT record; COMMIT (reference; p50 column: its mean latency)`;
@@ -810,6 +813,79 @@ async function pgbench(): Promise<Measured | undefined> {
 	}
 }
 
+/** Streams of the Emmett row, each appended to once before the measured seconds. */
+const EMMETT_STREAMS = 10_000;
+const EMMETT = `Emmett appendToStream on PostgreSQL, 10 000 streams, expected version, -c ${CONCURRENCY} (reference)`;
+/** BENCH_EMMETT=0 leaves the Emmett row out. */
+const EMMETT_ON = env.BENCH_EMMETT !== "0";
+
+/**
+ * An event store's append on the same PostgreSQL, the reference of issue 36 (the host on pg at
+ * ≥ 2× it): Emmett's appendToStream in a child process (bench/emmett.ts), one event per append
+ * with the stream's expected version, CONCURRENCY clients, SECONDS seconds after every stream's
+ * first append. The child waits after each phase's line, so PostgreSQL's CPU is read around the
+ * measured phase alone (not its warm-up, schema set-up or clean-up).
+ */
+async function emmett(): Promise<Measured> {
+	const child = spawn(
+		process.execPath,
+		[
+			"--import",
+			"tsx",
+			join(HOST_DIR, "bench/emmett.ts"),
+			String(SECONDS),
+			String(EMMETT_STREAMS),
+			String(CONCURRENCY),
+		],
+		{
+			cwd: HOST_DIR,
+			stdio: ["pipe", "pipe", "inherit"],
+			env: {
+				...env,
+				PGHOST: PG.host,
+				PGPORT: String(PG.port),
+				PGUSER: PG.user,
+				PGDATABASE: PG.database,
+				BENCH_EMMETT_HANDSHAKE: "1",
+			},
+		},
+	);
+	child.stdin.on("error", () => {}); // it may have exited (failed) before our "go on"
+	let pg0: number | undefined;
+	let warm: Measured | undefined;
+	createInterface({ input: child.stdout }).on("line", (line) => {
+		const r = JSON.parse(line) as {
+			phase: string;
+			ok: number;
+			total: number;
+			seconds: number;
+			p50: number;
+			p99: number;
+			cpuUs: number;
+		};
+		if (r.phase === "warmup") pg0 = pgCpuMs();
+		else if (r.phase === "warm") {
+			const pgMs = pg0 === undefined ? undefined : (pgCpuMs() ?? pg0) - pg0;
+			warm = {
+				total: r.total,
+				perSecond: r.ok / r.seconds,
+				p50: r.p50,
+				p99: r.p99,
+				hostCpuUs: 0,
+				hostMainCpuUs: 0,
+				clientCpuUs: r.cpuUs,
+				errors: r.total - r.ok,
+				...(pgMs === undefined ? {} : { pgCpuUs: (pgMs * 1000) / Math.max(1, r.total) }),
+			};
+		}
+		child.stdin.write("go on\n");
+	});
+	const code = await new Promise<number | null>((resolve) => child.once("exit", resolve));
+	if (code !== 0 || warm === undefined)
+		throw new Error(`bench/emmett.ts failed (exit ${code}); its stderr is above`);
+	return warm;
+}
+
 async function hostRuns(
 	storage: Storage,
 	level: number,
@@ -890,8 +966,8 @@ async function main(): Promise<void> {
 		for (const storage of storages)
 			for (const level of LEVELS) {
 				for (const depth of PIPELINE_DEPTHS)
+					// The baseline checkout may not know --pipeline-depth: it runs at its default.
 					for (const variant of VARIANTS)
-						// The baseline checkout may not know --pipeline-depth: it runs at its default.
 						if (variant !== "baseline" || depth === 1)
 							await hostRuns(storage, level, variant, depth, round);
 				if (storage === "level" || storage === "pg" || level === 0) {
@@ -913,6 +989,12 @@ async function main(): Promise<void> {
 			progress(`round ${round + 1}/${ROUNDS} pgbench, ${SECONDS} s`);
 			const m = await pgbench();
 			if (m !== undefined) record(PGBENCH, m);
+			if (EMMETT_ON) {
+				progress(
+					`round ${round + 1}/${ROUNDS} Emmett appendToStream: ${EMMETT_STREAMS} streams once each, then ${SECONDS} s`,
+				);
+				record(EMMETT, await emmett());
+			}
 		}
 		for (const level of LEVELS) {
 			progress(`round ${round + 1}/${ROUNDS} @vvm/cp alone on mem, level ${level}`);
@@ -951,6 +1033,13 @@ async function main(): Promise<void> {
 						`- ${label}: ${((100 * rate) / pgRef).toFixed(0)} % of pgbench's transactions/s; PostgreSQL CPU ${Math.round(cpu ?? Number.NaN)} µs per create vs ${Math.round(pgRefCpu ?? Number.NaN)} per pgbench transaction`,
 					);
 			}
+	const emmettRate = med(EMMETT, (m) => m.perSecond);
+	const onPg = hostLabel("pg", 0, "fenced", "warm");
+	const onPgRate = med(onPg, (m) => m.perSecond);
+	if (emmettRate !== undefined && onPgRate !== undefined)
+		console.log(
+			`- ${onPg}: ${(onPgRate / emmettRate).toFixed(2)}× Emmett's appends/s (${Math.round(onPgRate)} vs ${Math.round(emmettRate)}); issue 36's goal, ≥ 2×: ${onPgRate >= 2 * emmettRate ? "met" : "NOT met"}`,
+		);
 	console.log("");
 	// The goals of issue 24, checked on this run.
 	const goal = (ok: boolean | undefined, text: string): void => {
