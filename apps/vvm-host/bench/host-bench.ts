@@ -965,8 +965,8 @@ async function main(): Promise<void> {
 		}
 		for (const storage of storages)
 			for (const level of LEVELS) {
+				// The baseline checkout may not know --pipeline-depth: it runs at its default.
 				for (const depth of PIPELINE_DEPTHS)
-					// The baseline checkout may not know --pipeline-depth: it runs at its default.
 					for (const variant of VARIANTS)
 						if (variant !== "baseline" || depth === 1)
 							await hostRuns(storage, level, variant, depth, round);

@@ -3,26 +3,17 @@
 // (storage/), @vvm/orch's timings, @vvm/cp's settings, @vvm/leases' lease timings.
 import type { ParseArgsConfig } from "node:util";
 import { parseArgs } from "node:util";
-import type { CpSettings } from "@vvm/cp";
-import { checkCpSettings } from "@vvm/cp";
+import type { CpAdmission, CpSettings } from "@vvm/cp";
+import { checkCpAdmission, checkCpSettings } from "@vvm/cp";
 import type { LeaseTimings } from "@vvm/leases";
 import { checkLeaseTimings, LEASE_DEFAULTS, MAX_GROUPS } from "@vvm/leases";
 import type { VVMTimings } from "@vvm/orch";
 import { checkVVMTimings, VVM_TIMING_DEFAULTS } from "@vvm/orch";
 import type { AuthSettings } from "./http/auth.ts";
 import { JWT_CLAIMS } from "./http/auth.ts";
-import type { CpAdmission, OptionSpec } from "./options.ts";
-import {
-	ConfigError,
-	checkCpAdmission,
-	integer,
-	intIn,
-	MAX_TIMER_MS,
-	nonEmpty,
-	offOrIntIn,
-	oneOf,
-	ownedBy,
-} from "./options.ts";
+import { defaultMaxRequestsInFlight } from "./http/overload.ts";
+import type { OptionSpec } from "./options.ts";
+import { ConfigError, integer, intIn, nonEmpty, offOrIntIn, oneOf, ownedBy } from "./options.ts";
 import type { StorageConfig } from "./storage/index.ts";
 import { STORAGES } from "./storage/index.ts";
 import type { UnsafeMutant } from "./unsafe-mutants.ts";
@@ -36,6 +27,9 @@ export { ConfigError } from "./options.ts";
  * overloaded loop falls behind (README, "Overload").
  */
 const DEFAULT_MAX_EVENT_LOOP_DELAY_MS = 100;
+
+/** `--max-requests-in-flight`'s largest value (a bound far above any connection limit). */
+const MAX_REQUESTS_IN_FLIGHT = 1_000_000;
 
 /** The flag that lets the host listen beyond loopback although it authenticates nobody. */
 const INSECURE_NO_AUTH_FLAG = "insecure-no-auth";
@@ -82,6 +76,11 @@ interface HttpConfig {
 	 * 0: never (`--max-event-loop-delay-ms`).
 	 */
 	readonly maxEventLoopDelayMs: number;
+	/**
+	 * Overload: API v2 requests in flight at once; past it one is shed (503) on arrival, before
+	 * its body is read; 0: no bound (`--max-requests-in-flight`, default from `--partitions`).
+	 */
+	readonly maxRequestsInFlight: number;
 }
 
 /** The placement section: who serves which partition, and the lease cluster's timings. */
@@ -107,8 +106,8 @@ export interface HostConfig {
 	/** The VVM's slots and timings (`@vvm/orch`'s rules); `leadershipSeconds` is the lease. */
 	readonly leadership: VVMTimings;
 	/**
-	 * The command processor's settings (`@vvm/cp`'s rules) and its admission bounds (checked by
-	 * the host: {@link checkCpAdmission}).
+	 * The command processor's settings and its admission bounds (`@vvm/cp`'s rules:
+	 * `checkCpSettings`, `checkCpAdmission`).
 	 */
 	readonly cp: CpSettings & CpAdmission;
 	readonly placement: PlacementConfig;
@@ -242,6 +241,14 @@ const SPECS: readonly SectionSpec[] = [
 			parse: offOrIntIn(60_000),
 			help: 'overload: while the event loop runs later than this, API v2 requests are answered 503 + Retry-After at once, before their body is read (CP_BUSY, committed no); probes, /metrics and operator routes are always served; 0..60000, 0 or "off": never',
 		},
+		{
+			key: "maxRequestsInFlight",
+			flag: "max-requests-in-flight",
+			env: ["VVM_MAX_REQUESTS_IN_FLIGHT"],
+			def: undefined,
+			parse: offOrIntIn(MAX_REQUESTS_IN_FLIGHT),
+			help: `overload: API v2 requests served at once; one more is answered 503 + Retry-After on arrival, before its body is read (CP_BUSY, committed no); probes, /metrics and operator routes are never counted or shed; 0..${MAX_REQUESTS_IN_FLIGHT}, 0 or "off": no bound; unset: 8 per partition (--partitions), at least 64, at most 4096`,
+		},
 	]),
 	...spec("auth", [
 		{
@@ -341,7 +348,7 @@ const SPECS: readonly SectionSpec[] = [
 			flag: "max-queue-wait-ms",
 			env: ["VVM_MAX_QUEUE_WAIT_MS"],
 			def: "5000",
-			parse: intIn(1, MAX_TIMER_MS),
+			parse: integer,
 			help: "admission: a command whose estimated wait in its partition's queue exceeds this is answered 503 + Retry-After at once (CP_BUSY, committed no) instead of queueing; bursts are absorbed up to it",
 		},
 		{
@@ -349,15 +356,15 @@ const SPECS: readonly SectionSpec[] = [
 			flag: "queue-wait-target-ms",
 			env: ["VVM_QUEUE_WAIT_TARGET_MS"],
 			def: undefined,
-			parse: intIn(0, MAX_TIMER_MS),
-			help: "admission: the bound of a standing queue (one whose estimated wait stayed above it for 100 ms): under sustained overload accepted commands wait about this long and the excess is shed; at most --max-queue-wait-ms; unset: off (--max-queue-wait-ms bounds every queue)",
+			parse: integer,
+			help: "admission: the bound of a standing queue (one whose estimated wait stayed above it for 100 ms): under sustained overload accepted commands wait about this long and the excess is shed; at most --max-queue-wait-ms (equal to it: off); unset: 500, or --max-queue-wait-ms if lower",
 		},
 		{
 			key: "readWaitMs",
 			flag: "read-wait-ms",
 			env: ["VVM_READ_WAIT_MS"],
 			def: "1000",
-			parse: intIn(0, MAX_TIMER_MS),
+			parse: integer,
 			help: "how long a record or WLog read waits for a partition still applying its PLog tail before 503 CP_BUSY; 0: at once",
 		},
 	]),
@@ -573,14 +580,20 @@ export function parseHostConfig(
 	const leadership = sectionOf(read, "leadership");
 	const cp = sectionOf(read, "cp");
 	const placement = sectionOf(read, "placement");
+	const cpConfig = {
+		...ownedBy(() => checkCpSettings(cp.values as unknown as CpSettings, cp.name)),
+		...ownedBy(() => checkCpAdmission(cp.values as Partial<CpAdmission>, cp.name)),
+	};
 	const config: HostConfig = {
 		storage,
-		http: { ...http, address: http.address },
-		leadership: ownedBy(() => checkVVMTimings(leadership.values, leadership.name)),
-		cp: {
-			...ownedBy(() => checkCpSettings(cp.values as unknown as CpSettings, cp.name)),
-			...checkCpAdmission(cp.values as unknown as CpAdmission, cp.name),
+		http: {
+			...http,
+			address: http.address,
+			maxRequestsInFlight:
+				http.maxRequestsInFlight ?? defaultMaxRequestsInFlight(cpConfig.partitions),
 		},
+		leadership: ownedBy(() => checkVVMTimings(leadership.values, leadership.name)),
+		cp: cpConfig,
 		placement: {
 			mode: placement.values.mode as PlacementMode,
 			lease: ownedBy(() => checkLeaseTimings(placement.values, placement.name)),

@@ -259,9 +259,11 @@ export async function runHost(config: HostConfig, options: RunHostOptions = {}):
 		opened.parts = partitions;
 
 		// 4. HTTP: one route table; routes that need the placement answer 503 until it exists.
-		// Overload: API requests are shed before the table while the event loop is behind.
+		// Overload: API requests are shed before the table past the in-flight bound or while the
+		// event loop is behind.
 		const shedder = createLoadShedder({
 			maxDelayMs: config.http.maxEventLoopDelayMs,
+			maxInFlight: config.http.maxRequestsInFlight,
 			logger,
 			...(options.loopDelay === undefined ? {} : { source: options.loopDelay }),
 		});
@@ -321,7 +323,7 @@ export async function runHost(config: HostConfig, options: RunHostOptions = {}):
 		const { host, port } = config.http;
 		try {
 			opened.http = await startHttpServer(routes, host, port, {}, tls, (_method, url) =>
-				url.pathname.startsWith(API_PREFIX) ? shedder.check() : undefined,
+				url.pathname.startsWith(API_PREFIX) ? (shedder.enter() ?? shedder.leave) : undefined,
 			);
 		} catch (error) {
 			return fail(

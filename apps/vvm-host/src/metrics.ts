@@ -144,9 +144,11 @@ export function createHostMetrics(options: {
 
 /**
  * Registers the overload metrics, read from the shedder at scrape time (nothing on a request's
- * path): `vvm_http_shed_total{reason}` (`event_loop`: API requests refused by
- * `--max-event-loop-delay-ms`; `cp_busy`: API requests @vvm/cp answered CP_BUSY) and
- * `vvm_http_event_loop_delay_seconds` (the delay the shedder compares with its bound; 0 when off).
+ * path): `vvm_http_shed_total{reason}` (`in_flight`: API requests refused by
+ * `--max-requests-in-flight`; `event_loop`: by `--max-event-loop-delay-ms`; `cp_busy`: API
+ * requests @vvm/cp answered CP_BUSY), `vvm_http_requests_in_flight` (the API requests the
+ * in-flight bound counts now) and `vvm_http_event_loop_delay_seconds` (the delay the shedder
+ * compares with its bound; 0 when off).
  *
  * @example
  * ```ts
@@ -155,19 +157,36 @@ export function createHostMetrics(options: {
  */
 export function registerShedMetrics(
 	registry: Registry,
-	shedder: { stats(): { eventLoop: number; cpBusy: number; delayMs: number } },
+	shedder: {
+		stats(): {
+			inFlight: number;
+			eventLoop: number;
+			cpBusy: number;
+			delayMs: number;
+			requestsInFlight: number;
+		};
+	},
 ): void {
 	const registers = [registry];
 	new Counter({
 		name: "vvm_http_shed_total",
-		help: "Requests answered 503 + Retry-After, committed no, because the host was overloaded: by the event-loop bound (event_loop) or by the command processor (cp_busy: CP_BUSY, e.g. a partition queue's bound)",
+		help: "Requests answered 503 + Retry-After, committed no, because the host was overloaded: by the bound on API requests in flight (in_flight), by the event-loop bound (event_loop) or by the command processor (cp_busy: CP_BUSY, e.g. a partition queue's bound)",
 		labelNames: ["reason"] as const,
 		registers,
 		collect() {
 			const stats = shedder.stats();
 			this.reset();
+			this.inc({ reason: "in_flight" }, stats.inFlight);
 			this.inc({ reason: "event_loop" }, stats.eventLoop);
 			this.inc({ reason: "cp_busy" }, stats.cpBusy);
+		},
+	});
+	new Gauge({
+		name: "vvm_http_requests_in_flight",
+		help: "API v2 requests the host serves now (what --max-requests-in-flight bounds)",
+		registers,
+		collect() {
+			this.set(shedder.stats().requestsInFlight);
 		},
 	});
 	new Gauge({

@@ -64,9 +64,6 @@ export function ownedBy<T>(check: () => T): T {
 	}
 }
 
-/** The largest delay a timer takes (2^31 - 1 ms); longer bounds are refused, not clamped. */
-export const MAX_TIMER_MS = 2_147_483_647;
-
 /**
  * `off` (read as 0) or an integer in `0..max`: a bound that 0 (or `off`) turns off, such as
  * `--max-event-loop-delay-ms`.
@@ -83,45 +80,3 @@ export const offOrIntIn =
 		}
 		return n;
 	};
-
-/** The admission bounds of `@vvm/cp` the host's flags set (its `CommandProcessorOptions`). */
-export interface CpAdmission {
-	/** `maxQueueWaitMs`: no command is queued whose estimated wait exceeds it, `1..2^31-1`. */
-	readonly maxQueueWaitMs: number;
-	/** `queueWaitTargetMs`: a standing queue's bound, `0..maxQueueWaitMs`; absent: off (= max). */
-	readonly queueWaitTargetMs?: number;
-	/** `readWaitMs`: how long a read waits for a partition still catching up, `0..2^31-1`. */
-	readonly readWaitMs: number;
-}
-
-/**
- * Checks cp's admission bounds together, naming each by the flag or variable it came from. Each
- * value's own range is its flag's parser's (`intIn`); this adds the rule between them that
- * `createCommandProcessor` would otherwise throw at start-up, after storage I/O:
- * `queueWaitTargetMs <= maxQueueWaitMs`.
- *
- * @example
- * ```ts
- * checkCpAdmission({ maxQueueWaitMs: 100, queueWaitTargetMs: 200, readWaitMs: 1000 }, (k) => `--${k}`);
- * // ConfigError: --queueWaitTargetMs 200 must be at most --maxQueueWaitMs (100)
- * ```
- */
-export function checkCpAdmission(
-	values: {
-		readonly maxQueueWaitMs: number;
-		readonly queueWaitTargetMs?: number;
-		readonly readWaitMs: number;
-	},
-	name: (key: keyof CpAdmission) => string,
-): CpAdmission {
-	const { maxQueueWaitMs, queueWaitTargetMs, readWaitMs } = values;
-	if (queueWaitTargetMs !== undefined && queueWaitTargetMs > maxQueueWaitMs)
-		throw new ConfigError(
-			`${name("queueWaitTargetMs")} ${queueWaitTargetMs} must be at most ${name("maxQueueWaitMs")} (${maxQueueWaitMs}): a standing queue's bound cannot exceed every queue's bound`,
-		);
-	return {
-		maxQueueWaitMs,
-		...(queueWaitTargetMs === undefined ? {} : { queueWaitTargetMs }),
-		readWaitMs,
-	};
-}

@@ -13,6 +13,8 @@ describe("parseHostConfig", () => {
 				address: undefined,
 				workIntervalMs: 1_000,
 				maxEventLoopDelayMs: 100,
+				// 8 per partition (10), at least 64
+				maxRequestsInFlight: 80,
 			},
 			leadership: {
 				leadershipSeconds: 20,
@@ -28,6 +30,7 @@ describe("parseHostConfig", () => {
 				trustLevel: 0,
 				idempotencyTtlSeconds: 86_400,
 				maxQueueWaitMs: 5_000,
+				queueWaitTargetMs: 500,
 				readWaitMs: 1_000,
 			},
 			placement: {
@@ -119,7 +122,18 @@ describe("parseHostConfig", () => {
 		],
 		[["--placement", "random"], "--placement must be one of static"],
 		[["--max-queue-wait-ms", "0"], "--max-queue-wait-ms must be an integer in 1..2147483647"],
-		[["--read-wait-ms=-5"], '--read-wait-ms must be an integer in 0..2147483647, got "-5"'],
+		[["--read-wait-ms=-5"], '--read-wait-ms must be an integer, got "-5"'],
+		[
+			["--read-wait-ms", "2147483648"],
+			"--read-wait-ms must be an integer in 0..2147483647, got 2147483648",
+		],
+		[["--queue-wait-target-ms", "soon"], '--queue-wait-target-ms must be an integer, got "soon"'],
+		[
+			["--max-requests-in-flight", "1000001"],
+			'--max-requests-in-flight must be an integer in 0..1000000 (0 or "off" turns it off), got "1000001"',
+		],
+		[["--max-requests-in-flight=-1"], "--max-requests-in-flight must be an integer in 0..1000000"],
+		[["--max-requests-in-flight", "many"], "--max-requests-in-flight must be an integer"],
 		[
 			["--queue-wait-target-ms", "6000"],
 			"--queue-wait-target-ms 6000 must be at most --max-queue-wait-ms (5000)",
@@ -170,6 +184,30 @@ describe("parseHostConfig", () => {
 		expect(() => parseHostConfig([], { VVM_QUEUE_WAIT_TARGET_MS: "9000" })).toThrow(
 			"VVM_QUEUE_WAIT_TARGET_MS 9000 must be at most --max-queue-wait-ms (5000)",
 		);
+	});
+
+	it("reads --max-requests-in-flight: given, off, or 8 per partition within 64..4096", () => {
+		expect(config(["--max-requests-in-flight", "7"]).http.maxRequestsInFlight).toBe(7);
+		expect(config(["--max-requests-in-flight", "off"]).http.maxRequestsInFlight).toBe(0);
+		expect(config(["--max-requests-in-flight", "0"]).http.maxRequestsInFlight).toBe(0);
+		expect(config([], { VVM_MAX_REQUESTS_IN_FLIGHT: "300" }).http.maxRequestsInFlight).toBe(300);
+		expect(config(["--partitions", "1"]).http.maxRequestsInFlight).toBe(64);
+		expect(config(["--partitions", "100"]).http.maxRequestsInFlight).toBe(800);
+		expect(config(["--partitions", "65536"]).http.maxRequestsInFlight).toBe(4096);
+		expect(() => parseHostConfig([], { VVM_MAX_REQUESTS_IN_FLIGHT: "x" })).toThrow(
+			'VVM_MAX_REQUESTS_IN_FLIGHT must be an integer in 0..1000000 (0 or "off" turns it off), got "x"',
+		);
+		expect(helpText()).toContain("--max-requests-in-flight");
+	});
+
+	it("takes cp's default standing-queue target, lowered to a lower --max-queue-wait-ms", () => {
+		expect(config([]).cp.queueWaitTargetMs).toBe(500);
+		expect(config(["--max-queue-wait-ms", "200"]).cp).toMatchObject({
+			maxQueueWaitMs: 200,
+			queueWaitTargetMs: 200,
+		});
+		// Equal to the hard bound: the standing-queue bound is off.
+		expect(config(["--queue-wait-target-ms", "5000"]).cp.queueWaitTargetMs).toBe(5000);
 	});
 
 	it("names the environment variable when the bad value came from it", () => {

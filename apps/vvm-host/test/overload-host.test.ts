@@ -163,3 +163,54 @@ describe("the host under an overloaded event loop", () => {
 		expect(await createdWithin(base, "after", 100)).toBe(201);
 	});
 });
+
+describe("the host's bound on API requests in flight", () => {
+	it("sheds the create past --max-requests-in-flight with cp's 503, writes nothing, serves probes and /metrics", async () => {
+		const { host, lines, base } = await serving(["--max-requests-in-flight", "1"]);
+		stops.push(() => host.stop());
+		expect(await createdWithin(base, "before", 100)).toBe(201);
+		// A create whose body has not all come: it holds the one place in flight.
+		const { connect } = await import("node:net");
+		const { port } = new URL(base);
+		const body = JSON.stringify({ name: "held" });
+		const socket = connect(Number(port), "127.0.0.1");
+		const answered = new Promise<string>((resolve) => {
+			let text = "";
+			socket.on("data", (chunk) => {
+				text += String(chunk);
+				if (text.includes("\r\n\r\n")) resolve(text);
+			});
+		});
+		const head = `POST ${CREATE} HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: ${body.length}\r\n\r\n`;
+		await new Promise<void>((resolve) => socket.write(head + body.slice(0, 5), () => resolve()));
+		// Until the host counts it, a create may still be served; then every one is shed.
+		let shed: Response | undefined;
+		let shedName = "";
+		for (let i = 0; i < 100 && shed === undefined; i++) {
+			const answer = await create(base, `shed-${i}`);
+			if (answer.status === 503) {
+				shed = answer;
+				shedName = `shed-${i}`;
+			} else expect(answer.status).toBe(201);
+		}
+		expect(shed?.headers.get("retry-after")).toBe("1");
+		expect(await shed?.json()).toMatchObject({ code: "CP_BUSY", committed: "no", reason: "busy" });
+		for (const path of ["/healthz", "/readyz", "/status"])
+			expect((await fetch(`${base}${path}`)).status, path).toBe(200);
+		const metrics = await (await fetch(`${base}/metrics`)).text();
+		expect(metrics).toMatch(/^vvm_http_shed_total\{reason="in_flight"\} 1$/m);
+		expect(metrics).toMatch(/^vvm_http_requests_in_flight 1$/m);
+
+		socket.write(body.slice(5));
+		expect(await answered).toMatch(/^HTTP\/1\.1 201/);
+		socket.destroy();
+		expect(await createdWithin(base, "after", 100)).toBe(201);
+		const wlog = await (await fetch(`${base}${WLOG}`)).text();
+		expect(wlog).toContain('"held"');
+		expect(wlog).not.toContain(`"${shedName}"`);
+		expect(await host.stop()).toBe(0);
+		expect(
+			lines.filter((l) => l.event === "shed").reduce((n, l) => n + Number(l.inFlight ?? 0), 0),
+		).toBe(1);
+	});
+});

@@ -73,5 +73,14 @@ export {
 	MAX_CUDS,
 	type UpdateRecordRequest,
 } from "./request.ts";
-export { type CpSettings, checkCpSettings, MAX_PIPELINE_DEPTH } from "./settings.ts";
+export {
+	type CpAdmission,
+	type CpSettings,
+	checkCpAdmission,
+	checkCpSettings,
+	DEFAULT_MAX_QUEUE_WAIT_MS,
+	DEFAULT_QUEUE_WAIT_TARGET_MS,
+	DEFAULT_READ_WAIT_MS,
+	MAX_PIPELINE_DEPTH,
+} from "./settings.ts";
 export type { PartitionStats } from "./stats.ts";

@@ -72,3 +72,72 @@ export function checkCpSettings(
 		),
 	};
 }
+
+/** The largest delay a timer takes (2^31 - 1 ms): longer waits are refused, not clamped. */
+const MAX_WAIT_MS = 2_147_483_647;
+
+/** `maxQueueWaitMs`'s default (README, "Admission"). */
+export const DEFAULT_MAX_QUEUE_WAIT_MS = 5000;
+
+/**
+ * `queueWaitTargetMs`'s default (or `maxQueueWaitMs` when that is lower). Ten times the 50 ms
+ * that shed a steady load of 16 closed-loop writers on one partition of a loaded machine: such a
+ * queue stays at 15 commands, so it is shed only once a command takes over 33 ms; an open-loop
+ * overload's queue grows without limit and stands above it within a fraction of a second.
+ */
+export const DEFAULT_QUEUE_WAIT_TARGET_MS = 500;
+
+/** `readWaitMs`'s default. */
+export const DEFAULT_READ_WAIT_MS = 1000;
+
+/** A command processor's admission bounds (README, "Admission"), with their defaults applied. */
+export interface CpAdmission {
+	/** No command is admitted whose estimated queue wait exceeds this, `1..2^31-1` ms. Default 5000. */
+	readonly maxQueueWaitMs: number;
+	/**
+	 * The bound of a standing queue's estimated wait, `0..maxQueueWaitMs`. Default
+	 * {@link DEFAULT_QUEUE_WAIT_TARGET_MS}, or `maxQueueWaitMs` when that is lower.
+	 */
+	readonly queueWaitTargetMs: number;
+	/** How long a read waits for a partition still catching up with its PLog, `0..2^31-1` ms. */
+	readonly readWaitMs: number;
+}
+
+/**
+ * The rules of {@link CpAdmission}, for a caller that checks its flags before any I/O;
+ * `createCommandProcessor` applies the same. Missing values take their defaults; `name` says how
+ * the caller calls a setting in its messages. Throws a `RangeError` naming it.
+ *
+ * @example
+ * ```ts
+ * checkCpAdmission({ maxQueueWaitMs: 40, queueWaitTargetMs: 50 }, (s) => `--${s}`);
+ * // RangeError: [@vvm/cp] --queueWaitTargetMs 50 must be at most --maxQueueWaitMs (40): …
+ * ```
+ */
+export function checkCpAdmission(
+	admission: Partial<CpAdmission>,
+	name: (setting: keyof CpAdmission) => string = (setting) => setting,
+): CpAdmission {
+	const maxQueueWaitMs = integerIn(
+		name("maxQueueWaitMs"),
+		admission.maxQueueWaitMs ?? DEFAULT_MAX_QUEUE_WAIT_MS,
+		1,
+		MAX_WAIT_MS,
+	);
+	const target = admission.queueWaitTargetMs;
+	const queueWaitTargetMs =
+		target === undefined
+			? Math.min(DEFAULT_QUEUE_WAIT_TARGET_MS, maxQueueWaitMs)
+			: integerIn(name("queueWaitTargetMs"), target, 0, MAX_WAIT_MS);
+	if (queueWaitTargetMs > maxQueueWaitMs)
+		throw new RangeError(
+			`[@vvm/cp] ${name("queueWaitTargetMs")} ${queueWaitTargetMs} must be at most ${name("maxQueueWaitMs")} (${maxQueueWaitMs}): a standing queue's bound cannot exceed every queue's bound`,
+		);
+	const readWaitMs = integerIn(
+		name("readWaitMs"),
+		admission.readWaitMs ?? DEFAULT_READ_WAIT_MS,
+		0,
+		MAX_WAIT_MS,
+	);
+	return { maxQueueWaitMs, queueWaitTargetMs, readWaitMs };
+}

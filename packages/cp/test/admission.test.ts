@@ -146,7 +146,7 @@ describe("admission by estimated queue wait", () => {
 		expect(() => processor(s, { maxQueueWaitMs: 1.5 })).toThrow(/maxQueueWaitMs/);
 		expect(() => processor(s, { queueWaitTargetMs: -1 })).toThrow(/queueWaitTargetMs/);
 		expect(() => processor(s, { maxQueueWaitMs: 100, queueWaitTargetMs: 101 })).toThrow(
-			/queueWaitTargetMs must be <= maxQueueWaitMs/,
+			/queueWaitTargetMs 101 must be at most maxQueueWaitMs \(100\)/,
 		);
 		// The target's default follows a lower bound.
 		expect(() => processor(s, { maxQueueWaitMs: 30 })).not.toThrow();

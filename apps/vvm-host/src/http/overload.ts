@@ -1,12 +1,15 @@
 // Overload shedding at the HTTP layer (README, "Overload"). Under a load the host cannot serve,
 // its event loop saturates on HTTP work (reading, routing, answering) before any partition queue
 // of @vvm/cp sees the excess, so cp's admission by queue wait cannot bound the latency alone.
-// The host measures how late its event loop runs and, while that delay is over a bound, answers
-// new API v2 requests at once with cp's own shed answer (503 + Retry-After, CP_BUSY,
-// committed "no") before their body is read: nothing has been handed to cp, so nothing is
-// written. Probes, /metrics and the operator routes are always served. Sheds (the loop's and
-// cp's own CP_BUSY) are logged at most once per interval, with counts.
+// Two bounds answer new API v2 requests at once with cp's own shed answer (503 + Retry-After,
+// CP_BUSY, committed "no") before their body is read, so nothing has been handed to cp and
+// nothing is written: the API requests in flight (a counter compared on arrival: the cheapest
+// refusal there is, and the one that bounds the work the host holds, by Little's law its
+// latency), and how late the event loop runs. Probes, /metrics and the operator routes are
+// always served. Sheds (both bounds' and cp's own CP_BUSY) are logged at most once per interval,
+// with counts.
 import type { ApiErrorReply } from "./errors.ts";
+import type { Reply } from "./router.ts";
 
 /** Where the host reads how late its event loop runs. */
 export interface LoopDelaySource {
@@ -85,10 +88,12 @@ export function timerDriftSource(
 }
 
 /** Why a request was shed, as counted and logged. */
-export type ShedReason = "event_loop" | "cp_busy";
+export type ShedReason = "event_loop" | "cp_busy" | "in_flight";
 
 /** The counts of {@link LoadShedder.stats} since the shedder started. */
 interface ShedStats {
+	/** API requests refused by the in-flight bound. */
+	readonly inFlight: number;
 	/** API requests refused by the event-loop bound. */
 	readonly eventLoop: number;
 	/**
@@ -98,6 +103,8 @@ interface ShedStats {
 	readonly cpBusy: number;
 	/** The delay source's current value, ms. */
 	readonly delayMs: number;
+	/** API requests admitted by {@link LoadShedder.enter} and not yet left: now. */
+	readonly requestsInFlight: number;
 }
 
 /** Where the shed lines go (a pino logger is one). */
@@ -109,6 +116,11 @@ interface ShedLogger {
 export interface LoadShedderOptions {
 	/** The bound, ms: while the delay is over it, API requests are shed; `0`: never shed. */
 	readonly maxDelayMs: number;
+	/**
+	 * API requests in flight at once (see {@link LoadShedder.enter}); one more is shed. `0` or
+	 * absent: no bound (they are still counted).
+	 */
+	readonly maxInFlight?: number;
 	/** How late the loop runs (default {@link timerDriftSource}; only made when the bound is on). */
 	readonly source?: LoopDelaySource;
 	/** The shed log goes here, at `warn`. */
@@ -122,10 +134,21 @@ export interface LoadShedderOptions {
 	readonly timers?: DriftTimers;
 }
 
-/** The host's overload guard: the event-loop bound and the rate-limited shed log. */
+/** The host's overload guard: the in-flight and event-loop bounds and the rate-limited shed log. */
 export interface LoadShedder {
 	/** The bound, ms (0: off). */
 	readonly maxDelayMs: number;
+	/** The in-flight bound (0: off). */
+	readonly maxInFlight: number;
+	/**
+	 * The admission of an API request that arrives now, before anything of it is read: the shed
+	 * 503 (counted) when {@link LoadShedderOptions.maxInFlight} requests are in flight or the
+	 * loop is over its bound; else `undefined`: it is in flight until {@link LoadShedder.leave},
+	 * which its caller must call exactly once, when its answer is settled.
+	 */
+	enter(): Reply | undefined;
+	/** Ends one request admitted by {@link LoadShedder.enter}. */
+	leave(): void;
 	/**
 	 * The answer for an API request that arrives now: the shed 503 while the loop's delay is over
 	 * the bound (counted), else `undefined` (serve it). Call before anything of the request is
@@ -160,6 +183,54 @@ export function loopShedReply(delayMs: number, maxDelayMs: number): ApiErrorRepl
 }
 
 /**
+ * The 503 of a request refused by the in-flight bound: the body and code of cp's own shed, as
+ * {@link loopShedReply}'s, with `Retry-After: 1` (the requests ahead of it take milliseconds, not
+ * seconds). Its JSON text is made here once, so a refusal costs no serialization.
+ *
+ * @example
+ * ```ts
+ * inFlightShedReply(80).status; // 503; its body (JSON text) says code CP_BUSY, committed no
+ * ```
+ */
+export function inFlightShedReply(maxInFlight: number): Reply {
+	const message = `server is busy: the host has ${maxInFlight} API requests in flight (bound ${maxInFlight}, --max-requests-in-flight); nothing was written`;
+	const body = { status: 503, code: "CP_BUSY", message, committed: "no", reason: "busy" };
+	return Object.freeze({
+		status: 503,
+		headers: Object.freeze({ "retry-after": "1" }),
+		body: `${JSON.stringify(body)}\n`,
+		contentType: "application/json; charset=utf-8",
+	});
+}
+
+/** `--max-requests-in-flight`'s default: 8 per partition, at least 64, at most 4 096. */
+const IN_FLIGHT_PER_PARTITION = 8;
+const MIN_DEFAULT_IN_FLIGHT = 64;
+/** The HTTP server's connection bound: a request in flight holds one, so more never binds. */
+const MAX_DEFAULT_IN_FLIGHT = 4_096;
+
+/**
+ * `--max-requests-in-flight`'s default for an application of `partitions` partitions. A partition
+ * runs one command at a time (a few with `--pipeline-depth`): requests beyond the partitions'
+ * own only wait in a queue, and by Little's law every request waiting multiplies the latency of
+ * all of them. 8 per partition keeps each partition busy with room for uneven spread and
+ * pipelining while a command waits for at most about 8 others (README, "Overload"); at least 64
+ * so a host of few partitions still serves a few dozen clients at once, at most the connection
+ * bound.
+ *
+ * @example
+ * ```ts
+ * defaultMaxRequestsInFlight(10); // 80
+ * ```
+ */
+export function defaultMaxRequestsInFlight(partitions: number): number {
+	return Math.min(
+		MAX_DEFAULT_IN_FLIGHT,
+		Math.max(MIN_DEFAULT_IN_FLIGHT, IN_FLIGHT_PER_PARTITION * partitions),
+	);
+}
+
+/**
  * Creates the host's load shedder. With `maxDelayMs` 0 it never sheds (and measures nothing),
  * but still rate-limits the log of cp's sheds. The log: the first shed after a quiet interval
  * is written at once; later ones are counted and written at most once per `logIntervalMs`, as
@@ -173,13 +244,19 @@ export function loopShedReply(delayMs: number, maxDelayMs: number): ApiErrorRepl
  */
 export function createLoadShedder(options: LoadShedderOptions): LoadShedder {
 	const { maxDelayMs, logger } = options;
+	const maxInFlight = options.maxInFlight ?? 0;
 	if (!Number.isSafeInteger(maxDelayMs) || maxDelayMs < 0)
 		throw new RangeError(`maxDelayMs must be an integer >= 0, got ${maxDelayMs}`);
+	if (!Number.isSafeInteger(maxInFlight) || maxInFlight < 0)
+		throw new RangeError(`maxInFlight must be an integer >= 0, got ${maxInFlight}`);
+	const busy = inFlightShedReply(maxInFlight);
+	let inFlight = 0;
 	const timers = options.timers ?? realTimers;
 	const logIntervalMs = options.logIntervalMs ?? 1000;
 	const source = maxDelayMs === 0 ? undefined : (options.source ?? timerDriftSource());
-	const total = { event_loop: 0, cp_busy: 0 };
-	const since = { event_loop: 0, cp_busy: 0 };
+	const total = { in_flight: 0, event_loop: 0, cp_busy: 0 };
+	const since = { in_flight: 0, event_loop: 0, cp_busy: 0 };
+	const pending = (): number => since.in_flight + since.event_loop + since.cp_busy;
 	let lastLine = Number.NEGATIVE_INFINITY;
 	/** When the first count since the last line came. */
 	let firstAt = 0;
@@ -189,10 +266,12 @@ export function createLoadShedder(options: LoadShedderOptions): LoadShedder {
 	let closed = false;
 
 	const write = (at: number): void => {
-		const shed = since.event_loop + since.cp_busy;
+		const shed = pending();
 		if (shed === 0) return;
 		const seconds = Math.max(0, at - firstAt) / 1000;
 		const parts: string[] = [];
+		if (since.in_flight > 0)
+			parts.push(`${since.in_flight} by the in-flight bound (${maxInFlight} API requests)`);
 		if (since.event_loop > 0)
 			parts.push(
 				`${since.event_loop} by the event-loop bound (delay up to ${Math.round(worstDelayMs)} ms, bound ${maxDelayMs} ms)`,
@@ -202,6 +281,7 @@ export function createLoadShedder(options: LoadShedderOptions): LoadShedder {
 			{
 				event: "shed",
 				shed,
+				...(since.in_flight > 0 ? { inFlight: since.in_flight, maxInFlight } : {}),
 				eventLoop: since.event_loop,
 				cpBusy: since.cp_busy,
 				seconds: Math.round(seconds * 1000) / 1000,
@@ -209,6 +289,7 @@ export function createLoadShedder(options: LoadShedderOptions): LoadShedder {
 			},
 			`shed ${shed} request(s) with 503, nothing written, in ${seconds.toFixed(1)} s: ${parts.join("; ")}`,
 		);
+		since.in_flight = 0;
 		since.event_loop = 0;
 		since.cp_busy = 0;
 		worstDelayMs = 0;
@@ -225,30 +306,47 @@ export function createLoadShedder(options: LoadShedderOptions): LoadShedder {
 	};
 	const onTimer = (): void => {
 		flushTimer = undefined;
-		if (!closed && since.event_loop + since.cp_busy > 0) flushAt(timers.now());
+		if (!closed && pending() > 0) flushAt(timers.now());
 	};
 	const count = (reason: ShedReason): void => {
 		const at = timers.now();
-		if (since.event_loop + since.cp_busy === 0) firstAt = at;
+		if (pending() === 0) firstAt = at;
 		since[reason]++;
 		total[reason]++;
 		flushAt(at);
 	};
+	const check = (): ApiErrorReply | undefined => {
+		if (source === undefined) return undefined;
+		const delay = source.delayMs();
+		if (delay <= maxDelayMs) return undefined;
+		if (delay > worstDelayMs) worstDelayMs = delay;
+		count("event_loop");
+		return loopShedReply(delay, maxDelayMs);
+	};
 	return {
 		maxDelayMs,
-		check: () => {
-			if (source === undefined) return undefined;
-			const delay = source.delayMs();
-			if (delay <= maxDelayMs) return undefined;
-			if (delay > worstDelayMs) worstDelayMs = delay;
-			count("event_loop");
-			return loopShedReply(delay, maxDelayMs);
+		maxInFlight,
+		check,
+		// The counter first: one comparison, and the constant answer, for most refusals.
+		enter: () => {
+			if (maxInFlight > 0 && inFlight >= maxInFlight) {
+				count("in_flight");
+				return busy;
+			}
+			const refused = check();
+			if (refused === undefined) inFlight++;
+			return refused;
+		},
+		leave: () => {
+			if (inFlight > 0) inFlight--;
 		},
 		count,
 		stats: () => ({
+			inFlight: total.in_flight,
 			eventLoop: total.event_loop,
 			cpBusy: total.cp_busy,
 			delayMs: source?.delayMs() ?? 0,
+			requestsInFlight: inFlight,
 		}),
 		close: () => {
 			if (closed) return;

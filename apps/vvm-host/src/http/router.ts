@@ -197,12 +197,42 @@ export interface HttpServer {
 	close(): Promise<void>;
 }
 
+/** Ends a request an {@link Admission} counted: called once, when the route table answered. */
+type Release = () => void;
+
 /**
  * A check run for every request before the route table, once its URL is parsed: a reply it
- * returns is sent at once and the request's body is drained unread (the host's overload shedding:
- * `overload.ts`); `undefined` lets the request through.
+ * returns is sent at once, the request's body unread (the host's overload shedding:
+ * `overload.ts`); `undefined` lets the request through; a {@link Release} lets it through and
+ * is called once the table's answer for it is settled (an answer, a thrown error, a client gone
+ * or timed out: each ends the route's promise), before the answer is written.
  */
-export type Admission = (method: string, url: RequestUrl) => Reply | undefined;
+export type Admission = (method: string, url: RequestUrl) => Reply | Release | undefined;
+
+/**
+ * The largest declared body of a refused request that is read and discarded so its connection
+ * can carry the next request; a larger or undeclared (chunked) one closes the connection after
+ * the answer instead of being read.
+ */
+const REFUSED_BODY_DRAIN_BYTES = 64 * 1024;
+
+/**
+ * Answers a request refused before its body was read. The body is not parsed: a small one (a
+ * create's, which came in the headers' packet) is discarded as it arrives and the connection
+ * kept, since a new connection costs the client and the host a handshake, far more than the
+ * bytes; a large or unsized one is not read at all: the connection closes after the answer.
+ * Either way nothing of the request was handed on, so nothing was written.
+ */
+function refuse(req: IncomingMessage, res: ServerResponse, reply: Reply): void {
+	const length = req.headers["content-length"];
+	const small =
+		length === undefined
+			? req.headers["transfer-encoding"] === undefined
+			: Number(length) <= REFUSED_BODY_DRAIN_BYTES;
+	if (!small) res.shouldKeepAlive = false;
+	req.resume();
+	safeReply(res, reply);
+}
 
 /**
  * Starts node:http (no framework) over one route table and resolves once it listens. `admit`, if
@@ -234,15 +264,27 @@ export function startHttpServer(
 			safeReply(res, hostRefusal(400, "target: not a valid request target", { field: "target" }));
 			return;
 		}
-		const refused = admit?.(method, url);
-		if (refused !== undefined) {
-			req.resume();
-			safeReply(res, refused);
+		const verdict = admit?.(method, url);
+		if (verdict === undefined) {
+			table({ method, url, req }).then(
+				(reply) => safeReply(res, reply),
+				(error: unknown) => safeReply(res, cpErrorReply(error)),
+			);
+			return;
+		}
+		if (typeof verdict !== "function") {
+			refuse(req, res, verdict);
 			return;
 		}
 		table({ method, url, req }).then(
-			(reply) => safeReply(res, reply),
-			(error: unknown) => safeReply(res, cpErrorReply(error)),
+			(reply) => {
+				verdict();
+				safeReply(res, reply);
+			},
+			(error: unknown) => {
+				verdict();
+				safeReply(res, cpErrorReply(error));
+			},
 		);
 	};
 	const options = { connectionsCheckingInterval: bound.checkIntervalMs };
