@@ -192,6 +192,33 @@ export const drivers: readonly MatrixDriver[] = [
 					leases: "the lease suite moves a MockClock: the default configuration runs it",
 				},
 			},
+			{
+				// Pipelined numbering (cp's pipelineDepth 8 over putBatchIf): a partition's PLog writes
+				// in flight at once, each conditioned on its predecessor's entry; group commit must
+				// decide them in call order.
+				label: "cp pipelineDepth 8",
+				supports: { atomicBatches: true, fencing: "epoch", putBatchIf: true },
+				createStorage: (_ctx, { pool, schema }) => createPgTTLStorage({ pool, schema }),
+				tune: {
+					cp: {
+						timeoutMs: 180_000,
+						processorOptions: { pipelineDepth: 8 },
+						// Its random latency sits in front of the storage (a fault wrapper), so it hands
+						// a partition's PLog writes to the driver out of call order: a write that arrives
+						// before its predecessor is refused (CP_BUSY), which the case counts as a
+						// failure. Skipped for mem at depth 8 too (cp's test/pipeline-suite.test.ts).
+						skipTests: [
+							"the sequencer of a partition is never used concurrently; partitions run concurrently",
+						],
+					},
+					deposedLeader: { timeoutMs: 120_000, processorOptions: { pipelineDepth: 8 } },
+				},
+				leaveOut: {
+					ttlstorage: onlyForCp,
+					elections: onlyForCp,
+					leases: onlyForCp,
+				},
+			},
 		],
 	}),
 	defineDriver({

@@ -207,8 +207,11 @@ interface WriteGroup {
 	readonly requests: WriteRequest[];
 	readonly keys: Set<string>;
 	items: number;
-	/** It waited for a key in flight: later requests start a group of their own. */
-	blocked: boolean;
+	/**
+	 * It names a key that a group at the server or an earlier waiting group names: it waits for
+	 * those, so only requests that wait anyway join it (see `#enqueue`).
+	 */
+	readonly dependent: boolean;
 }
 
 /** A group statement that failed: where, and what node-postgres raised. */
@@ -365,25 +368,38 @@ class PgTTLStorageImpl implements PgTTLStorage {
 	}
 
 	/**
-	 * Joins the last waiting group, or starts a new one when that one would name a key twice, grow
-	 * past `maxGroupItems`, or waits for a key still being written: a later write of a key always
-	 * goes in a later statement, and a write of other keys is not held up behind it.
+	 * Puts a request in a waiting group. One that names no key at the server or waiting (it is
+	 * independent) joins the last independent group: it is sent as soon as a statement is free,
+	 * never held behind a chain of writes. One that names such a key (dependent: a later write of
+	 * it) joins the last dependent group if no group from there on names one of its keys, else
+	 * starts a new group at the end; either way it is sent only after every earlier write of its
+	 * keys answered. A group never names a key twice, nor grows past `maxGroupItems`.
 	 */
 	#enqueue(request: WriteRequest): void {
-		let g = this.#queue.at(-1);
-		if (
-			g === undefined ||
-			g.blocked ||
-			(g.items + request.items.length > this.#maxGroupItems && g.requests.length > 0) ||
-			request.keys.some((k) => (g as WriteGroup).keys.has(k))
-		) {
-			g = { requests: [], keys: new Set(), items: 0, blocked: false };
-			this.#queue.push(g);
+		const queue = this.#queue;
+		const dependent = request.keys.some((k) => this.#keysInFlight.has(k) || this.#queued(k));
+		let g: WriteGroup | undefined;
+		for (let i = queue.length - 1; i >= 0; i--) {
+			const c = queue[i] as WriteGroup;
+			if (dependent && request.keys.some((k) => c.keys.has(k))) break;
+			if (c.dependent !== dependent) continue;
+			if (c.items + request.items.length <= this.#maxGroupItems || c.requests.length === 0) g = c;
+			break;
+		}
+		if (g === undefined) {
+			g = { requests: [], keys: new Set(), items: 0, dependent };
+			queue.push(g);
 		}
 		g.requests.push(request);
 		g.items += request.items.length;
 		for (const k of request.keys) g.keys.add(k);
 		this.#pump();
+	}
+
+	/** Whether a waiting group names key `k`. */
+	#queued(k: string): boolean {
+		for (const g of this.#queue) if (g.keys.has(k)) return true;
+		return false;
 	}
 
 	/**
@@ -402,7 +418,6 @@ class PgTTLStorageImpl implements PgTTLStorage {
 					break;
 				}
 			if (blocked) {
-				g.blocked = true;
 				waiting ??= new Set();
 				for (const k of g.keys) waiting.add(k);
 				i++;
@@ -442,7 +457,7 @@ class PgTTLStorageImpl implements PgTTLStorage {
 						requests: [request],
 						keys: g.keys,
 						items: request.items.length,
-						blocked: false,
+						dependent: true,
 					});
 				return;
 			}
@@ -509,16 +524,36 @@ class PgTTLStorageImpl implements PgTTLStorage {
 					}),
 				);
 		});
-		// First writes of a scope: its fence row at epoch 0, then the write goes again (its keys are
-		// still held by this group, so nothing of them overtakes it).
+		// First writes of a scope: its fence row at epoch 0, then the write goes again.
+		const resend: WriteRequest[] = [];
 		for (const { request, scopes } of again) {
 			try {
 				await this.#query(request.operation, "write", this.#sql.createFences, { scopes });
-				this.#enqueue(request);
+				resend.push(request);
 			} catch (error) {
 				request.reject(error);
 			}
 		}
+		this.#requeueFirst(resend);
+	}
+
+	/**
+	 * Puts requests of a group that go again at the head of the queue, as one group (their keys
+	 * are distinct: they shared a group), not at its end: writes of their keys queued meanwhile
+	 * were called later, and must not overtake them (a successor conditioned on one of them, as a
+	 * pipelined PLog write on its predecessor's entry, would find it absent). Their keys are held
+	 * until the group that carried them finishes; `#pump` then sends this group first, and every
+	 * later group naming one of its keys waits behind it.
+	 */
+	#requeueFirst(requests: readonly WriteRequest[]): void {
+		if (requests.length === 0) return;
+		const keys = new Set<string>();
+		let items = 0;
+		for (const request of requests) {
+			items += request.items.length;
+			for (const k of request.keys) keys.add(k);
+		}
+		this.#queue.unshift({ requests: [...requests], keys, items, dependent: true });
 	}
 
 	/**

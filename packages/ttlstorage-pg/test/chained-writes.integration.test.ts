@@ -1,0 +1,150 @@
+// Chained writes on a real PostgreSQL, as @vvm/cp's pipelined numbering issues them: each write a
+// putBatchIf conditioned on the key the previous call writes, all issued before any answered. A
+// later call of a key never shares a statement with an earlier one (each statement evaluates
+// its conditions on one snapshot): it goes in a later statement, after the earlier one committed,
+// and sees its row; that holds also when the earlier one is sent again (a scope's first fenced
+// write creates the fence row and goes again). Writes of other keys are not held up by the chain.
+import type { Bytes, ConditionalBatchItem, WriteFence } from "@vvm/ttlstorage";
+import { utf8 } from "@vvm/ttlstorage";
+import { describe, expect, it } from "vitest";
+import type { PgPool, PgPoolClient, PgQueryConfig } from "../src/index.ts";
+import { createPgTTLStorage } from "../src/index.ts";
+import { holdingPool } from "./held-pool.ts";
+import { pgGate, usePgSchema } from "./pg-env.ts";
+
+const skip = await pgGate();
+const fixture = usePgSchema("vvm_chain", skip);
+let n = 0;
+const unique = (what: string): Bytes => utf8(`${what}/${process.pid}/${Date.now()}/${++n}`);
+const text = (b: Uint8Array | undefined) =>
+	b === undefined ? undefined : new TextDecoder().decode(b);
+const isGroup = (config: PgQueryConfig): boolean =>
+	config.text.startsWith("WITH i AS MATERIALIZED");
+
+/** A pool that records every group statement sent: the keys (`c` of each item) it carried. */
+function recordingPool(inner: PgPool) {
+	const groups: string[][] = [];
+	const pool: PgPool = {
+		async connect(): Promise<PgPoolClient> {
+			const client = await inner.connect();
+			return {
+				query(config: PgQueryConfig) {
+					if (isGroup(config))
+						groups.push(
+							((config.values?.[3] as Buffer[] | undefined) ?? []).map((b) => text(b) ?? ""),
+						);
+					return client.query(config);
+				},
+				release: (destroy) => client.release(destroy),
+				on: (event, listener) => client.on(event, listener),
+				removeListener: (event, listener) => client.removeListener(event, listener),
+			};
+		},
+	};
+	return { pool, groups };
+}
+
+/**
+ * The i-th write of a chain over `pKey`: inserts `e<i>` and, from the second on, requires the
+ * previous entry to hold its bytes (rewriting them), as a pipelined PLog write requires its
+ * predecessor's event.
+ */
+function link(pKey: Bytes, i: number, fence?: WriteFence): ConditionalBatchItem[] {
+	const entry = (j: number) => ({ pKey, cCols: utf8(`e${j}`), value: utf8(`event ${j}`) });
+	const items: ConditionalBatchItem[] = [{ ...entry(i), expected: null }];
+	if (i > 0) items.push({ ...entry(i - 1), expected: utf8(`event ${i - 1}`) });
+	return fence === undefined ? items : items.map((it) => ({ ...it, fence }));
+}
+
+/** The index of the first group statement that carried key `c`. */
+const groupOf = (groups: string[][], c: string): number => groups.findIndex((g) => g.includes(c));
+
+describe.skipIf(skip)(`ttlstorage-pg chained writes${skip ? ` [skipped: ${skip}]` : ""}`, () => {
+	it("a write conditioned on a key an earlier call writes goes after it and sees its row; other keys share the statements", async () => {
+		const { pool, schema } = fixture();
+		const recorded = recordingPool(pool);
+		const storage = createPgTTLStorage({ pool: recorded.pool, schema });
+		try {
+			const pKey = unique("plog");
+			const other = unique("other");
+			// 8 links and, between them, 8 writes of other keys, all called before any answer.
+			const calls: Array<Promise<boolean>> = [];
+			const others: Array<Promise<boolean>> = [];
+			for (let i = 0; i < 8; i++) {
+				calls.push(storage.putBatchIf(link(pKey, i)));
+				others.push(storage.insertIfNotExists(other, utf8(`o${i}`), utf8("v"), 0));
+			}
+			expect(await Promise.all(calls)).toEqual(Array(8).fill(true));
+			expect(await Promise.all(others)).toEqual(Array(8).fill(true));
+			for (let i = 0; i < 8; i++)
+				expect(text(await storage.get(pKey, utf8(`e${i}`)))).toBe(`event ${i}`);
+			// Each link in a statement after its predecessor's (never in the same one).
+			const g = recorded.groups;
+			for (let i = 1; i < 8; i++)
+				expect(groupOf(g, `e${i}`)).toBeGreaterThan(groupOf(g, `e${i - 1}`));
+			// The other writes went together (not a statement each), and never in a link's
+			// statement, where they would have waited for the link's predecessor.
+			const withOthers = g.filter((x) => x.some((c) => c.startsWith("o")));
+			expect(withOthers.length).toBeLessThanOrEqual(2);
+			for (const x of withOthers) expect(x.some((c) => c.startsWith("e"))).toBe(false);
+		} finally {
+			await storage.close();
+		}
+	});
+
+	it("a scope's first fenced write goes again before a later call conditioned on it, which then sees it", async () => {
+		const { pool, schema } = fixture();
+		const recorded = recordingPool(pool);
+		const storage = createPgTTLStorage({ pool: recorded.pool, schema });
+		try {
+			const pKey = unique("plog");
+			// A scope never raised: its first write creates the fence row and is sent again. The
+			// link after it was queued meanwhile; it must not overtake the resent one.
+			const fence = { scope: unique("scope"), epoch: 0n };
+			const calls = [0, 1, 2].map((i) => storage.putBatchIf(link(pKey, i, fence)));
+			expect(await Promise.all(calls)).toEqual([true, true, true]);
+			expect(text(await storage.get(pKey, utf8("e2")))).toBe("event 2");
+			// Link 0 sent, found no fence row, sent again (the fence row is its own statement, not a
+			// group) ahead of links 1 and 2, which were queued meanwhile.
+			expect(recorded.groups).toEqual([["e0"], ["e0"], ["e1", "e0"], ["e2", "e1"]]);
+		} finally {
+			await storage.close();
+		}
+	});
+
+	it("writes of other keys are not held up behind a chain whose link is in flight", async () => {
+		const { pool, schema } = fixture();
+		const held = holdingPool(pool);
+		const storage = createPgTTLStorage({ pool: held.pool, schema, writesInFlight: 2 });
+		try {
+			const pKey = unique("plog");
+			const other = unique("other");
+			// Both statements busy: link 0 of a chain and an unrelated write, each held on its way.
+			let gate = held.arm(/^WITH i AS MATERIALIZED/);
+			const first = storage.putBatchIf(link(pKey, 0));
+			await gate.reached;
+			const linkGate = gate;
+			gate = held.arm(/^WITH i AS MATERIALIZED/);
+			const unrelated = storage.put(other, utf8("u"), utf8("v"));
+			await gate.reached;
+			// Links 1 and 2 wait for link 0; writes of other keys arrive between them.
+			const links = [storage.putBatchIf(link(pKey, 1)), storage.putBatchIf(link(pKey, 2))];
+			const others = [0, 1].map((i) =>
+				storage.insertIfNotExists(other, utf8(`o${i}`), utf8("v"), 0),
+			);
+			let linksSettled = false;
+			void Promise.allSettled(links).then(() => {
+				linksSettled = true;
+			});
+			// A statement frees up: the other writes go in it and answer while link 0 is still held.
+			gate.release();
+			await unrelated;
+			expect(await Promise.all(others)).toEqual([true, true]);
+			expect(linksSettled).toBe(false);
+			linkGate.release();
+			expect([await first, ...(await Promise.all(links))]).toEqual([true, true, true]);
+		} finally {
+			await storage.close();
+		}
+	});
+});
