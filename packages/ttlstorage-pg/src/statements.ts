@@ -91,6 +91,11 @@ export function pgStatements(schema: string, table: string, injectedNow: boolean
 	//    written) and the driver sends it again, when step 2 sees the row.
 	// Keys are unique within a group (the driver starts a new group instead), so no row is written
 	// twice by one statement.
+	// Steps 1 and 2 look each key up on its own (a LATERAL subquery with LIMIT, which the planner
+	// cannot flatten into a join), in key order: the statement runs on a cached generic plan, which
+	// sizes every unnest() at 100 rows, and a join over the keys then went to a hash semi-join
+	// over a sequential scan of the whole table (kept until the next ANALYZE) while a lookup by
+	// primary key stays an index scan.
 	const item = "CASE WHEN i.ttl = 0 THEN NULL ELSE {now} + i.ttl * 1000 END";
 	const newer = "(i.fe IS NULL OR t.f_epoch IS NULL OR (t.f_epoch, t.f_seq) <= (i.fe, i.fs))";
 	const go = "i.r IN (SELECT go.r FROM go)";
@@ -103,12 +108,18 @@ export function pgStatements(schema: string, table: string, injectedNow: boolean
 		), wf AS MATERIALIZED (
 			SELECT * FROM unnest(:fr::int4[], :fsc::bytea[], :fep::int8[]) AS wf(r, scope, epoch)
 		), fence AS MATERIALIZED (
-			SELECT f.scope, f.epoch FROM ${F} AS f WHERE f.scope = ANY(:fsc::bytea[])
-			ORDER BY f.scope FOR SHARE
+			SELECT f.scope, f.epoch
+			FROM (SELECT DISTINCT u.s FROM unnest(:fsc::bytea[]) AS u(s) ORDER BY u.s) AS q
+			CROSS JOIN LATERAL (
+				SELECT f.scope, f.epoch FROM ${F} AS f WHERE f.scope = q.s LIMIT 1 FOR SHARE
+			) AS f
 		), cur AS MATERIALIZED (
-			SELECT t.p_key, t.c_cols, t.value, t.expire_at, t.f_epoch, t.f_seq FROM ${T} AS t
-			WHERE (t.p_key, t.c_cols) IN (SELECT i.p, i.c FROM i WHERE i.k <> 0)
-			ORDER BY t.p_key, t.c_cols FOR UPDATE
+			SELECT t.p_key, t.c_cols, t.value, t.expire_at, t.f_epoch, t.f_seq
+			FROM (SELECT DISTINCT i.p, i.c FROM i WHERE i.k <> 0 ORDER BY i.p, i.c) AS q
+			CROSS JOIN LATERAL (
+				SELECT t.p_key, t.c_cols, t.value, t.expire_at, t.f_epoch, t.f_seq FROM ${T} AS t
+				WHERE t.p_key = q.p AND t.c_cols = q.c LIMIT 1 FOR UPDATE
+			) AS t
 		), chk AS MATERIALIZED (
 			SELECT i.r, bool_and(coalesce(CASE WHEN i.k = 1
 					THEN t.p_key IS NULL OR (t.expire_at IS NOT NULL AND t.expire_at <= {now})
