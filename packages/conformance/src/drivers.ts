@@ -28,7 +28,7 @@ import {
 } from "./servers.ts";
 
 /** The level driver over classic-level (LevelDB on disk), a temp directory per storage. */
-function onDisk(
+export function onDisk(
 	syncReads = true,
 ): Pick<DriverConfig<undefined>, "createStorage" | "disposeStorage"> {
 	const dirs = new WeakMap<TTLStorage, string>();

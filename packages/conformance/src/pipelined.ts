@@ -2,13 +2,8 @@
 // drivers that have `putBatchIf`: cpTestSuite and deposedLeaderSuite again, with nothing else.
 // Kept apart from src/drivers.ts's list so a driver's file runs them next to its matrix; each is
 // a driver factory of its own (its own gate and server resource), named as the driver it covers.
-import { mkdtemp, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import type { TTLStorage } from "@vvm/ttlstorage";
-import { createLevelTTLStorage } from "@vvm/ttlstorage-level";
 import { createRedisTTLStorage } from "@vvm/ttlstorage-redis";
-import { ClassicLevel } from "classic-level";
+import { onDisk } from "./drivers.ts";
 import type { DriverFactory, MatrixDriver } from "./matrix.ts";
 import { defineDriver } from "./matrix.ts";
 import type { RedisServer } from "./servers.ts";
@@ -59,30 +54,12 @@ function pipelined<S>(config: PipelinedConfig<S>): MatrixDriver {
 	});
 }
 
-/** classic-level on disk (the production level driver), a temp directory per storage. */
-function levelOnDisk(): Pick<PipelinedConfig<undefined>, "createStorage" | "disposeStorage"> {
-	const dirs = new WeakMap<TTLStorage, string>();
-	return {
-		createStorage: async ({ clock }) => {
-			const dir = await mkdtemp(join(tmpdir(), "vvm-pipelined-level-"));
-			const storage = createLevelTTLStorage({ db: new ClassicLevel(dir), clock, ownsDb: true });
-			dirs.set(storage, dir);
-			return storage;
-		},
-		disposeStorage: async (storage) => {
-			await storage.close();
-			const dir = dirs.get(storage);
-			if (dir !== undefined) await rm(dir, { recursive: true, force: true });
-		},
-	};
-}
-
 /** The pipelined configurations, one per driver with `putBatchIf` (pg's is in src/drivers.ts). */
 const pipelinedDrivers: readonly MatrixDriver[] = [
 	pipelined<undefined>({
 		name: "level",
 		supports: { atomicBatches: true, fencing: "epoch", putBatchIf: true },
-		...levelOnDisk(),
+		...onDisk(),
 	}),
 	pipelined<RedisServer>({
 		name: "redis",
