@@ -19,7 +19,10 @@
 //   OVERLOAD_FACTOR=3 OVERLOAD_SECONDS=60 OVERLOAD_CONNECTIONS=512 pnpm --filter @vvm/vvm-host overload
 //   OVERLOAD_VARIANTS="--max-event-loop-delay-ms off|" pnpm --filter @vvm/vvm-host overload
 //   OVERLOAD_TIMEOUT_MS=10000 (a client's timeout, default 30 s; 0: none)
-import { spawn } from "node:child_process";
+//   OVERLOAD_HOST_CPUS=0 OVERLOAD_CLIENT_CPUS=1 (taskset CPU lists: the host and this client on
+//   cores of their own, so the client's work does not take the host's CPU; capacity is measured
+//   under the same pinning)
+import { spawn, spawnSync } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
 import { Agent, request } from "node:http";
@@ -48,6 +51,20 @@ const WORKSPACES = 200;
 const PARTITIONS = 10;
 const APP_ID = 1;
 const CLI = env.OVERLOAD_CLI ?? join(import.meta.dirname, "..", "dist", "cli.mjs");
+/** taskset CPU lists for the host and for this client (unset: the scheduler's choice). */
+const HOST_CPUS = env.OVERLOAD_HOST_CPUS;
+const CLIENT_CPUS = env.OVERLOAD_CLIENT_CPUS;
+for (const [name, cpus] of [
+	["OVERLOAD_HOST_CPUS", HOST_CPUS],
+	["OVERLOAD_CLIENT_CPUS", CLIENT_CPUS],
+] as const)
+	if (cpus !== undefined && !/^\d+([-,]\d+)*$/.test(cpus))
+		throw new Error(`${name} must be a taskset CPU list such as 0 or 0-1 or 0,2, got "${cpus}"`);
+if (CLIENT_CPUS !== undefined) {
+	const pinned = spawnSync("taskset", ["-p", "-a", "-c", CLIENT_CPUS, String(process.pid)]);
+	if (pinned.status !== 0)
+		throw new Error(`taskset could not pin this client to ${CLIENT_CPUS}: ${pinned.stderr}`);
+}
 /** Each variant's extra host flags; one variant (the default flags) unless OVERLOAD_VARIANTS. */
 const VARIANTS = (env.OVERLOAD_VARIANTS ?? "")
 	.split("|")
@@ -69,9 +86,12 @@ interface Host {
 
 async function startHost(dir: string, extra: readonly string[]): Promise<Host> {
 	const cli = extra[0]?.startsWith("cli=") ? extra[0].slice(4) : CLI;
+	// taskset execs the node binary: the child's pid is the host's (its CPU is read from /proc).
+	const pin = HOST_CPUS === undefined ? [] : ["-c", HOST_CPUS, process.execPath];
 	const child = spawn(
-		process.execPath,
+		HOST_CPUS === undefined ? process.execPath : "taskset",
 		[
+			...pin,
 			cli,
 			"--storage",
 			"level",
@@ -196,7 +216,9 @@ const p = (xs: number[], q: number): number => {
 
 async function main(extra: readonly string[]): Promise<void> {
 	const variant = extra.join(" ") || "(default flags)";
-	log(`variant ${variant}; load average ${load()}`);
+	log(
+		`variant ${variant}; load average ${load()}${HOST_CPUS === undefined ? "" : `; host on CPUs ${HOST_CPUS}`}${CLIENT_CPUS === undefined ? "" : `, client on ${CLIENT_CPUS}`}`,
+	);
 	const loadBefore = load();
 	const dir = await mkdtemp(join(tmpdir(), "vvm-overload-"));
 	const host = await startHost(dir, extra);
