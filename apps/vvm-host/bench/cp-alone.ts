@@ -14,6 +14,7 @@ import { join } from "node:path";
 import type { SequencesTrustLevel } from "@vvm/cp";
 import { createCommandProcessor } from "@vvm/cp";
 import type { TTLStorage } from "@vvm/ttlstorage";
+import { dropRedisPrefix, pgConnection, REDIS_URL } from "./servers.ts";
 
 const [storageKind, trust, secondsArg, workspacesArg, concurrencyArg] = process.argv.slice(2);
 const SECONDS = Number(secondsArg ?? 6);
@@ -24,17 +25,6 @@ const tag = `cpbench${process.pid}x${Date.now().toString(36)}`;
 
 /** Statements sent to PostgreSQL so far, by the driver's statement kind (pg only). */
 const pgCounts = new Map<string, number>();
-
-/** node-postgres' own variables (PGHOST, PGPORT, PGUSER, PGDATABASE), PG_PORT as a fallback. */
-function pgConnection(): { host: string; port: number; user: string; database: string } {
-	const env = process.env;
-	return {
-		host: env.PGHOST ?? "127.0.0.1",
-		port: Number(env.PGPORT ?? env.PG_PORT ?? 54329),
-		user: env.PGUSER ?? "vvm",
-		database: env.PGDATABASE ?? "vvm",
-	};
-}
 
 interface ServerStats {
 	/** WAL fsyncs of the server, and commits in this database, so far (server-wide counters). */
@@ -166,8 +156,7 @@ async function open(): Promise<{
 		case "redis": {
 			const { Redis } = await import("ioredis");
 			const { createRedisTTLStorage, REDIS_CLIENT_OPTIONS } = await import("@vvm/ttlstorage-redis");
-			const url = process.env.REDIS_URL ?? `redis://127.0.0.1:${process.env.REDIS_PORT ?? 6390}`;
-			const client = new Redis(url, { ...REDIS_CLIENT_OPTIONS, lazyConnect: true });
+			const client = new Redis(REDIS_URL, { ...REDIS_CLIENT_OPTIONS, lazyConnect: true });
 			client.on("error", () => {});
 			await client.connect();
 			const keyPrefix = `${tag}:`;
@@ -184,16 +173,6 @@ async function open(): Promise<{
 		default:
 			throw new Error(`cp-alone: unknown storage ${String(storageKind)}`);
 	}
-}
-
-/** Deletes every key under `prefix` (the bench's own; SCAN, so the server is not blocked). */
-async function dropRedisPrefix(client: import("ioredis").Redis, prefix: string): Promise<void> {
-	let cursor = "0";
-	do {
-		const [next, keys] = await client.scan(cursor, "MATCH", `${prefix}*`, "COUNT", 1000);
-		if (keys.length > 0) await client.unlink(...keys);
-		cursor = next;
-	} while (cursor !== "0");
 }
 
 const quantile = (sorted: readonly number[], p: number): number =>

@@ -18,6 +18,7 @@ import {
 	PostgreSQLEventStoreDefaultStreamVersion,
 } from "@event-driven-io/emmett-postgresql";
 import pg from "pg";
+import { pgConnection } from "./servers.ts";
 
 const [secondsArg, streamsArg, concurrencyArg] = process.argv.slice(2);
 const SECONDS = Number(secondsArg ?? 6);
@@ -38,17 +39,6 @@ if (STREAMS < CONCURRENCY)
 	throw new Error(
 		`emmett bench: <streams> (${STREAMS}) must be at least <concurrency> (${CONCURRENCY})`,
 	);
-
-/** node-postgres' own variables, PG_PORT as a fallback for the port, else the repository's server. */
-function pgConnection(): { host: string; port: number; user: string; database: string } {
-	const env = process.env;
-	return {
-		host: env.PGHOST ?? "127.0.0.1",
-		port: Number(env.PGPORT ?? env.PG_PORT ?? 54329),
-		user: env.PGUSER ?? "vvm",
-		database: env.PGDATABASE ?? "vvm",
-	};
-}
 
 /** The same server as a URL, which Emmett asks for beside the pool it is given. */
 function pgUrl(c: ReturnType<typeof pgConnection>): string {

@@ -34,24 +34,13 @@ import { connect } from "node:net";
 import { cpus, loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import { createInterface } from "node:readline";
+import { dropRedisPrefix, pgConnection, REDIS_URL } from "./servers.ts";
 
 type Storage = "level" | "cas" | "dyn" | "pg" | "redis";
 
-/**
- * The PostgreSQL server: node-postgres' own variables (PGHOST, PGPORT, PGUSER, PGDATABASE; the
- * host's pool and pgbench read PGPASSWORD themselves), PG_PORT as a fallback for the port, else the
- * repository's server (tooling/servers/postgres: 127.0.0.1:54329, role and database vvm).
- */
-const PG = {
-	host: process.env.PGHOST ?? "127.0.0.1",
-	port: Number(process.env.PGPORT ?? process.env.PG_PORT ?? 54329),
-	user: process.env.PGUSER ?? "vvm",
-	database: process.env.PGDATABASE ?? "vvm",
-};
+const PG = pgConnection();
 /** A socket directory (PGHOST=/path) goes URL-encoded, as node-postgres' connection strings take it. */
 const PG_URL = `postgres://${encodeURIComponent(PG.user)}@${PG.host.startsWith("/") ? encodeURIComponent(PG.host) : PG.host.includes(":") ? `[${PG.host}]` : PG.host}:${PG.port}/${encodeURIComponent(PG.database)}`;
-/** The repository's Redis (tooling/servers/redis), or REDIS_URL / REDIS_PORT. */
-const REDIS_URL = process.env.REDIS_URL ?? `redis://127.0.0.1:${process.env.REDIS_PORT ?? 6390}`;
 const portOf: Record<Exclude<Storage, "level">, number> = {
 	cas: 9042,
 	dyn: 8000,
@@ -145,12 +134,7 @@ async function cleanup(storage: Storage, tag: string): Promise<void> {
 		client.on("error", () => {});
 		try {
 			await client.connect();
-			let cursor = "0";
-			do {
-				const [next, keys] = await client.scan(cursor, "MATCH", `${tag}:*`, "COUNT", 1000);
-				if (keys.length > 0) await client.unlink(...keys);
-				cursor = next;
-			} while (cursor !== "0");
+			await dropRedisPrefix(client, `${tag}:`);
 		} finally {
 			client.disconnect();
 		}
