@@ -1,3 +1,4 @@
+import { Agent, request } from "node:http";
 import { connect } from "node:net";
 import type { VVM, VVMLeadership } from "@vvm/orch";
 import { pino } from "pino";
@@ -196,6 +197,38 @@ describe("the HTTP layer's error boundary", () => {
 		expect(broken.status).toBe(500);
 		expect(await broken.json()).toMatchObject({ code: "HOST_INTERNAL", committed: "unknown" });
 		expect((await fetch(`http://127.0.0.1:${http.port}/ok`)).status).toBe(200);
+	});
+
+	it("keeps a Node client's keep-alive connection across requests (its keep-alive hint outlasts http.Agent's 1 s margin)", async () => {
+		const table = createRouteTable([
+			{ method: "GET", path: "/ok", handle: () => ({ status: 200, body: { ok: true } }) },
+		]);
+		const http = await startHttpServer(table, "127.0.0.1", 0);
+		servers.push(http);
+		const agent = new Agent({ keepAlive: true, maxSockets: 1 });
+		const opened: unknown[] = [];
+		http.server.on("connection", (socket) => opened.push(socket));
+		const get = () =>
+			new Promise<{ status: number; keepAlive: string }>((resolve, reject) => {
+				const req = request({ host: "127.0.0.1", port: http.port, path: "/ok", agent }, (res) => {
+					res.resume();
+					res.on("end", () =>
+						resolve({ status: res.statusCode ?? 0, keepAlive: String(res.headers["keep-alive"]) }),
+					);
+				});
+				req.on("error", reject);
+				req.end();
+			});
+		const first = await get();
+		expect(first).toEqual({ status: 200, keepAlive: "timeout=5" });
+		// The agent frees the socket after the response's end: the next request is issued once it
+		// is back in the pool (a free socket, not a new one).
+		for (let i = 0; i < 5; i++) {
+			await new Promise((resolve) => setImmediate(resolve));
+			expect((await get()).status).toBe(200);
+		}
+		expect(opened).toHaveLength(1);
+		agent.destroy();
 	});
 
 	it("closes a connection whose headers do not arrive in time (408), and refuses connections over the bound", async () => {

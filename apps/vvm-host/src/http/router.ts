@@ -180,7 +180,13 @@ const HTTP_LIMITS: Readonly<HttpLimits> = Object.freeze({
 	checkIntervalMs: 1_000,
 	headersTimeoutMs: 10_000,
 	requestTimeoutMs: 30_000,
-	keepAliveTimeoutMs: 1_000,
+	/**
+	 * Node's own default. Not shorter: node's http.Agent keeps a connection only while the
+	 * server's `Keep-Alive: timeout` hint exceeds its 1 s margin (undici's fetch, 2 s), so a
+	 * 1 s timeout made every Node client open a connection per request (measured: one TCP
+	 * handshake per create under load, and the listen queue overflowing).
+	 */
+	keepAliveTimeoutMs: 5_000,
 	maxConnections: 4_096,
 });
 
@@ -293,7 +299,7 @@ export function startHttpServer(
 			? createServer(options, handler)
 			: createTlsServer({ ...options, cert: tls.cert, key: tls.key }, handler);
 	// Slow or idle clients cannot hold the host: the headers within 10 s, the whole request within
-	// 30 s, an idle keep-alive connection closed after 1 s, and at most 4 096 connections at once
+	// 30 s, an idle keep-alive connection closed after 5 s, and at most 4 096 connections at once
 	// (more are refused at accept).
 	server.headersTimeout = bound.headersTimeoutMs;
 	server.requestTimeout = bound.requestTimeoutMs;
@@ -302,7 +308,10 @@ export function startHttpServer(
 	return new Promise((resolvePromise, reject) => {
 		const onError = (error: Error): void => reject(error);
 		server.once("error", onError);
-		server.listen(port, host, () => {
+		// A listen queue as deep as the connection bound (the kernel caps it at net.core.somaxconn):
+		// node's 511 overflowed when hundreds of clients connected at once, and a dropped SYN is
+		// retried after a second, a second added to that request's latency.
+		server.listen({ port, host, backlog: bound.maxConnections }, () => {
 			server.off("error", onError);
 			resolvePromise({
 				port: (server.address() as AddressInfo).port,
