@@ -156,7 +156,14 @@ interface Outcome {
 	readonly sentAt: number;
 	readonly status: number | "error" | "timeout";
 	readonly ms: number;
+	/**
+	 * The answer's body, kept only where it is read later (a 201's result, an unexpected
+	 * answer): half a million kept shed bodies would grow this client's heap until its own
+	 * garbage collections delay every answer it times.
+	 */
 	readonly body: string;
+	/** A 503 whose body says `"committed":"no"` (read on arrival; its body is not kept). */
+	readonly shedNo: boolean;
 	readonly plogOffset?: number;
 }
 
@@ -177,16 +184,20 @@ function create(agent: Agent, port: number, s: Sent): Promise<Outcome> {
 			(res) => {
 				const chunks: Buffer[] = [];
 				res.on("data", (c: Buffer) => chunks.push(c));
-				res.on("end", () =>
+				res.on("end", () => {
+					const status = res.statusCode ?? 0;
+					const body = Buffer.concat(chunks).toString("utf8");
+					const shedNo = status === 503 && body.includes('"committed":"no"');
 					resolve({
 						sent: s,
 						sentAt: started,
-						status: res.statusCode ?? 0,
+						status,
 						ms: performance.now() - started,
-						body: Buffer.concat(chunks).toString("utf8"),
+						body: shedNo ? "" : body,
+						shedNo,
 						plogOffset: Number(res.headers["vvm-plog-offset"]),
-					}),
-				);
+					});
+				});
 			},
 		);
 		req.setNoDelay(true);
@@ -202,6 +213,7 @@ function create(agent: Agent, port: number, s: Sent): Promise<Outcome> {
 				status: timedOut ? "timeout" : "error",
 				ms: performance.now() - started,
 				body: "",
+				shedNo: false,
 			}),
 		);
 		req.end(JSON.stringify({ name: s.name }));
@@ -294,11 +306,17 @@ async function main(extra: readonly string[]): Promise<void> {
 	/** The host's CPU use per second of the open loop, % of one core (starved or saturated?). */
 	const hostCpu: number[] = [];
 	let lastCpu = { at: performance.now(), s: cpuSeconds(host.pid) };
+	/** This client's CPU per second of the open loop, % of one core (is the instrument saturated?). */
+	const clientCpu: number[] = [];
+	let lastClientCpu = process.cpuUsage();
 	const sampler = setInterval(() => {
 		rss.push(rssMb(host.pid));
 		const cpu = { at: performance.now(), s: cpuSeconds(host.pid) };
 		hostCpu.push(Math.round(((cpu.s - lastCpu.s) / ((cpu.at - lastCpu.at) / 1000)) * 100));
 		lastCpu = cpu;
+		const own = process.cpuUsage(lastClientCpu);
+		clientCpu.push(Math.round((own.user + own.system) / 10_000));
+		lastClientCpu = process.cpuUsage();
 		const asked = performance.now();
 		void fetch(`${base}/metrics`)
 			.then((r) => r.text())
@@ -329,10 +347,8 @@ async function main(extra: readonly string[]): Promise<void> {
 	const seconds = (performance.now() - t0) / 1000;
 	const by = (f: (o: Outcome) => boolean) => openOutcomes.filter(f);
 	const accepted = by((o) => o.status === 201);
-	const shed = by((o) => o.status === 503 && o.body.includes('"committed":"no"'));
-	const other = by(
-		(o) => o.status !== 201 && !(o.status === 503 && o.body.includes('"committed":"no"')),
-	);
+	const shed = by((o) => o.shedNo);
+	const other = by((o) => o.status !== 201 && !o.shedNo);
 	const acceptedP99 = p(
 		accepted.map((o) => o.ms),
 		0.99,
@@ -361,6 +377,7 @@ async function main(extra: readonly string[]): Promise<void> {
 	}
 	log(`by 5 s window of sending: ${windows.join("; ")}`);
 	log(`host CPU, % of one core, per second of the open loop: ${hostCpu.join(" ")}`);
+	log(`this client's CPU, % of one core, per second of the open loop: ${clientCpu.join(" ")}`);
 	log(
 		`GET /metrics round trip (host event loop + HTTP) p50/max ${p(metricsMs, 0.5).toFixed(1)}/${Math.max(0, ...metricsMs).toFixed(1)} ms; this client's event-loop delay p50/p99 ${(clientLag.percentile(50) / 1e6).toFixed(1)}/${(clientLag.percentile(99) / 1e6).toFixed(1)} ms`,
 	);
@@ -427,11 +444,7 @@ async function main(extra: readonly string[]): Promise<void> {
 	await cp.close();
 	await storage.close();
 	await rm(dir, { recursive: true, force: true });
-	const shedNames = new Set(
-		outcomes
-			.filter((o) => o.status === 503 && o.body.includes('"committed":"no"'))
-			.map((o) => o.sent.name),
-	);
+	const shedNames = new Set(outcomes.filter((o) => o.shedNo).map((o) => o.sent.name));
 	const shedWritten = [...shedNames].filter((n) => names.has(n));
 	const twice = [...names].filter(([, n]) => n > 1);
 	const problems = [
@@ -457,6 +470,7 @@ async function main(extra: readonly string[]): Promise<void> {
 			rssMb: { min: Math.min(...rss), max: Math.max(...rss) },
 			hostShed,
 			hostCpuPercent: { p50: p(hostCpu, 0.5), max: Math.max(0, ...hostCpu) },
+			clientCpuPercent: { p50: p(clientCpu, 0.5), max: Math.max(0, ...clientCpu) },
 			metricsRoundTripMs: {
 				p50: Number(p(metricsMs, 0.5).toFixed(1)),
 				max: Number(Math.max(0, ...metricsMs).toFixed(1)),

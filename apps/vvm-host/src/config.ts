@@ -28,6 +28,12 @@ export { ConfigError } from "./options.ts";
  */
 const DEFAULT_MAX_EVENT_LOOP_DELAY_MS = 100;
 
+/**
+ * `--max-event-loop-utilization`'s default, percent: a loop busier than this has too little idle
+ * time left to take in what arrives without a queue in its sockets (README, "Overload").
+ */
+const DEFAULT_MAX_EVENT_LOOP_UTILIZATION = 85;
+
 /** `--max-requests-in-flight`'s largest value (a bound far above any connection limit). */
 const MAX_REQUESTS_IN_FLIGHT = 1_000_000;
 
@@ -81,6 +87,12 @@ interface HttpConfig {
 	 * its body is read; 0: no bound (`--max-requests-in-flight`, default from `--partitions`).
 	 */
 	readonly maxRequestsInFlight: number;
+	/**
+	 * Overload: while the event loop is busier than this, percent, and the in-flight bound
+	 * refuses requests, that bound is lowered (down to 2), then raised back once the loop has
+	 * idle time; 0: never (`--max-event-loop-utilization`).
+	 */
+	readonly maxEventLoopUtilization: number;
 }
 
 /** The placement section: who serves which partition, and the lease cluster's timings. */
@@ -248,6 +260,14 @@ const SPECS: readonly SectionSpec[] = [
 			def: undefined,
 			parse: offOrIntIn(MAX_REQUESTS_IN_FLIGHT),
 			help: `overload: API v2 requests served at once; one more is answered 503 + Retry-After on arrival, before its body is read (CP_BUSY, committed no); probes, /metrics and operator routes are never counted or shed; 0..${MAX_REQUESTS_IN_FLIGHT}, 0 or "off": no bound; unset: 8 per partition (--partitions), at least 64, at most 4096`,
+		},
+		{
+			key: "maxEventLoopUtilization",
+			flag: "max-event-loop-utilization",
+			env: ["VVM_MAX_EVENT_LOOP_UTILIZATION"],
+			def: String(DEFAULT_MAX_EVENT_LOOP_UTILIZATION),
+			parse: offOrIntIn(99),
+			help: 'overload: percent; while the event loop is busier than this and --max-requests-in-flight refuses requests, that bound is halved every 100 ms (down to 2), and raised back once the loop is 10 points under, so what is accepted is not delayed behind a saturated loop; 0..99, 0 or "off": never (a fixed bound)',
 		},
 	]),
 	...spec("auth", [

@@ -264,6 +264,7 @@ export async function runHost(config: HostConfig, options: RunHostOptions = {}):
 		const shedder = createLoadShedder({
 			maxDelayMs: config.http.maxEventLoopDelayMs,
 			maxInFlight: config.http.maxRequestsInFlight,
+			maxUtilizationPercent: config.http.maxEventLoopUtilization,
 			logger,
 			...(options.loopDelay === undefined ? {} : { source: options.loopDelay }),
 		});

@@ -147,7 +147,8 @@ export function createHostMetrics(options: {
  * path): `vvm_http_shed_total{reason}` (`in_flight`: API requests refused by
  * `--max-requests-in-flight`; `event_loop`: by `--max-event-loop-delay-ms`; `cp_busy`: API
  * requests @vvm/cp answered CP_BUSY), `vvm_http_requests_in_flight` (the API requests the
- * in-flight bound counts now) and `vvm_http_event_loop_delay_seconds` (the delay the shedder
+ * in-flight bound counts now), `vvm_http_in_flight_limit` (that bound now: lower than configured
+ * while `--max-event-loop-utilization` holds it down) and `vvm_http_event_loop_delay_seconds` (the delay the shedder
  * compares with its bound; 0 when off).
  *
  * @example
@@ -164,6 +165,7 @@ export function registerShedMetrics(
 			cpBusy: number;
 			delayMs: number;
 			requestsInFlight: number;
+			inFlightLimit: number;
 		};
 	},
 ): void {
@@ -187,6 +189,14 @@ export function registerShedMetrics(
 		registers,
 		collect() {
 			this.set(shedder.stats().requestsInFlight);
+		},
+	});
+	new Gauge({
+		name: "vvm_http_in_flight_limit",
+		help: "The bound on API v2 requests in flight now: --max-requests-in-flight, or lower while --max-event-loop-utilization holds it down (0: no bound)",
+		registers,
+		collect() {
+			this.set(shedder.stats().inFlightLimit);
 		},
 	});
 	new Gauge({

@@ -15,6 +15,7 @@ describe("parseHostConfig", () => {
 				maxEventLoopDelayMs: 100,
 				// 8 per partition (10), at least 64
 				maxRequestsInFlight: 80,
+				maxEventLoopUtilization: 85,
 			},
 			leadership: {
 				leadershipSeconds: 20,
@@ -135,6 +136,11 @@ describe("parseHostConfig", () => {
 		[["--max-requests-in-flight=-1"], "--max-requests-in-flight must be an integer in 0..1000000"],
 		[["--max-requests-in-flight", "many"], "--max-requests-in-flight must be an integer"],
 		[
+			["--max-event-loop-utilization", "100"],
+			'--max-event-loop-utilization must be an integer in 0..99 (0 or "off" turns it off), got "100"',
+		],
+		[["--max-event-loop-utilization", "0.9"], "--max-event-loop-utilization must be an integer"],
+		[
 			["--queue-wait-target-ms", "6000"],
 			"--queue-wait-target-ms 6000 must be at most --max-queue-wait-ms (5000)",
 		],
@@ -184,6 +190,16 @@ describe("parseHostConfig", () => {
 		expect(() => parseHostConfig([], { VVM_QUEUE_WAIT_TARGET_MS: "9000" })).toThrow(
 			"VVM_QUEUE_WAIT_TARGET_MS 9000 must be at most --max-queue-wait-ms (5000)",
 		);
+	});
+
+	it("reads --max-event-loop-utilization: a percent, off, or 85", () => {
+		expect(config([]).http.maxEventLoopUtilization).toBe(85);
+		expect(config(["--max-event-loop-utilization", "70"]).http.maxEventLoopUtilization).toBe(70);
+		expect(config(["--max-event-loop-utilization", "off"]).http.maxEventLoopUtilization).toBe(0);
+		expect(config([], { VVM_MAX_EVENT_LOOP_UTILIZATION: "95" }).http.maxEventLoopUtilization).toBe(
+			95,
+		);
+		expect(helpText()).toContain("--max-event-loop-utilization");
 	});
 
 	it("reads --max-requests-in-flight: given, off, or 8 per partition within 64..4096", () => {

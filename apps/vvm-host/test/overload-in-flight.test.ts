@@ -105,6 +105,154 @@ describe("the in-flight bound of createLoadShedder", () => {
 	});
 });
 
+/**
+ * Manual timers: `schedule` keeps the callbacks, `tick()` runs the ones due (the adapt timer's),
+ * so each adaptation is one call; the clock never moves (the shed log's own timer stays pending).
+ */
+function manualTimers() {
+	let pending: { fn: () => void; cancelled: boolean }[] = [];
+	return {
+		timers: {
+			now: () => 0,
+			schedule: (fn: () => void) => {
+				const entry = { fn, cancelled: false };
+				pending.push(entry);
+				return { cancel: () => (entry.cancelled = true) };
+			},
+		} satisfies DriftTimers,
+		/** Runs every scheduled, uncancelled callback once. */
+		tick: () => {
+			const due = pending;
+			pending = [];
+			for (const entry of due) if (!entry.cancelled) entry.fn();
+		},
+		pendingCount: () => pending.filter((e) => !e.cancelled).length,
+	};
+}
+
+describe("the event-loop utilization bound of createLoadShedder", () => {
+	/** A shedder at bound 80 over a utilization the test sets before each adaptation. */
+	const adaptive = (maxUtilizationPercent = 85) => {
+		const clock = manualTimers();
+		let busy = 0;
+		const shedder = createLoadShedder({
+			maxDelayMs: 0,
+			maxInFlight: 80,
+			maxUtilizationPercent,
+			utilization: { sample: () => busy },
+			logger: warnings(),
+			timers: clock.timers,
+		});
+		/** Fills the bound and has one more refused, so the next adaptation sees a refusal. */
+		const overload = () => {
+			while (shedder.stats().requestsInFlight < shedder.stats().inFlightLimit) shedder.enter();
+			expect(shedder.enter()).toMatchObject({ status: 503 });
+		};
+		const drain = () => {
+			while (shedder.stats().requestsInFlight > 0) shedder.leave();
+		};
+		return {
+			shedder,
+			overload,
+			drain,
+			adapt: (utilization: number) => {
+				busy = utilization;
+				clock.tick();
+				return shedder.stats().inFlightLimit;
+			},
+			clock,
+		};
+	};
+
+	it("halves the bound while the loop is over it and refusing, down to 2, then raises it back by eighths", () => {
+		const a = adaptive();
+		const limits: number[] = [];
+		for (let i = 0; i < 7; i++) {
+			a.overload();
+			limits.push(a.adapt(0.97));
+		}
+		expect(limits).toEqual([40, 20, 10, 5, 2, 2, 2]);
+		// A request past the lowered bound is refused with an answer that says so.
+		a.drain();
+		a.overload();
+		const refused = a.shedder.enter();
+		expect(JSON.parse(String(refused?.body)).message).toBe(
+			"server is busy: the host has 2 API requests in flight (bound 2, lowered from 80 while the event loop is busier than --max-event-loop-utilization); nothing was written",
+		);
+		// 80..85 %: held; under 75 %: raised by an eighth (at least 1) each interval, up to 80.
+		expect(a.adapt(0.8)).toBe(2);
+		const raised: number[] = [];
+		for (let i = 0; i < 40 && a.shedder.stats().inFlightLimit < 80; i++) raised.push(a.adapt(0.3));
+		expect(raised.slice(0, 10)).toEqual([3, 4, 5, 6, 7, 8, 9, 10, 11, 12]);
+		expect(raised.at(-1)).toBe(80);
+		expect(raised.every((limit, i) => i === 0 || limit > (raised[i - 1] as number))).toBe(true);
+		a.shedder.close();
+	});
+
+	it("keeps the bound while the loop is busy but the bound refuses nothing (a closed loop at capacity)", () => {
+		const a = adaptive();
+		for (let i = 0; i < 10; i++) a.shedder.enter(); // 10 in flight, far under 80
+		for (let i = 0; i < 5; i++) expect(a.adapt(1)).toBe(80);
+		expect(a.shedder.stats()).toMatchObject({ inFlight: 0, inFlightLimit: 80 });
+		a.shedder.close();
+	});
+
+	it("is off at 0, or without an in-flight bound: no timer, the bound fixed", () => {
+		for (const [maxUtilizationPercent, maxInFlight] of [
+			[0, 80],
+			[85, 0],
+		] as const) {
+			const clock = manualTimers();
+			let sampled = 0;
+			const shedder = createLoadShedder({
+				maxDelayMs: 0,
+				maxInFlight,
+				maxUtilizationPercent,
+				utilization: {
+					sample: () => {
+						sampled++;
+						return 1;
+					},
+				},
+				logger: warnings(),
+				timers: clock.timers,
+			});
+			expect(clock.pendingCount()).toBe(0);
+			expect(shedder.stats().inFlightLimit).toBe(maxInFlight);
+			expect(sampled).toBe(0);
+			shedder.close();
+		}
+	});
+
+	it("stops adapting on close", () => {
+		const a = adaptive();
+		expect(a.clock.pendingCount()).toBe(1);
+		a.shedder.close();
+		expect(a.clock.pendingCount()).toBe(0);
+	});
+
+	it("refuses a utilization bound outside 0..99 and an interval under 1 ms", () => {
+		for (const maxUtilizationPercent of [100, -1, 0.5])
+			expect(() =>
+				createLoadShedder({
+					maxDelayMs: 0,
+					maxInFlight: 8,
+					maxUtilizationPercent,
+					logger: warnings(),
+				}),
+			).toThrow(`maxUtilizationPercent must be an integer in 0..99, got ${maxUtilizationPercent}`);
+		expect(() =>
+			createLoadShedder({
+				maxDelayMs: 0,
+				maxInFlight: 8,
+				maxUtilizationPercent: 85,
+				adaptIntervalMs: 0,
+				logger: warnings(),
+			}),
+		).toThrow("adaptIntervalMs must be an integer >= 1, got 0");
+	});
+});
+
 /** A promise and its resolver. */
 function deferred<T = void>() {
 	let resolve: (value: T) => void = () => {};

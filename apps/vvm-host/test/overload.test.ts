@@ -137,6 +137,7 @@ describe("createLoadShedder", () => {
 			cpBusy: 0,
 			delayMs: 3,
 			requestsInFlight: 0,
+			inFlightLimit: 0,
 		});
 		shedder.close();
 		expect(loop.closed).toBe(true);
@@ -157,6 +158,7 @@ describe("createLoadShedder", () => {
 			cpBusy: 0,
 			delayMs: 0,
 			requestsInFlight: 0,
+			inFlightLimit: 0,
 		});
 		shedder.close();
 	});

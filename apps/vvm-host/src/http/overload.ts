@@ -8,6 +8,7 @@
 // latency), and how late the event loop runs. Probes, /metrics and the operator routes are
 // always served. Sheds (both bounds' and cp's own CP_BUSY) are logged at most once per interval,
 // with counts.
+import { performance } from "node:perf_hooks";
 import type { ApiErrorReply } from "./errors.ts";
 import type { Reply } from "./router.ts";
 
@@ -87,6 +88,40 @@ export function timerDriftSource(
 	};
 }
 
+/** Where the host reads how busy its event loop was. */
+interface LoopUtilizationSource {
+	/**
+	 * The share of the time since the previous call (or since the source was made) the event
+	 * loop spent running rather than waiting for I/O, 0..1.
+	 */
+	sample(): number;
+}
+
+/**
+ * Node's event-loop utilization (`performance.eventLoopUtilization`) since the previous sample:
+ * the loop's time outside its wait for I/O. A loop near 1 has no idle turn left, so whatever
+ * arrives waits in socket buffers behind the work it already took on (a wait no in-process
+ * queue sees). Time the thread is descheduled while running (another thread of the process, or
+ * another process, on its core) counts as busy: it delays the loop alike.
+ *
+ * @example
+ * ```ts
+ * const loop = eventLoopUtilizationSource();
+ * setTimeout(() => console.log(loop.sample()), 250); // e.g. 0.12
+ * ```
+ */
+function eventLoopUtilizationSource(): LoopUtilizationSource {
+	let last = performance.eventLoopUtilization();
+	return {
+		sample: () => {
+			const now = performance.eventLoopUtilization();
+			const delta = performance.eventLoopUtilization(now, last);
+			last = now;
+			return delta.utilization;
+		},
+	};
+}
+
 /** Why a request was shed, as counted and logged. */
 export type ShedReason = "event_loop" | "cp_busy" | "in_flight";
 
@@ -105,6 +140,11 @@ interface ShedStats {
 	readonly delayMs: number;
 	/** API requests admitted by {@link LoadShedder.enter} and not yet left: now. */
 	readonly requestsInFlight: number;
+	/**
+	 * The in-flight bound now: {@link LoadShedderOptions.maxInFlight}, or lower while the
+	 * event-loop utilization bound holds it down (0: no bound).
+	 */
+	readonly inFlightLimit: number;
 }
 
 /** Where the shed lines go (a pino logger is one). */
@@ -123,6 +163,18 @@ export interface LoadShedderOptions {
 	readonly maxInFlight?: number;
 	/** How late the loop runs (default {@link timerDriftSource}; only made when the bound is on). */
 	readonly source?: LoopDelaySource;
+	/**
+	 * The event-loop utilization bound, percent (1..99; `0` or absent: off; needs `maxInFlight`):
+	 * every `adaptIntervalMs`, while the loop was busier than this and the in-flight bound was
+	 * refusing requests, the bound is halved (to at least
+	 * {@link MIN_ADAPTIVE_IN_FLIGHT}); once the loop is 10 points under it, raised by an eighth
+	 * (at least 1) back towards `maxInFlight`. See {@link createLoadShedder}.
+	 */
+	readonly maxUtilizationPercent?: number;
+	/** The loop's utilization (default {@link eventLoopUtilizationSource}; only made when on). */
+	readonly utilization?: LoopUtilizationSource;
+	/** How often the in-flight bound is adapted, ms (default 100). */
+	readonly adaptIntervalMs?: number;
 	/** The shed log goes here, at `warn`. */
 	readonly logger: ShedLogger;
 	/** At most one shed line per this many ms (default 1000). */
@@ -138,7 +190,7 @@ export interface LoadShedderOptions {
 export interface LoadShedder {
 	/** The bound, ms (0: off). */
 	readonly maxDelayMs: number;
-	/** The in-flight bound (0: off). */
+	/** The in-flight bound as configured (0: off); {@link ShedStats.inFlightLimit} is the bound now. */
 	readonly maxInFlight: number;
 	/**
 	 * The admission of an API request that arrives now, before anything of it is read: the shed
@@ -185,15 +237,21 @@ export function loopShedReply(delayMs: number, maxDelayMs: number): ApiErrorRepl
 /**
  * The 503 of a request refused by the in-flight bound: the body and code of cp's own shed, as
  * {@link loopShedReply}'s, with `Retry-After: 1` (the requests ahead of it take milliseconds, not
- * seconds). Its JSON text is made here once, so a refusal costs no serialization.
+ * seconds). `limit` is the bound now, `maxInFlight` the configured one (the same unless the
+ * event-loop utilization bound lowered it). Its JSON text is made here once per bound, so a
+ * refusal costs no serialization.
  *
  * @example
  * ```ts
  * inFlightShedReply(80).status; // 503; its body (JSON text) says code CP_BUSY, committed no
  * ```
  */
-export function inFlightShedReply(maxInFlight: number): Reply {
-	const message = `server is busy: the host has ${maxInFlight} API requests in flight (bound ${maxInFlight}, --max-requests-in-flight); nothing was written`;
+export function inFlightShedReply(limit: number, maxInFlight: number = limit): Reply {
+	const bound =
+		limit === maxInFlight
+			? `bound ${limit}, --max-requests-in-flight`
+			: `bound ${limit}, lowered from ${maxInFlight} while the event loop is busier than --max-event-loop-utilization`;
+	const message = `server is busy: the host has ${limit} API requests in flight (${bound}); nothing was written`;
 	const body = { status: 503, code: "CP_BUSY", message, committed: "no", reason: "busy" };
 	return Object.freeze({
 		status: 503,
@@ -202,6 +260,13 @@ export function inFlightShedReply(maxInFlight: number): Reply {
 		contentType: "application/json; charset=utf-8",
 	});
 }
+
+/** The least the event-loop utilization bound lowers the in-flight bound to. */
+const MIN_ADAPTIVE_IN_FLIGHT = 2;
+/** How often the in-flight bound is adapted by default, ms. */
+const ADAPT_INTERVAL_MS = 100;
+/** Under the utilization bound by this many points, the in-flight bound is raised again. */
+const RAISE_MARGIN_PERCENT = 10;
 
 /** `--max-requests-in-flight`'s default: 8 per partition, at least 64, at most 4 096. */
 const IN_FLIGHT_PER_PARTITION = 8;
@@ -232,7 +297,18 @@ export function defaultMaxRequestsInFlight(partitions: number): number {
 
 /**
  * Creates the host's load shedder. With `maxDelayMs` 0 it never sheds (and measures nothing),
- * but still rate-limits the log of cp's sheds. The log: the first shed after a quiet interval
+ * but still rate-limits the log of cp's sheds.
+ *
+ * The event-loop utilization bound (`maxUtilizationPercent`) adapts the in-flight bound, as
+ * additive-increase/multiplicative-decrease congestion control does a window: a loop with no
+ * idle time left makes everything that arrives wait in socket buffers, refusals included, so the
+ * latency of what it accepts grows with what it is offered however few requests it holds.
+ * Lowering the bound while the loop is saturated and still refusing trades served commands for
+ * idle time, until the loop keeps up with the rest: its refusals and the commands it admits. It
+ * is lowered only while the bound refuses requests, so a loop busy with no more clients than the
+ * bound (a closed loop at capacity) keeps its bound.
+ *
+ * The log: the first shed after a quiet interval
  * is written at once; later ones are counted and written at most once per `logIntervalMs`, as
  * one `warn` line (`event: "shed"`) with the counts by reason since the last line.
  *
@@ -249,7 +325,30 @@ export function createLoadShedder(options: LoadShedderOptions): LoadShedder {
 		throw new RangeError(`maxDelayMs must be an integer >= 0, got ${maxDelayMs}`);
 	if (!Number.isSafeInteger(maxInFlight) || maxInFlight < 0)
 		throw new RangeError(`maxInFlight must be an integer >= 0, got ${maxInFlight}`);
-	const busy = inFlightShedReply(maxInFlight);
+	const maxUtilizationPercent = options.maxUtilizationPercent ?? 0;
+	if (
+		!Number.isSafeInteger(maxUtilizationPercent) ||
+		maxUtilizationPercent < 0 ||
+		maxUtilizationPercent > 99
+	)
+		throw new RangeError(
+			`maxUtilizationPercent must be an integer in 0..99, got ${maxUtilizationPercent}`,
+		);
+	const adaptIntervalMs = options.adaptIntervalMs ?? ADAPT_INTERVAL_MS;
+	if (!Number.isSafeInteger(adaptIntervalMs) || adaptIntervalMs < 1)
+		throw new RangeError(`adaptIntervalMs must be an integer >= 1, got ${adaptIntervalMs}`);
+	/** The in-flight bound now, and its prepared answers by bound (at most maxInFlight of them). */
+	let limit = maxInFlight;
+	const replies = new Map<number, Reply>();
+	const busyReply = (): Reply => {
+		let reply = replies.get(limit);
+		if (reply === undefined) {
+			reply = inFlightShedReply(limit, maxInFlight);
+			replies.set(limit, reply);
+		}
+		return reply;
+	};
+	let busy = busyReply();
 	let inFlight = 0;
 	const timers = options.timers ?? realTimers;
 	const logIntervalMs = options.logIntervalMs ?? 1000;
@@ -271,7 +370,11 @@ export function createLoadShedder(options: LoadShedderOptions): LoadShedder {
 		const seconds = Math.max(0, at - firstAt) / 1000;
 		const parts: string[] = [];
 		if (since.in_flight > 0)
-			parts.push(`${since.in_flight} by the in-flight bound (${maxInFlight} API requests)`);
+			parts.push(
+				limit === maxInFlight
+					? `${since.in_flight} by the in-flight bound (${maxInFlight} API requests)`
+					: `${since.in_flight} by the in-flight bound (now ${limit} API requests, lowered from ${maxInFlight}: the event loop is busier than ${maxUtilizationPercent}%)`,
+			);
 		if (since.event_loop > 0)
 			parts.push(
 				`${since.event_loop} by the event-loop bound (delay up to ${Math.round(worstDelayMs)} ms, bound ${maxDelayMs} ms)`,
@@ -281,7 +384,9 @@ export function createLoadShedder(options: LoadShedderOptions): LoadShedder {
 			{
 				event: "shed",
 				shed,
-				...(since.in_flight > 0 ? { inFlight: since.in_flight, maxInFlight } : {}),
+				...(since.in_flight > 0
+					? { inFlight: since.in_flight, maxInFlight, inFlightLimit: limit }
+					: {}),
 				eventLoop: since.event_loop,
 				cpBusy: since.cp_busy,
 				seconds: Math.round(seconds * 1000) / 1000,
@@ -308,6 +413,28 @@ export function createLoadShedder(options: LoadShedderOptions): LoadShedder {
 		flushTimer = undefined;
 		if (!closed && pending() > 0) flushAt(timers.now());
 	};
+	// The utilization bound: every interval, halve the in-flight bound while the loop
+	// was over the bound and the bound refused requests; raise it by an eighth once well under.
+	const utilization =
+		maxUtilizationPercent > 0 && maxInFlight > 0
+			? (options.utilization ?? eventLoopUtilizationSource())
+			: undefined;
+	let refusedAtLastAdapt = 0;
+	let adaptTimer: { cancel(): void } | undefined;
+	const adapt = (): void => {
+		adaptTimer = undefined;
+		if (closed || utilization === undefined) return;
+		const busyPercent = utilization.sample() * 100;
+		const refused = total.in_flight > refusedAtLastAdapt;
+		refusedAtLastAdapt = total.in_flight;
+		if (busyPercent > maxUtilizationPercent && refused)
+			limit = Math.max(Math.min(MIN_ADAPTIVE_IN_FLIGHT, maxInFlight), Math.floor(limit / 2));
+		else if (busyPercent < maxUtilizationPercent - RAISE_MARGIN_PERCENT && limit < maxInFlight)
+			limit = Math.min(maxInFlight, limit + Math.max(1, Math.floor(limit / 8)));
+		busy = busyReply();
+		adaptTimer = timers.schedule(adapt, adaptIntervalMs);
+	};
+	if (utilization !== undefined) adaptTimer = timers.schedule(adapt, adaptIntervalMs);
 	const count = (reason: ShedReason): void => {
 		const at = timers.now();
 		if (pending() === 0) firstAt = at;
@@ -329,7 +456,7 @@ export function createLoadShedder(options: LoadShedderOptions): LoadShedder {
 		check,
 		// The counter first: one comparison, and the constant answer, for most refusals.
 		enter: () => {
-			if (maxInFlight > 0 && inFlight >= maxInFlight) {
+			if (maxInFlight > 0 && inFlight >= limit) {
 				count("in_flight");
 				return busy;
 			}
@@ -347,11 +474,14 @@ export function createLoadShedder(options: LoadShedderOptions): LoadShedder {
 			cpBusy: total.cp_busy,
 			delayMs: source?.delayMs() ?? 0,
 			requestsInFlight: inFlight,
+			inFlightLimit: limit,
 		}),
 		close: () => {
 			if (closed) return;
 			closed = true;
 			source?.close();
+			adaptTimer?.cancel();
+			adaptTimer = undefined;
 			flushTimer?.cancel();
 			flushTimer = undefined;
 			write(timers.now());
