@@ -267,7 +267,7 @@ const SPECS: readonly SectionSpec[] = [
 			env: ["VVM_MAX_EVENT_LOOP_UTILIZATION"],
 			def: String(DEFAULT_MAX_EVENT_LOOP_UTILIZATION),
 			parse: offOrIntIn(99),
-			help: 'overload: percent; while the event loop is busier than this and --max-requests-in-flight refuses requests, that bound is halved every 100 ms (down to 2), and raised back once the loop is 10 points under, so what is accepted is not delayed behind a saturated loop; 0..99, 0 or "off": never (a fixed bound)',
+			help: 'overload: percent; while the event loop is busier than this and --max-requests-in-flight refuses requests, that bound is halved every 25 ms (down to 2), and raised by an eighth at most every 100 ms while the loop is 10 points under, so what is accepted is not delayed behind a saturated loop; 0..99, 0 or "off": never (a fixed bound)',
 		},
 	]),
 	...spec("auth", [

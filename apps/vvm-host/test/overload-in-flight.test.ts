@@ -164,7 +164,7 @@ describe("the event-loop utilization bound of createLoadShedder", () => {
 		};
 	};
 
-	it("halves the bound while the loop is over it and refusing, down to 2, then raises it back by eighths", () => {
+	it("halves the bound at once while the loop is over it and refusing, down to 2, then raises it back by eighths, slowly", () => {
 		const a = adaptive();
 		const limits: number[] = [];
 		for (let i = 0; i < 7; i++) {
@@ -179,13 +179,22 @@ describe("the event-loop utilization bound of createLoadShedder", () => {
 		expect(JSON.parse(String(refused?.body)).message).toBe(
 			"server is busy: the host has 2 API requests in flight (bound 2, lowered from 80 while the event loop is busier than --max-event-loop-utilization); nothing was written",
 		);
-		// 80..85 %: held; under 75 %: raised by an eighth (at least 1) each interval, up to 80.
+		// 75..85 %: held; under 75 %: raised by an eighth (at least 1) every 4th interval, up to 80.
 		expect(a.adapt(0.8)).toBe(2);
 		const raised: number[] = [];
-		for (let i = 0; i < 40 && a.shedder.stats().inFlightLimit < 80; i++) raised.push(a.adapt(0.3));
-		expect(raised.slice(0, 10)).toEqual([3, 4, 5, 6, 7, 8, 9, 10, 11, 12]);
+		for (let i = 0; i < 200 && a.shedder.stats().inFlightLimit < 80; i++) raised.push(a.adapt(0.3));
+		expect(raised.slice(0, 12)).toEqual([2, 2, 2, 3, 3, 3, 3, 4, 4, 4, 4, 5]);
 		expect(raised.at(-1)).toBe(80);
-		expect(raised.every((limit, i) => i === 0 || limit > (raised[i - 1] as number))).toBe(true);
+		const steps = [...new Set(raised)];
+		expect(steps.slice(0, 10)).toEqual([2, 3, 4, 5, 6, 7, 8, 9, 10, 11]);
+		expect(steps.slice(-3)).toEqual([64, 72, 80]);
+		// A busy interval in between starts the count again; an overloaded one halves at once.
+		a.overload();
+		expect(a.adapt(0.97)).toBe(40);
+		expect([a.adapt(0.3), a.adapt(0.3), a.adapt(0.8), a.adapt(0.3), a.adapt(0.3)]).toEqual([
+			40, 40, 40, 40, 40,
+		]);
+		expect([a.adapt(0.3), a.adapt(0.3)]).toEqual([40, 45]);
 		a.shedder.close();
 	});
 

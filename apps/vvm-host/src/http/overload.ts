@@ -167,13 +167,14 @@ export interface LoadShedderOptions {
 	 * The event-loop utilization bound, percent (1..99; `0` or absent: off; needs `maxInFlight`):
 	 * every `adaptIntervalMs`, while the loop was busier than this and the in-flight bound was
 	 * refusing requests, the bound is halved (to at least
-	 * {@link MIN_ADAPTIVE_IN_FLIGHT}); once the loop is 10 points under it, raised by an eighth
-	 * (at least 1) back towards `maxInFlight`. See {@link createLoadShedder}.
+	 * {@link MIN_ADAPTIVE_IN_FLIGHT}); once the loop has stayed 10 points under it for 4
+	 * intervals, raised by an eighth (at least 1) back towards `maxInFlight`. See
+	 * {@link createLoadShedder}.
 	 */
 	readonly maxUtilizationPercent?: number;
 	/** The loop's utilization (default {@link eventLoopUtilizationSource}; only made when on). */
 	readonly utilization?: LoopUtilizationSource;
-	/** How often the in-flight bound is adapted, ms (default 100). */
+	/** How often the in-flight bound is adapted, ms (default 25; it is raised at most every 4th). */
 	readonly adaptIntervalMs?: number;
 	/** The shed log goes here, at `warn`. */
 	readonly logger: ShedLogger;
@@ -264,7 +265,14 @@ export function inFlightShedReply(limit: number, maxInFlight: number = limit): R
 /** The least the event-loop utilization bound lowers the in-flight bound to. */
 const MIN_ADAPTIVE_IN_FLIGHT = 2;
 /** How often the in-flight bound is adapted by default, ms. */
-const ADAPT_INTERVAL_MS = 100;
+const ADAPT_INTERVAL_MS = 25;
+/**
+ * The bound is raised at most once per this many intervals (100 ms at the default): it falls
+ * fast, at the onset of an overload, when every interval at the old bound is latency added to
+ * what it admitted; it rises slowly, so a loop that just got its idle time back is not at once
+ * given the work that took it away.
+ */
+const RAISE_EVERY_INTERVALS = 4;
 /** Under the utilization bound by this many points, the in-flight bound is raised again. */
 const RAISE_MARGIN_PERCENT = 10;
 
@@ -413,13 +421,15 @@ export function createLoadShedder(options: LoadShedderOptions): LoadShedder {
 		flushTimer = undefined;
 		if (!closed && pending() > 0) flushAt(timers.now());
 	};
-	// The utilization bound: every interval, halve the in-flight bound while the loop
-	// was over the bound and the bound refused requests; raise it by an eighth once well under.
+	// The utilization bound: every interval, halve the in-flight bound while the loop was over
+	// the bound and the bound refused requests; raise it by an eighth once it stayed well under.
 	const utilization =
 		maxUtilizationPercent > 0 && maxInFlight > 0
 			? (options.utilization ?? eventLoopUtilizationSource())
 			: undefined;
 	let refusedAtLastAdapt = 0;
+	/** Intervals in a row the loop was under the raise mark since the bound last moved. */
+	let quietIntervals = 0;
 	let adaptTimer: { cancel(): void } | undefined;
 	const adapt = (): void => {
 		adaptTimer = undefined;
@@ -427,10 +437,16 @@ export function createLoadShedder(options: LoadShedderOptions): LoadShedder {
 		const busyPercent = utilization.sample() * 100;
 		const refused = total.in_flight > refusedAtLastAdapt;
 		refusedAtLastAdapt = total.in_flight;
-		if (busyPercent > maxUtilizationPercent && refused)
+		if (busyPercent > maxUtilizationPercent && refused) {
 			limit = Math.max(Math.min(MIN_ADAPTIVE_IN_FLIGHT, maxInFlight), Math.floor(limit / 2));
-		else if (busyPercent < maxUtilizationPercent - RAISE_MARGIN_PERCENT && limit < maxInFlight)
-			limit = Math.min(maxInFlight, limit + Math.max(1, Math.floor(limit / 8)));
+			quietIntervals = 0;
+		} else if (busyPercent < maxUtilizationPercent - RAISE_MARGIN_PERCENT) {
+			quietIntervals++;
+			if (quietIntervals >= RAISE_EVERY_INTERVALS && limit < maxInFlight) {
+				limit = Math.min(maxInFlight, limit + Math.max(1, Math.floor(limit / 8)));
+				quietIntervals = 0;
+			}
+		} else quietIntervals = 0;
 		busy = busyReply();
 		adaptTimer = timers.schedule(adapt, adaptIntervalMs);
 	};
