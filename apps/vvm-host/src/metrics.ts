@@ -147,9 +147,10 @@ export function createHostMetrics(options: {
  * path): `vvm_http_shed_total{reason}` (`in_flight`: API requests refused by
  * `--max-requests-in-flight`; `event_loop`: by `--max-event-loop-delay-ms`; `cp_busy`: API
  * requests @vvm/cp answered CP_BUSY), `vvm_http_requests_in_flight` (the API requests the
- * in-flight bound counts now), `vvm_http_in_flight_limit` (that bound now: lower than configured
- * while `--max-event-loop-utilization` holds it down) and `vvm_http_event_loop_delay_seconds` (the delay the shedder
- * compares with its bound; 0 when off).
+ * in-flight bound counts now), `vvm_http_in_flight_limit` (that bound now: lower than
+ * configured while `--max-event-loop-utilization` holds it down) and
+ * `vvm_http_event_loop_delay_seconds` (the delay the shedder compares with its bound; 0 when
+ * off).
  *
  * @example
  * ```ts

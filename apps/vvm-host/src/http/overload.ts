@@ -239,8 +239,8 @@ export function loopShedReply(delayMs: number, maxDelayMs: number): ApiErrorRepl
  * The 503 of a request refused by the in-flight bound: the body and code of cp's own shed, as
  * {@link loopShedReply}'s, with `Retry-After: 1` (the requests ahead of it take milliseconds, not
  * seconds). `limit` is the bound now, `maxInFlight` the configured one (the same unless the
- * event-loop utilization bound lowered it). Its JSON text is made here once per bound, so a
- * refusal costs no serialization.
+ * event-loop utilization bound lowered it). Its JSON text is made here, once per bound the
+ * shedder moves to, so a refusal costs no serialization.
  *
  * @example
  * ```ts
@@ -345,18 +345,14 @@ export function createLoadShedder(options: LoadShedderOptions): LoadShedder {
 	const adaptIntervalMs = options.adaptIntervalMs ?? ADAPT_INTERVAL_MS;
 	if (!Number.isSafeInteger(adaptIntervalMs) || adaptIntervalMs < 1)
 		throw new RangeError(`adaptIntervalMs must be an integer >= 1, got ${adaptIntervalMs}`);
-	/** The in-flight bound now, and its prepared answers by bound (at most maxInFlight of them). */
+	/** The in-flight bound now, and the answer of a request refused by it (made when it moves). */
 	let limit = maxInFlight;
-	const replies = new Map<number, Reply>();
-	const busyReply = (): Reply => {
-		let reply = replies.get(limit);
-		if (reply === undefined) {
-			reply = inFlightShedReply(limit, maxInFlight);
-			replies.set(limit, reply);
-		}
-		return reply;
+	let busy = inFlightShedReply(limit, maxInFlight);
+	const setLimit = (next: number): void => {
+		if (next === limit) return;
+		limit = next;
+		busy = inFlightShedReply(limit, maxInFlight);
 	};
-	let busy = busyReply();
 	let inFlight = 0;
 	const timers = options.timers ?? realTimers;
 	const logIntervalMs = options.logIntervalMs ?? 1000;
@@ -438,16 +434,15 @@ export function createLoadShedder(options: LoadShedderOptions): LoadShedder {
 		const refused = total.in_flight > refusedAtLastAdapt;
 		refusedAtLastAdapt = total.in_flight;
 		if (busyPercent > maxUtilizationPercent && refused) {
-			limit = Math.max(Math.min(MIN_ADAPTIVE_IN_FLIGHT, maxInFlight), Math.floor(limit / 2));
+			setLimit(Math.max(Math.min(MIN_ADAPTIVE_IN_FLIGHT, maxInFlight), Math.floor(limit / 2)));
 			quietIntervals = 0;
 		} else if (busyPercent < maxUtilizationPercent - RAISE_MARGIN_PERCENT) {
 			quietIntervals++;
 			if (quietIntervals >= RAISE_EVERY_INTERVALS && limit < maxInFlight) {
-				limit = Math.min(maxInFlight, limit + Math.max(1, Math.floor(limit / 8)));
+				setLimit(Math.min(maxInFlight, limit + Math.max(1, Math.floor(limit / 8))));
 				quietIntervals = 0;
 			}
 		} else quietIntervals = 0;
-		busy = busyReply();
 		adaptTimer = timers.schedule(adapt, adaptIntervalMs);
 	};
 	if (utilization !== undefined) adaptTimer = timers.schedule(adapt, adaptIntervalMs);
