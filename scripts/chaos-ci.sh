@@ -24,12 +24,27 @@ bash scripts/test-packages.sh
 
 mkdir -p .test-results
 # run SERIES TITLE ARGS...: one chaos run with its title and time.
+# A failed run also leaves its title and last lines in .test-results/ci-failures.txt, which
+# .ci/run prints last: CI's record keeps the end of its output, where a series' failure is
+# otherwise only named.
 run() {
-	local series="$1" title="$2" t0
+	local series="$1" title="$2" t0 out status=0
 	shift 2
 	t0=$(date +%s)
+	out="$(mktemp)"
 	echo "chaos-ci: $title"
-	pnpm --silent chaos "$@" --progress-seconds 30
+	pnpm --silent chaos "$@" --progress-seconds 30 2>&1 | tee "$out" || status=$?
+	if [ "$status" != 0 ]; then
+		{
+			echo "chaos-ci [$series]: $title: FAILED (exit $status) after $(($(date +%s) - t0)) s; its last 60 lines:"
+			tail -n 60 "$out"
+			echo
+		} >>"$ROOT/.test-results/ci-failures.txt"
+		rm -f "$out"
+		echo "chaos-ci: $title: FAILED (exit $status) in $(($(date +%s) - t0)) s"
+		return "$status"
+	fi
+	rm -f "$out"
 	echo "chaos-ci: $title: passed in $(($(date +%s) - t0)) s"
 }
 
