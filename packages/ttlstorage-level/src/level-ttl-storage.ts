@@ -157,6 +157,9 @@ function storageError(operation: string, cause: unknown): TTLStorageError {
 	);
 }
 
+/** Keys and values of the driver's own writes are bytes, whatever the database's default encodings. */
+const VIEW_ENCODINGS = Object.freeze({ keyEncoding: "view", valueEncoding: "view" } as const);
+
 class LevelTTLStorageImpl implements LevelTTLStorage {
 	readonly #db: AnyAbstractLevel;
 	readonly #root: Root;
@@ -395,12 +398,33 @@ class LevelTTLStorageImpl implements LevelTTLStorage {
 			}
 		if (readFailure === undefined && view.ops.length > 0)
 			try {
-				await this.#root.batch(view.ops, this.#batchOptions);
+				await this.#writeBatch(view.ops);
 			} catch (error) {
 				this.#settle(jobs, outcomes, error ?? new Error("batch failed"));
 				return;
 			}
 		this.#settle(jobs, outcomes, readFailure, view);
+	}
+
+	/**
+	 * Writes a group's operations as one LevelDB batch (all or nothing): a chained batch on the
+	 * database at the root, with the sublevels' prefixes added here. The same bytes as
+	 * `root.batch(ops)`, at an eighth of its cost: `abstract-level`'s array form clones, re-encodes
+	 * and re-prefixes every operation once per sublevel (measured with classic-level, 100 puts per
+	 * batch: 6.5 µs of main-thread CPU per operation, against 0.8 µs this way).
+	 */
+	async #writeBatch(ops: readonly Op<Sub>[]): Promise<void> {
+		const db = this.#data.db;
+		// A chained batch needs an open database; the array form waits for one still opening (and
+		// fails as it should on a closed one).
+		if (db.status !== "open") return this.#root.batch(ops as Op<Sub>[], this.#batchOptions);
+		const batch = db.batch();
+		for (const op of ops) {
+			const key = op.sublevel.prefixKey(op.key, "view");
+			if (op.type === "put") batch.put(key, op.value, VIEW_ENCODINGS);
+			else batch.del(key, VIEW_ENCODINGS);
+		}
+		await batch.write(this.#batchOptions);
 	}
 
 	/** Settles a group's jobs once its batch landed (`failure` undefined) or failed. */
