@@ -79,6 +79,9 @@ export function hostCommand(
 					String(options.leaseMaxClockSkewMs),
 					"--sequences-trust-level",
 					String(options.trustLevel),
+					...(options.pipelineDepth === undefined
+						? []
+						: ["--pipeline-depth", String(options.pipelineDepth)]),
 				]
 			: []),
 		...(options.unsafeMutants.length > 0 ? ["--unsafe-allow-mutants"] : []),

@@ -43,6 +43,8 @@ export interface ChaosOptions {
 	readonly workload: "leadership" | "commands";
 	/** commands: the hosts' --sequences-trust-level. */
 	readonly trustLevel: 0 | 1 | 2;
+	/** commands: the hosts' --pipeline-depth; undefined: the host's default. */
+	readonly pipelineDepth: number | undefined;
 	/** commands: the application's partitions. */
 	readonly partitions: number;
 	/** commands: the hosts' --lease-interval-ms and --lease-max-clock-skew-ms. */
@@ -111,6 +113,7 @@ export class ChaosUsageError extends Error {
 const FLAGS = {
 	workload: { type: "string" },
 	"trust-level": { type: "string" },
+	"pipeline-depth": { type: "string" },
 	partitions: { type: "string" },
 	"lease-interval-ms": { type: "string" },
 	"lease-max-clock-skew-ms": { type: "string" },
@@ -285,6 +288,7 @@ export function parseChaosOptions(argv: readonly string[]): ChaosOptions | undef
 	if (!commands)
 		for (const flag of [
 			"trust-level",
+			"pipeline-depth",
 			"partitions",
 			"lease-interval-ms",
 			"lease-max-clock-skew-ms",
@@ -367,6 +371,7 @@ export function parseChaosOptions(argv: readonly string[]): ChaosOptions | undef
 	return {
 		workload,
 		trustLevel: (int("trust-level", s("trust-level"), 0, 2) ?? 0) as 0 | 1 | 2,
+		pipelineDepth: int("pipeline-depth", s("pipeline-depth"), 1, 32),
 		partitions: int("partitions", s("partitions"), 1, 1024) ?? 8,
 		leaseIntervalMs,
 		leaseMaxClockSkewMs,
@@ -424,6 +429,7 @@ export function chaosHelp(): string {
 		"                             keys; their history against the storage proves no acknowledged",
 		"                             command lost, reverted or applied twice",
 		"  --trust-level 0|1|2        commands: --sequences-trust-level of the hosts (default 0)",
+		"  --pipeline-depth <n>       commands: --pipeline-depth of the hosts, 1..32 (default: the host's)",
 		"  --partitions <n>           commands: partitions (default 8)",
 		"  --lease-interval-ms <ms>   commands: partition lease length (default 2000)",
 		"  --lease-max-clock-skew-ms <ms>  commands: (default interval/5)",

@@ -104,7 +104,7 @@ export function summaryText(result: RunResult): string {
 		return [
 			`=== chaos summary, commands workload (seed ${o.seed}) ===`,
 			`run:                 ${(result.elapsedMs / 1000).toFixed(1)} s, ended by ${result.stopReason}`,
-			`cluster:             ${o.hosts} hosts (${result.build}), --placement ${o.placement}${o.placement === "static" ? ` (--num-vvm ${o.numVVM})` : ""}, ${o.partitions} partitions, lease ${o.leaseIntervalMs} ms (skew ${o.leaseMaxClockSkewMs} ms), trust level ${o.trustLevel}, ${result.hostStarts} host starts; ${result.storage}`,
+			`cluster:             ${o.hosts} hosts (${result.build}), --placement ${o.placement}${o.placement === "static" ? ` (--num-vvm ${o.numVVM})` : ""}, ${o.partitions} partitions, lease ${o.leaseIntervalMs} ms (skew ${o.leaseMaxClockSkewMs} ms), trust level ${o.trustLevel}${o.pipelineDepth === undefined ? "" : `, pipeline depth ${o.pipelineDepth}`}, ${result.hostStarts} host starts; ${result.storage}`,
 			`clients:             ${o.clients} over ${o.workspaces} workspaces`,
 			...commandLines(result.commands, result.partitionMoves, result.finalRecovery),
 			...epochLines(result),

@@ -71,6 +71,11 @@ describe("parseChaosOptions", () => {
 		expect(parse(["--mutants", "all"]).mutantCombos).toBe(ALL_MUTANT_COMBOS);
 	});
 
+	it("passes --pipeline-depth to the hosts only when given", () => {
+		expect(parse(["--workload", "commands"]).pipelineDepth).toBeUndefined();
+		expect(parse(["--workload", "commands", "--pipeline-depth", "1"]).pipelineDepth).toBe(1);
+	});
+
 	it.each([
 		[["--hosts", "0"], "--hosts must be an integer in 1..32"],
 		[["--hosts", "2", "--num-vvm", "3"], "--num-vvm 3 is more than --hosts 2"],
@@ -89,6 +94,8 @@ describe("parseChaosOptions", () => {
 		[["--cas-contact-points", "a b"], "invalid host[:port]"],
 		[["--cas-keyspace", "Bad"], "--cas-keyspace must match"],
 		[["--nope"], "Unknown option '--nope'"],
+		[["--workload", "commands", "--pipeline-depth", "33"], "--pipeline-depth must be an integer in 1..32"],
+		[["--pipeline-depth", "8"], "--pipeline-depth is an option of --workload commands"],
 	])("rejects %j naming the problem", (argv, message) => {
 		expect(() => parseChaosOptions(argv)).toThrow(ChaosUsageError);
 		expect(() => parseChaosOptions(argv)).toThrow(message);
