@@ -94,7 +94,10 @@ describe("parseChaosOptions", () => {
 		[["--cas-contact-points", "a b"], "invalid host[:port]"],
 		[["--cas-keyspace", "Bad"], "--cas-keyspace must match"],
 		[["--nope"], "Unknown option '--nope'"],
-		[["--workload", "commands", "--pipeline-depth", "33"], "--pipeline-depth must be an integer in 1..32"],
+		[
+			["--workload", "commands", "--pipeline-depth", "33"],
+			"--pipeline-depth must be an integer in 1..32",
+		],
 		[["--pipeline-depth", "8"], "--pipeline-depth is an option of --workload commands"],
 	])("rejects %j naming the problem", (argv, message) => {
 		expect(() => parseChaosOptions(argv)).toThrow(ChaosUsageError);
