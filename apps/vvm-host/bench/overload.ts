@@ -19,18 +19,19 @@
 //   OVERLOAD_FACTOR=3 OVERLOAD_SECONDS=60 OVERLOAD_CONNECTIONS=512 pnpm --filter @vvm/vvm-host overload
 //   OVERLOAD_VARIANTS="--max-event-loop-delay-ms off|" pnpm --filter @vvm/vvm-host overload
 //   OVERLOAD_TIMEOUT_MS=10000 (a client's timeout, default 30 s; 0: none)
+//   OVERLOAD_HOST_LOG=/tmp/host.log (the host's log lines appended there: its shed lines show the bound)
 //   OVERLOAD_HOST_CPUS=0 OVERLOAD_CLIENT_CPUS=1 (taskset CPU lists: the host and this client on
 //   cores of their own, so the client's work does not take the host's CPU; capacity is measured
 //   under the same pinning). By default, on a machine of 2 or more CPUs with taskset, the host
 //   gets the first half of the CPUs and this client the rest (as a load generator on a machine
 //   of its own would); OVERLOAD_PIN=0 leaves both to the scheduler.
 import { spawn, spawnSync } from "node:child_process";
-import { readFileSync } from "node:fs";
+import { createWriteStream, readFileSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
 import { Agent, request } from "node:http";
 import { availableParallelism, loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
-import { monitorEventLoopDelay } from "node:perf_hooks";
+import { monitorEventLoopDelay, PerformanceObserver } from "node:perf_hooks";
 import { createInterface } from "node:readline";
 import { createCommandProcessor } from "@vvm/cp";
 import type { AcknowledgedCommand } from "@vvm/cp/testing";
@@ -72,6 +73,8 @@ const pinning =
 		? defaultPinning()
 		: { host: env.OVERLOAD_HOST_CPUS, client: env.OVERLOAD_CLIENT_CPUS };
 const HOST_CPUS = pinning.host;
+/** OVERLOAD_HOST_LOG: a file the host's log lines are appended to (else drained unread). */
+const HOST_LOG = env.OVERLOAD_HOST_LOG;
 const CLIENT_CPUS = pinning.client;
 for (const [name, cpus] of [
 	["OVERLOAD_HOST_CPUS", HOST_CPUS],
@@ -137,8 +140,10 @@ async function startHost(dir: string, extra: readonly string[]): Promise<Host> {
 				if (l.event === "listening") {
 					resolve(Number(l.port ?? new URL(String(l.url)).port));
 					// The rest is drained unread: parsing the host's log lines would load this client.
+					// OVERLOAD_HOST_LOG=<file>: kept there instead (the shed lines show the bound).
 					lines.close();
-					child.stdout.resume();
+					if (HOST_LOG === undefined) child.stdout.resume();
+					else child.stdout.pipe(createWriteStream(HOST_LOG, { flags: "a" }));
 				}
 			} catch {}
 		});
@@ -322,6 +327,15 @@ async function main(extra: readonly string[]): Promise<void> {
 	const metricsMs: number[] = [];
 	const clientLag = monitorEventLoopDelay({ resolution: 10 });
 	clientLag.enable();
+	// This client's garbage-collection pauses: each delays every answer it is timing.
+	const clientGc = { ms: 0, longest: 0 };
+	const gcObserver = new PerformanceObserver((list) => {
+		for (const e of list.getEntries()) {
+			clientGc.ms += e.duration;
+			clientGc.longest = Math.max(clientGc.longest, e.duration);
+		}
+	});
+	gcObserver.observe({ entryTypes: ["gc"] });
 	/** The host's CPU use per second of the open loop, % of one core (starved or saturated?). */
 	const hostCpu: number[] = [];
 	let lastCpu = { at: performance.now(), s: cpuSeconds(host.pid) };
@@ -362,6 +376,7 @@ async function main(extra: readonly string[]): Promise<void> {
 	await Promise.all(open);
 	clearInterval(sampler);
 	clientLag.disable();
+	gcObserver.disconnect();
 	agent.destroy();
 	const seconds = (performance.now() - t0) / 1000;
 	const by = (f: (o: Outcome) => boolean) => openOutcomes.filter(f);
@@ -398,7 +413,7 @@ async function main(extra: readonly string[]): Promise<void> {
 	log(`host CPU, % of one core, per second of the open loop: ${hostCpu.join(" ")}`);
 	log(`this client's CPU, % of one core, per second of the open loop: ${clientCpu.join(" ")}`);
 	log(
-		`GET /metrics round trip (host event loop + HTTP) p50/max ${p(metricsMs, 0.5).toFixed(1)}/${Math.max(0, ...metricsMs).toFixed(1)} ms; this client's event-loop delay p50/p99 ${(clientLag.percentile(50) / 1e6).toFixed(1)}/${(clientLag.percentile(99) / 1e6).toFixed(1)} ms`,
+		`GET /metrics round trip (host event loop + HTTP) p50/max ${p(metricsMs, 0.5).toFixed(1)}/${Math.max(0, ...metricsMs).toFixed(1)} ms; this client's event-loop delay p50/p99 ${(clientLag.percentile(50) / 1e6).toFixed(1)}/${(clientLag.percentile(99) / 1e6).toFixed(1)} ms, its garbage collection ${Math.round(clientGc.ms)} ms (longest ${clientGc.longest.toFixed(1)} ms)`,
 	);
 	const afterText = await metricsText();
 	const after = createBuckets(afterText);
