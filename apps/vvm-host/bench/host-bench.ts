@@ -22,7 +22,8 @@
 //   BENCH_PROFILE=/tmp/prof pnpm bench --quick   # each host process writes a V8 CPU profile there
 //   BENCH_HOST_NODE_OPTIONS=--perf-basic-prof pnpm bench --quick   # node options of the hosts
 //   BENCH_BASELINE=/tmp/old-checkout pnpm bench   # also that checkout's built host, same rounds
-//   BENCH_PIPELINE_DEPTHS=1,8 pnpm bench   # host rows also with --pipeline-depth 8 (cp rows too)
+//   BENCH_PIPELINE_DEPTHS=default,1,8 pnpm bench   # host rows at the host's default depth (no
+//     flag), then with --pipeline-depth 1 and 8 (cp rows too; cp's default is 1)
 //   BENCH_WORKSPACES=10000 BENCH_REMOTE_WORKSPACES=2000 BENCH_COLD_WORKSPACES=5000 BENCH_CONCURRENCY=16
 //   BENCH_EMMETT=0 pnpm bench   # without the Emmett appendToStream reference row (pg; issue 36)
 import { spawn } from "node:child_process";
@@ -79,7 +80,16 @@ const REMOTE_WORKSPACES = num(env.BENCH_REMOTE_WORKSPACES, QUICK ? 300 : 2_000);
 const COLD_WORKSPACES = num(env.BENCH_COLD_WORKSPACES, QUICK ? 1_000 : 5_000);
 const STORAGES = list(env.BENCH_STORAGES, QUICK ? "level" : "level,cas,dyn,pg,redis") as Storage[];
 /** cp's pipelineDepth per host run (`--pipeline-depth`) and per cp-alone run: each a row. */
-const PIPELINE_DEPTHS = list(env.BENCH_PIPELINE_DEPTHS, "1").map(Number);
+const PIPELINE_DEPTHS: Array<number | undefined> = list(env.BENCH_PIPELINE_DEPTHS, "default").map(
+	(d) => {
+		if (d === "default") return undefined;
+		const n = Number(d);
+		if (!Number.isInteger(n) || n < 1 || n > 32)
+			throw new Error(`BENCH_PIPELINE_DEPTHS: "${d}" is neither default nor a depth in 1..32`);
+		return n;
+	},
+);
+
 const PARTITIONS = 10;
 /** Where the hosts write V8 CPU profiles (`--cpu-prof`), if set: for "where the time goes". */
 const PROFILE_DIR = env.BENCH_PROFILE;
@@ -257,7 +267,7 @@ async function startHost(
 	data: HostData,
 	level: number,
 	variant: Variant,
-	depth: number,
+	depth: number | undefined,
 ): Promise<Server> {
 	const { storage, dir, tag } = data;
 	const storageArgs =
@@ -298,7 +308,7 @@ async function startHost(
 			String(level),
 			"--log-level",
 			"info",
-			...(depth === 1 ? [] : ["--pipeline-depth", String(depth)]),
+			...(depth === undefined ? [] : ["--pipeline-depth", String(depth)]),
 			...(variant === "unfenced" ? ["--unsafe-allow-mutants"] : []),
 			...(variant === "nosync" && storage === "level"
 				? ["--level-durability", "unsafe-no-sync"]
@@ -572,7 +582,7 @@ async function cpAlone(
 	storage: Storage | "mem",
 	level: number,
 	workspaces: number,
-	depth = 1,
+	depth: number | undefined = undefined,
 	noSync = false,
 ): Promise<{ cold: Measured; warm: Measured }> {
 	const child = spawn(
@@ -592,7 +602,7 @@ async function cpAlone(
 			stdio: ["ignore", "pipe", "inherit"],
 			env: {
 				...env,
-				BENCH_CP_PIPELINE: String(depth),
+				BENCH_CP_PIPELINE: String(depth ?? 1),
 				...(noSync ? { BENCH_LEVEL_NOSYNC: "1" } : {}),
 			},
 		},
@@ -658,13 +668,15 @@ const med = (label: string, f: (m: Measured) => number): number | undefined => {
 
 const BARE = "bare node:http, same request and answer size (reference)";
 const STUB = "the host's HTTP layer over a stub partition (no processor, no storage)";
-const depthNote = (depth: number): string => (depth === 1 ? "" : `, pipeline depth ${depth}`);
+/** Rows at the host's default depth say nothing; the others name theirs. */
+const depthNote = (depth: number | undefined): string =>
+	depth === undefined ? "" : `, pipeline depth ${depth}`;
 const hostLabel = (
 	s: Storage,
 	level: number,
 	variant: Variant,
 	phase: "warm" | "cold",
-	depth = 1,
+	depth?: number,
 ) => `host on ${s}, level ${level}${variantNote(variant)}${depthNote(depth)}, ${phase}`;
 const variantNote = (variant: Variant): string =>
 	variant === "unfenced"
@@ -678,7 +690,7 @@ const cpLabel = (
 	s: Storage | "mem",
 	level: number,
 	phase: "warm" | "cold",
-	depth = 1,
+	depth?: number,
 	noSync = false,
 ) =>
 	`@vvm/cp alone on ${s}, level ${level}${noSync ? ", unsafe-no-sync" : ""}${depthNote(depth)}, ${phase}`;
@@ -874,7 +886,7 @@ async function hostRuns(
 	storage: Storage,
 	level: number,
 	variant: Variant,
-	depth: number,
+	depth: number | undefined,
 	round: number,
 ) {
 	const workspaces = storage === "level" ? WORKSPACES : REMOTE_WORKSPACES;
@@ -949,11 +961,12 @@ async function main(): Promise<void> {
 		}
 		for (const storage of storages)
 			for (const level of LEVELS) {
-				// The baseline checkout may not know --pipeline-depth: it runs at its default.
+				// The baseline checkout may not know --pipeline-depth: it runs once, at its default.
 				for (const depth of PIPELINE_DEPTHS)
 					for (const variant of VARIANTS)
-						if (variant !== "baseline" || depth === 1)
-							await hostRuns(storage, level, variant, depth, round);
+						if (variant !== "baseline") await hostRuns(storage, level, variant, depth, round);
+						else if (depth === PIPELINE_DEPTHS[0])
+							await hostRuns(storage, level, variant, undefined, round);
 				if (storage === "level" || storage === "pg" || level === 0) {
 					const workspaces = storage === "level" ? WORKSPACES : REMOTE_WORKSPACES;
 					const syncs =
@@ -1084,19 +1097,20 @@ async function main(): Promise<void> {
 		console.log(`\nthis checkout against the baseline (${BASELINE}), medians of the same rounds:`);
 		for (const st of storages)
 			for (const level of LEVELS)
-				for (const phase of ["warm", "cold"] as const) {
-					const now = hostLabel(st, level, "fenced", phase);
-					const base = hostLabel(st, level, "baseline", phase);
-					const c1 = med(now, (m) => m.hostCpuUs);
-					const c0 = med(base, (m) => m.hostCpuUs);
-					const r1 = med(now, (m) => m.perSecond);
-					const r0 = med(base, (m) => m.perSecond);
-					if (c1 === undefined || c0 === undefined || r1 === undefined || r0 === undefined)
-						continue;
-					console.log(
-						`- host on ${st}, level ${level}, ${phase}: CPU ${Math.round(c0)} -> ${Math.round(c1)} µs/create (${((100 * (c1 - c0)) / c0).toFixed(0)} %), ${Math.round(r0)} -> ${Math.round(r1)} creates/s (${((100 * (r1 - r0)) / r0).toFixed(0)} %)`,
-					);
-				}
+				for (const depth of PIPELINE_DEPTHS)
+					for (const phase of ["warm", "cold"] as const) {
+						const now = hostLabel(st, level, "fenced", phase, depth);
+						const base = hostLabel(st, level, "baseline", phase);
+						const c1 = med(now, (m) => m.hostCpuUs);
+						const c0 = med(base, (m) => m.hostCpuUs);
+						const r1 = med(now, (m) => m.perSecond);
+						const r0 = med(base, (m) => m.perSecond);
+						if (c1 === undefined || c0 === undefined || r1 === undefined || r0 === undefined)
+							continue;
+						console.log(
+							`- host on ${st}, level ${level}${depthNote(depth)}, ${phase}: CPU ${Math.round(c0)} -> ${Math.round(c1)} µs/create (${((100 * (c1 - c0)) / c0).toFixed(0)} %), ${Math.round(r0)} -> ${Math.round(r1)} creates/s (${((100 * (r1 - r0)) / r0).toFixed(0)} %)`,
+						);
+					}
 	}
 	console.log(
 		`\nload average at the end: ${loadavg()
