@@ -22,8 +22,8 @@
 //   BENCH_PROFILE=/tmp/prof pnpm bench --quick   # each host process writes a V8 CPU profile there
 //   BENCH_HOST_NODE_OPTIONS=--perf-basic-prof pnpm bench --quick   # node options of the hosts
 //   BENCH_BASELINE=/tmp/old-checkout pnpm bench   # also that checkout's built host, same rounds
-//   BENCH_PIPELINE_DEPTHS=default,1,8 pnpm bench   # host rows at the host's default depth (no
-//     flag), then with --pipeline-depth 1 and 8 (cp rows too; cp's default is 1)
+//   BENCH_PIPELINE_DEPTHS=default,1,8 pnpm bench   # host rows at the host's default depth for the
+//     storage (no flag: 8 on level and Redis, 1 on the others), then with --pipeline-depth 1 and 8
 //   BENCH_WORKSPACES=10000 BENCH_REMOTE_WORKSPACES=2000 BENCH_COLD_WORKSPACES=5000 BENCH_CONCURRENCY=16
 //   BENCH_EMMETT=0 pnpm bench   # without the Emmett appendToStream reference row (pg; issue 36)
 import { spawn } from "node:child_process";
@@ -35,6 +35,7 @@ import { connect } from "node:net";
 import { cpus, loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import { createInterface } from "node:readline";
+import { STORAGES as HOST_STORAGES } from "../src/storage/index.ts";
 import { dropRedisPrefix, pgConnection, REDIS_URL } from "./servers.ts";
 
 type Storage = "level" | "cas" | "dyn" | "pg" | "redis";
@@ -90,6 +91,9 @@ const PIPELINE_DEPTHS: Array<number | undefined> = list(env.BENCH_PIPELINE_DEPTH
 	},
 );
 
+/** The host's own --pipeline-depth on a storage when none is given (cp-alone rows mirror it). */
+const defaultDepth = (storage: Storage | "mem"): number =>
+	HOST_STORAGES.find((s) => s.kind === storage)?.defaultPipelineDepth ?? 1;
 const PARTITIONS = 10;
 /** Where the hosts write V8 CPU profiles (`--cpu-prof`), if set: for "where the time goes". */
 const PROFILE_DIR = env.BENCH_PROFILE;
@@ -602,7 +606,7 @@ async function cpAlone(
 			stdio: ["ignore", "pipe", "inherit"],
 			env: {
 				...env,
-				BENCH_CP_PIPELINE: String(depth ?? 1),
+				BENCH_CP_PIPELINE: String(depth ?? defaultDepth(storage)),
 				...(noSync ? { BENCH_LEVEL_NOSYNC: "1" } : {}),
 			},
 		},

@@ -359,9 +359,9 @@ const SPECS: readonly SectionSpec[] = [
 			key: "pipelineDepth",
 			flag: "pipeline-depth",
 			env: ["VVM_PIPELINE_DEPTH"],
-			def: "1",
+			def: undefined,
 			parse: integer,
-			help: "creates of one partition in flight at once, 1..32: above 1 a create takes its numbers while the previous one's writes are in flight, answered in PLog order (levels 0 and 1 on a storage with putBatchIf; @vvm/cp README, Pipelined numbering); 1: one command at a time",
+			help: "creates of one partition in flight at once, 1..32: above 1 a create takes its numbers while the previous one's writes are in flight, answered in PLog order (levels 0 and 1 on a storage with putBatchIf; @vvm/cp README, Pipelined numbering); 1: one command at a time; unset: 8 on level and redis (one fsync or round trip covers more creates), 1 on the others",
 		},
 		{
 			key: "maxQueueWaitMs",
@@ -600,8 +600,16 @@ export function parseHostConfig(
 	const leadership = sectionOf(read, "leadership");
 	const cp = sectionOf(read, "cp");
 	const placement = sectionOf(read, "placement");
+	// The depth the storage was measured fastest at, unless given (cp validates either).
+	const cpValues = {
+		...cp.values,
+		pipelineDepth:
+			cp.values.pipelineDepth ??
+			STORAGES.find((s) => s.kind === storage.kind)?.defaultPipelineDepth ??
+			1,
+	};
 	const cpConfig = {
-		...ownedBy(() => checkCpSettings(cp.values as unknown as CpSettings, cp.name)),
+		...ownedBy(() => checkCpSettings(cpValues as unknown as CpSettings, cp.name)),
 		...ownedBy(() => checkCpAdmission(cp.values as Partial<CpAdmission>, cp.name)),
 	};
 	const config: HostConfig = {

@@ -6,7 +6,10 @@ import { hostConfig as config } from "./support/config.ts";
 describe("parseHostConfig", () => {
 	it("has the documented defaults", () => {
 		expect(config([])).toEqual({
-			storage: { kind: "level", settings: { dataDir: "./.vvm-data", durability: "sync" } },
+			storage: {
+				kind: "level",
+				settings: { dataDir: "./.vvm-data", durability: "sync", writeBufferMib: 64 },
+			},
 			http: {
 				host: "127.0.0.1",
 				port: 8080,
@@ -33,6 +36,7 @@ describe("parseHostConfig", () => {
 				maxQueueWaitMs: 5_000,
 				queueWaitTargetMs: 500,
 				readWaitMs: 1_000,
+				pipelineDepth: 8, // the level storage's default
 			},
 			placement: {
 				mode: "static",
@@ -68,7 +72,16 @@ describe("parseHostConfig", () => {
 			placement: { mode: "static" },
 		});
 		expect(config(["--sequences-trust-level=0"], env).cp.trustLevel).toBe(0);
-		expect(config([]).cp.pipelineDepth).toBe(1);
+		// Unset: the storage's own default (8 where one fsync or round trip covers more creates).
+		expect(config([]).cp.pipelineDepth).toBe(8);
+		expect(config(["--storage", "redis"]).cp.pipelineDepth).toBe(8);
+		for (const storage of ["mem", "pg", "cas", "dyn"])
+			expect(config(["--storage", storage]).cp.pipelineDepth, storage).toBe(1);
+		expect(config(["--pipeline-depth", "1"]).cp.pipelineDepth).toBe(1);
+		expect(config([], { VVM_LEVEL_WRITE_BUFFER_MIB: "16" }).storage.settings.writeBufferMib).toBe(
+			16,
+		);
+		expect(config(["--storage", "pg", "--pipeline-depth", "4"]).cp.pipelineDepth).toBe(4);
 		expect(config(["--pipeline-depth", "8"]).cp.pipelineDepth).toBe(8);
 		expect(config([], { VVM_PIPELINE_DEPTH: "16" }).cp.pipelineDepth).toBe(16);
 	});
@@ -111,6 +124,11 @@ describe("parseHostConfig", () => {
 		[["--sequences-trust-level", "3"], "--sequences-trust-level must be an integer in 0..2"],
 		[["--pipeline-depth", "0"], "--pipeline-depth must be an integer in 1..32"],
 		[["--pipeline-depth", "33"], "--pipeline-depth must be an integer in 1..32"],
+		[["--level-write-buffer-mib", "0"], "--level-write-buffer-mib must be an integer in 1..1024"],
+		[
+			["--level-write-buffer-mib", "2048"],
+			"--level-write-buffer-mib must be an integer in 1..1024",
+		],
 		[["--sequences-trust-level", "high"], '--sequences-trust-level must be an integer, got "high"'],
 		[["--dyn-table", "a b"], "--dyn-table must match ^[A-Za-z0-9_.-]{3,255}$"],
 		[

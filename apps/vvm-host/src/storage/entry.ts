@@ -20,6 +20,11 @@ export interface StorageEntry {
 	readonly kind: string;
 	/** What `--help` says of it after its name. */
 	readonly summary: string;
+	/**
+	 * `--pipeline-depth` when none is given (1 when absent): above 1 only where it was measured
+	 * faster (a driver that groups the writes of many commands in one fsync or one round trip).
+	 */
+	readonly defaultPipelineDepth?: number;
 	/** Its flags (`--<kind>-…`); their keys are the fields of its settings. */
 	readonly options: readonly OptionSpec[];
 	/**

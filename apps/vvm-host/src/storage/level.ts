@@ -2,7 +2,7 @@
 // fsynced before it is acknowledged unless --level-durability unsafe-no-sync.
 import { mkdir, open, readdir } from "node:fs/promises";
 import { join, resolve } from "node:path";
-import { nonEmpty, oneOf } from "../options.ts";
+import { intIn, nonEmpty, oneOf } from "../options.ts";
 import type { StorageEntry } from "./entry.ts";
 import { load, message, StorageOpenError } from "./entry.ts";
 
@@ -40,6 +40,9 @@ async function syncDatabaseFiles(dir: string): Promise<void> {
 export const levelStorage: StorageEntry = {
 	kind: "level",
 	summary: "embedded, on disk",
+	// One fsync covers the creates of every partition in flight: at 1 a partition's next create
+	// waits for its predecessor's fsync (16 clients: 75 % of the unsynced host's rate, 92 % at 8).
+	defaultPipelineDepth: 8,
 	options: [
 		{
 			key: "dataDir",
@@ -57,6 +60,14 @@ export const levelStorage: StorageEntry = {
 			parse: oneOf(["sync", "unsafe-no-sync"]),
 			help: "level: sync (every write fsynced before it is acknowledged) or unsafe-no-sync (a machine crash or power cut can lose acknowledged commands; benchmarks and throwaway data only)",
 		},
+		{
+			key: "writeBufferMib",
+			flag: "level-write-buffer-mib",
+			env: ["VVM_LEVEL_WRITE_BUFFER_MIB"],
+			def: "64",
+			parse: intIn(1, 1024),
+			help: "level: LevelDB's write buffer (memtable), MiB, 1..1024: larger means fewer, larger compactions (64 served 16 % more creates/s than LevelDB's own 4) for memory (up to twice this) and a longer log replay at start after a crash",
+		},
 	],
 	async open(settings) {
 		const [{ ClassicLevel }, { createLevelTTLStorage }] = await Promise.all([
@@ -67,6 +78,9 @@ export const levelStorage: StorageEntry = {
 		const db = new ClassicLevel<Uint8Array, Uint8Array>(dir, {
 			keyEncoding: "view",
 			valueEncoding: "view",
+			// LevelDB's 4 MiB default flushes and compacts every few thousand creates: CPU taken from
+			// the event loop on a small machine.
+			writeBufferSize: (settings.writeBufferMib as number) * 1024 * 1024,
 		});
 		const unsafeNoSync = settings.durability === "unsafe-no-sync";
 		try {

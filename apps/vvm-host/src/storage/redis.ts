@@ -67,6 +67,9 @@ async function persistence(client: {
 export const redisStorage: StorageEntry = {
 	kind: "redis",
 	summary: "Redis 7, one server",
+	// One connection runs the scripts in the order sent: a create need not wait for its
+	// predecessor's answer (+28 % with 16 clients at 8).
+	defaultPipelineDepth: 8,
 	options: [
 		{
 			key: "url",
