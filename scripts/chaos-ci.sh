@@ -34,18 +34,17 @@ run() {
 	out="$(mktemp)"
 	echo "chaos-ci: $title"
 	pnpm --silent chaos "$@" --progress-seconds 30 2>&1 | tee "$out" || status=$?
+	local seconds=$(($(date +%s) - t0))
 	if [ "$status" != 0 ]; then
 		{
-			echo "chaos-ci [$series]: $title: FAILED (exit $status) after $(($(date +%s) - t0)) s; its last 60 lines:"
+			echo "chaos-ci [$series]: $title: FAILED (exit $status) after $seconds s; its last 60 lines:"
 			tail -n 60 "$out"
 			echo
 		} >>"$ROOT/.test-results/ci-failures.txt"
-		rm -f "$out"
-		echo "chaos-ci: $title: FAILED (exit $status) in $(($(date +%s) - t0)) s"
-		return "$status"
 	fi
 	rm -f "$out"
-	echo "chaos-ci: $title: passed in $(($(date +%s) - t0)) s"
+	[ "$status" = 0 ] || { echo "chaos-ci: $title: FAILED (exit $status) in $seconds s"; return "$status"; }
+	echo "chaos-ci: $title: passed in $seconds s"
 }
 
 dyn_series() {

@@ -586,7 +586,7 @@ async function cpAlone(
 	storage: Storage | "mem",
 	level: number,
 	workspaces: number,
-	depth: number | undefined = undefined,
+	depth?: number,
 	noSync = false,
 ): Promise<{ cold: Measured; warm: Measured }> {
 	const child = spawn(

@@ -568,10 +568,14 @@ export function parseHostConfig(
 	const host = sectionOf(read, "host").values as { storage: string; logLevel: string };
 	// Every storage's settings are checked (a bad flag is an error whichever storage runs).
 	let storage: StorageConfig | undefined;
+	let storageDepth: number | undefined;
 	for (const entry of STORAGES) {
 		const { values: settings, name } = sectionOf(read, `storage.${entry.kind}`);
 		ownedBy(() => entry.check?.(settings, name));
-		if (entry.kind === host.storage) storage = { kind: entry.kind, settings };
+		if (entry.kind === host.storage) {
+			storage = { kind: entry.kind, settings };
+			storageDepth = entry.defaultPipelineDepth;
+		}
 	}
 	if (storage === undefined) throw new ConfigError(`--storage ${host.storage} is unknown`);
 	const http = sectionOf(read, "http").values as unknown as HttpConfig;
@@ -600,14 +604,9 @@ export function parseHostConfig(
 	const leadership = sectionOf(read, "leadership");
 	const cp = sectionOf(read, "cp");
 	const placement = sectionOf(read, "placement");
-	// The depth the storage was measured fastest at, unless given (cp validates either).
-	const cpValues = {
-		...cp.values,
-		pipelineDepth:
-			cp.values.pipelineDepth ??
-			STORAGES.find((s) => s.kind === storage.kind)?.defaultPipelineDepth ??
-			1,
-	};
+	// The depth the storage was measured fastest at, unless given; else cp's own default (cp
+	// validates whichever it is).
+	const cpValues = { ...cp.values, pipelineDepth: cp.values.pipelineDepth ?? storageDepth };
 	const cpConfig = {
 		...ownedBy(() => checkCpSettings(cpValues as unknown as CpSettings, cp.name)),
 		...ownedBy(() => checkCpAdmission(cp.values as Partial<CpAdmission>, cp.name)),
