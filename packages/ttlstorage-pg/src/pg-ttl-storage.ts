@@ -29,6 +29,7 @@ import {
 	validateSwapArgs,
 	validateWriteOptions,
 } from "@vvm/ttlstorage";
+import { byteaArray, int4Array, int8Array } from "./binary-arrays.ts";
 import type { PgPhase } from "./errors.ts";
 import { DRIVER_NAME, isConnectionError, isRetryableConflict, mapPgError } from "./errors.ts";
 import type { PgPool, PgPoolClient, PgQueryResult } from "./pool.ts";
@@ -178,8 +179,8 @@ interface WriteItem {
 	/** The value a swap or delete expects. */
 	readonly ex: Buffer | null;
 	readonly ttl: number;
-	/** The fence's epoch (decimal) and the write's stamp (F2), or `null` unfenced. */
-	readonly fe: string | null;
+	/** The fence's epoch and the write's stamp (F2), or `null` unfenced. */
+	readonly fe: bigint | null;
 	readonly fs: number | null;
 }
 
@@ -202,7 +203,17 @@ interface WriteRequest {
 	reject(error: unknown): void;
 }
 
-/** Requests sent as one statement: their keys never overlap. */
+/**
+ * How a chained request rides in the group of the request it follows (see `#link`): its items
+ * at `skip` (each requiring exactly what an earlier request of the group writes there) are not
+ * sent, and it writes only if those requests (`after`) wrote.
+ */
+interface Link {
+	readonly skip: ReadonlySet<number>;
+	readonly after: readonly WriteRequest[];
+}
+
+/** Requests sent as one statement: their keys never overlap, except where a request is linked. */
 interface WriteGroup {
 	readonly requests: WriteRequest[];
 	readonly keys: Set<string>;
@@ -212,6 +223,8 @@ interface WriteGroup {
 	 * those, so only requests that wait anyway join it (see `#enqueue`).
 	 */
 	readonly dependent: boolean;
+	/** Requests linked to earlier ones of the group (`#link`). */
+	links?: Map<WriteRequest, Link>;
 }
 
 /** A group statement that failed: where, and what node-postgres raised. */
@@ -371,9 +384,11 @@ class PgTTLStorageImpl implements PgTTLStorage {
 	 * Puts a request in a waiting group. One that names no key at the server or waiting (it is
 	 * independent) joins the last independent group: it is sent as soon as a statement is free,
 	 * never held behind a chain of writes. One that names such a key (dependent: a later write of
-	 * it) joins the last dependent group if no group from there on names one of its keys, else
-	 * starts a new group at the end; either way it is sent only after every earlier write of its
-	 * keys answered. A group never names a key twice, nor grows past `maxGroupItems`.
+	 * it) rides as a link in the last waiting group naming one of its keys when it can (`#link`),
+	 * else joins the last dependent group if no group from there on names one of its keys, else
+	 * starts a new group at the end; either way it takes effect after every earlier write of its
+	 * keys. A group never names a key twice (but for the links, which are not sent), nor grows
+	 * past `maxGroupItems`.
 	 */
 	#enqueue(request: WriteRequest): void {
 		const queue = this.#queue;
@@ -381,7 +396,16 @@ class PgTTLStorageImpl implements PgTTLStorage {
 		let g: WriteGroup | undefined;
 		for (let i = queue.length - 1; i >= 0; i--) {
 			const c = queue[i] as WriteGroup;
-			if (dependent && request.keys.some((k) => c.keys.has(k))) break;
+			if (dependent && request.keys.some((k) => c.keys.has(k))) {
+				// The last group naming one of its keys: it rides there if it only follows writes of it.
+				const link = this.#link(c, request);
+				if (link !== undefined) {
+					c.links ??= new Map();
+					c.links.set(request, link);
+					g = c;
+				}
+				break;
+			}
 			if (c.dependent !== dependent) continue;
 			if (c.items + request.items.length <= this.#maxGroupItems || c.requests.length === 0) g = c;
 			break;
@@ -390,10 +414,61 @@ class PgTTLStorageImpl implements PgTTLStorage {
 			g = { requests: [], keys: new Set(), items: 0, dependent };
 			queue.push(g);
 		}
+		this.#join(g, request);
+		this.#pump();
+	}
+
+	#join(g: WriteGroup, request: WriteRequest): void {
 		g.requests.push(request);
 		g.items += request.items.length;
 		for (const k of request.keys) g.keys.add(k);
-		this.#pump();
+	}
+
+	/**
+	 * Links `request` into waiting group `g`, which names some of its keys, when each such key is
+	 * a *link*: the request swaps it from `x` to the same `x` (it only requires it, as a
+	 * pipelined PLog write requires its predecessor's entry), and a request of `g` inserts or
+	 * swaps that key to `x`, with the same TTL and fence epoch. Once that request wrote, the
+	 * link's condition holds and its write would change nothing but the F2 stamp; so the link
+	 * items are left out of the statement and the request writes only if the requests it
+	 * follows wrote (and its own fences and conditions, on keys no other request of `g` names,
+	 * hold). When one of those did not write, it is sent again (`#requeueFirst`), its link items
+	 * then checked on their own. Returns the link (the caller puts it in `g`), or `undefined`: not
+	 * when it would have no item left, would grow `g` past `maxGroupItems`, or would hold up an
+	 * independent group (a key of it at the server or waiting elsewhere).
+	 */
+	#link(g: WriteGroup, request: WriteRequest): Link | undefined {
+		if (g.items + request.items.length > this.#maxGroupItems) return undefined;
+		const skip = new Set<number>();
+		const after = new Set<WriteRequest>();
+		for (let j = 0; j < request.items.length; j++) {
+			const key = request.keys[j] as string;
+			if (!g.keys.has(key)) {
+				if (!g.dependent && (this.#keysInFlight.has(key) || this.#queued(key))) return undefined;
+				continue;
+			}
+			const it = request.items[j] as WriteItem;
+			if (it.k !== 2 || it.v === null || it.ex === null || !it.v.equals(it.ex)) return undefined;
+			const writer = this.#writerOf(g, key);
+			if (writer === undefined) return undefined;
+			const w = writer.request.items[writer.index] as WriteItem;
+			if ((w.k !== 1 && w.k !== 2) || w.v === null || !w.v.equals(it.ex)) return undefined;
+			if (w.ttl !== it.ttl || w.fe !== it.fe) return undefined;
+			skip.add(j);
+			after.add(writer.request);
+		}
+		if (skip.size === 0 || skip.size === request.items.length) return undefined;
+		return { skip, after: [...after] };
+	}
+
+	/** The request of `g` that writes `key`, and the index of that item. */
+	#writerOf(g: WriteGroup, key: string): { request: WriteRequest; index: number } | undefined {
+		for (const request of g.requests) {
+			const skip = g.links?.get(request)?.skip;
+			const index = request.keys.indexOf(key);
+			if (index !== -1 && skip?.has(index) !== true) return { request, index };
+		}
+		return undefined;
 	}
 
 	/** Whether a waiting group names key `k`. */
@@ -444,7 +519,7 @@ class PgTTLStorageImpl implements PgTTLStorage {
 	async #commit(g: WriteGroup): Promise<void> {
 		let rows: ReadonlyArray<Record<string, unknown>>;
 		try {
-			rows = await this.#sendGroup(g.requests);
+			rows = await this.#sendGroup(g);
 		} catch (failure) {
 			const { error, phase } =
 				failure instanceof GroupFailure ? failure : new GroupFailure(failure, "write");
@@ -476,12 +551,18 @@ class PgTTLStorageImpl implements PgTTLStorage {
 			return;
 		}
 		const again: Array<{ request: WriteRequest; scopes: Buffer[] }> = [];
+		const held: WriteRequest[] = [];
 		const answered = new Set<number>();
 		for (const row of rows) {
 			const r = Number(row.r);
 			const request = g.requests[r];
 			if (request === undefined || answered.has(r)) continue;
 			answered.add(r);
+			if (row.held === true) {
+				// Linked, its own part fine, but a request it follows did not write: it goes again.
+				held.push(request);
+				continue;
+			}
 			if (row.fenced_ok === true) {
 				request.resolve({ ok: row.ok === true });
 				continue;
@@ -525,35 +606,48 @@ class PgTTLStorageImpl implements PgTTLStorage {
 				);
 		});
 		// First writes of a scope: its fence row at epoch 0, then the write goes again.
-		const resend: WriteRequest[] = [];
+		const resend = new Set<WriteRequest>(held);
 		for (const { request, scopes } of again) {
 			try {
 				await this.#query(request.operation, "write", this.#sql.createFences, { scopes });
-				resend.push(request);
+				resend.add(request);
 			} catch (error) {
 				request.reject(error);
 			}
 		}
-		this.#requeueFirst(resend);
+		// In the group's order: a request linked to another that goes again follows it.
+		this.#requeueFirst(g.requests.filter((request) => resend.has(request)));
 	}
 
 	/**
-	 * Puts requests of a group that go again at the head of the queue, as one group (their keys
-	 * are distinct: they shared a group), not at its end: writes of their keys queued meanwhile
-	 * were called later, and must not overtake them (a successor conditioned on one of them, as a
-	 * pipelined PLog write on its predecessor's entry, would find it absent). Their keys are held
-	 * until the group that carried them finishes; `#pump` then sends this group first, and every
-	 * later group naming one of its keys waits behind it.
+	 * Puts requests of a group that go again at the head of the queue, in their order, not at its
+	 * end: writes of their keys queued meanwhile were called later, and must not overtake them (a
+	 * successor conditioned on one of them, as a pipelined PLog write on its predecessor's entry,
+	 * would find it absent). Their keys were distinct but for links, so they make one group, or
+	 * more where a request cannot be linked again (it then starts the next one). Their keys are
+	 * held until the group that carried them finishes; `#pump` then sends these groups first, and
+	 * every later group naming one of their keys waits behind them.
 	 */
 	#requeueFirst(requests: readonly WriteRequest[]): void {
-		if (requests.length === 0) return;
-		const keys = new Set<string>();
-		let items = 0;
+		const groups: WriteGroup[] = [];
 		for (const request of requests) {
-			items += request.items.length;
-			for (const k of request.keys) keys.add(k);
+			const g = groups.at(-1);
+			if (g !== undefined && !request.keys.some((k) => g.keys.has(k))) {
+				this.#join(g, request);
+				continue;
+			}
+			const link = g === undefined ? undefined : this.#link(g, request);
+			if (g !== undefined && link !== undefined) {
+				g.links ??= new Map();
+				g.links.set(request, link);
+				this.#join(g, request);
+				continue;
+			}
+			const next: WriteGroup = { requests: [], keys: new Set(), items: 0, dependent: true };
+			this.#join(next, request);
+			groups.push(next);
 		}
-		this.#queue.unshift({ requests: [...requests], keys, items, dependent: true });
+		this.#queue.unshift(...groups);
 	}
 
 	/**
@@ -561,41 +655,75 @@ class PgTTLStorageImpl implements PgTTLStorage {
 	 * (a deadlock, a serialization failure, a request it found written in part) wrote nothing and
 	 * is sent again, 3 tries in all. Throws a {@link GroupFailure}.
 	 */
-	async #sendGroup(
-		requests: readonly WriteRequest[],
-	): Promise<ReadonlyArray<Record<string, unknown>>> {
-		const a = {
-			r: [] as number[],
-			k: [] as number[],
-			p: [] as Buffer[],
-			c: [] as Buffer[],
-			v: [] as Array<Buffer | null>,
-			ex: [] as Array<Buffer | null>,
-			ttl: [] as number[],
-			fe: [] as Array<string | null>,
-			fs: [] as Array<number | null>,
-			fr: [] as number[],
-			fsc: [] as Buffer[],
-			fep: [] as string[],
-		};
-		requests.forEach((request, r) => {
-			for (const it of request.items) {
-				a.r.push(r);
-				a.k.push(it.k);
-				a.p.push(it.p);
-				a.c.push(it.c);
-				a.v.push(it.v);
-				a.ex.push(it.ex);
-				a.ttl.push(it.ttl);
-				a.fe.push(it.fe);
-				a.fs.push(it.fs);
+	async #sendGroup(g: WriteGroup): Promise<ReadonlyArray<Record<string, unknown>>> {
+		const { requests, links } = g;
+		const r: number[] = [];
+		const k: number[] = [];
+		const p: Buffer[] = [];
+		const c: Buffer[] = [];
+		const v: Array<Buffer | null> = [];
+		const ex: Array<Buffer | null> = [];
+		const ttl: number[] = [];
+		const fe: Array<bigint | null> = [];
+		const fs: Array<number | null> = [];
+		const fr: number[] = [];
+		const fsc: Buffer[] = [];
+		const fep: bigint[] = [];
+		// Links: each linked request and every request it follows, directly or through others.
+		const lr: number[] = [];
+		const la: number[] = [];
+		const index = new Map<WriteRequest, number>();
+		const follows = new Map<WriteRequest, Set<number>>();
+		requests.forEach((request, i) => {
+			index.set(request, i);
+			const link = links?.get(request);
+			if (link !== undefined) {
+				const all = new Set<number>();
+				for (const a of link.after) {
+					all.add(index.get(a) as number);
+					for (const b of follows.get(a) ?? []) all.add(b);
+				}
+				follows.set(request, all);
+				for (const a of all) {
+					lr.push(i);
+					la.push(a);
+				}
+			}
+			for (const [j, it] of request.items.entries()) {
+				if (link?.skip.has(j) === true) continue;
+				r.push(i);
+				k.push(it.k);
+				p.push(it.p);
+				c.push(it.c);
+				v.push(it.v);
+				ex.push(it.ex);
+				ttl.push(it.ttl);
+				fe.push(it.fe);
+				fs.push(it.fs);
 			}
 			for (const f of request.fences.values()) {
-				a.fr.push(r);
-				a.fsc.push(buf(f.scope));
-				a.fep.push(f.epoch.toString());
+				fr.push(i);
+				fsc.push(buf(f.scope));
+				fep.push(f.epoch);
 			}
 		});
+		// Binary arrays (see binary-arrays.ts): no hex text to build here or to parse there.
+		const a = {
+			r: int4Array(r),
+			k: int4Array(k),
+			p: byteaArray(p),
+			c: byteaArray(c),
+			v: byteaArray(v),
+			ex: byteaArray(ex),
+			ttl: int8Array(ttl),
+			fe: int8Array(fe),
+			fs: int8Array(fs),
+			fr: int4Array(fr),
+			fsc: byteaArray(fsc),
+			fep: int8Array(fep),
+			lr: int4Array(lr),
+			la: int4Array(la),
+		};
 		const stmt = this.#sql.group;
 		const config = {
 			text: stmt.text,
@@ -639,7 +767,7 @@ class PgTTLStorageImpl implements PgTTLStorage {
 			v: value === null ? null : buf(value),
 			ex: expected === null ? null : buf(expected),
 			ttl,
-			fe: fence === undefined ? null : fence.epoch.toString(),
+			fe: fence === undefined ? null : fence.epoch,
 			fs: fence === undefined ? null : nextStamp(),
 		};
 	}

@@ -90,7 +90,9 @@ export function pgStatements(schema: string, table: string, injectedNow: boolean
 	//    request would land in part; the statement then fails on purpose (PARTIAL_MARK, nothing
 	//    written) and the driver sends it again, when step 2 sees the row.
 	// Keys are unique within a group (the driver starts a new group instead), so no row is written
-	// twice by one statement.
+	// twice by one statement; but for links (:lr, :la): request lr only follows request la's write
+	// of a key it requires as la writes it (its item of that key is not sent), so it writes only if
+	// la wrote, and is "held" (sent again by the driver) when it could but la did not.
 	// Steps 1 and 2 look each key up on its own (a LATERAL subquery with LIMIT, which the planner
 	// cannot flatten into a join), in key order: the statement runs on a cached generic plan, which
 	// sizes every unnest() at 100 rows, and a join over the keys then went to a hash semi-join
@@ -131,9 +133,13 @@ export function pgStatements(schema: string, table: string, injectedNow: boolean
 			FROM wf LEFT JOIN fence ON fence.scope = wf.scope GROUP BY wf.r
 		), want AS MATERIALIZED (
 			SELECT i.r, (count(*) FILTER (WHERE i.k <> 0))::int4 AS nc FROM i GROUP BY i.r
+		), own AS MATERIALIZED (
+			SELECT want.r, coalesce(chk.ok, true) AND coalesce(fok.ok, true) AS ok
+			FROM want LEFT JOIN chk ON chk.r = want.r LEFT JOIN fok ON fok.r = want.r
 		), go AS MATERIALIZED (
-			SELECT want.r FROM want LEFT JOIN chk ON chk.r = want.r LEFT JOIN fok ON fok.r = want.r
-			WHERE coalesce(chk.ok, true) AND coalesce(fok.ok, true)
+			SELECT own.r FROM own WHERE own.ok AND NOT EXISTS (
+				SELECT 1 FROM unnest(:lr::int4[], :la::int4[]) AS l(r, a) JOIN own AS o ON o.r = l.a
+				WHERE l.r = own.r AND NOT o.ok)
 		), put AS (
 			INSERT INTO ${T} AS t (p_key, c_cols, value, expire_at, f_epoch, f_seq)
 			SELECT i.p, i.c, i.v, ${item}, i.fe, i.fs FROM i WHERE i.k = 0 AND ${go} ORDER BY i.p, i.c
@@ -164,14 +170,15 @@ export function pgStatements(schema: string, table: string, injectedNow: boolean
 			FROM w JOIN i ON i.p = w.p_key AND i.c = w.c_cols GROUP BY i.r
 		)
 		SELECT want.r, go.r IS NOT NULL AS ok, coalesce(fok.ok, true) AS fenced_ok,
+			own.ok AND go.r IS NULL AS held,
 			coalesce(n.n, 0) AS n,
 			CASE WHEN go.r IS NOT NULL AND coalesce(n.nc, 0) <> want.nc
 				THEN ('${PARTIAL_MARK}' || want.r::text)::int4 END AS partial,
 			CASE WHEN NOT coalesce(fok.ok, true)
 				THEN ARRAY(SELECT encode(fence.scope, 'hex') || ':' || fence.epoch::text FROM fence)
 			END AS fences
-		FROM want LEFT JOIN go ON go.r = want.r LEFT JOIN n ON n.r = want.r
-			LEFT JOIN fok ON fok.r = want.r
+		FROM want JOIN own ON own.r = want.r LEFT JOIN go ON go.r = want.r
+			LEFT JOIN n ON n.r = want.r LEFT JOIN fok ON fok.r = want.r
 		ORDER BY want.r`;
 	const reads = new Map<string, Statement>();
 	return {

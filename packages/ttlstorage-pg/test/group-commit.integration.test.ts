@@ -9,6 +9,7 @@ import type pg from "pg";
 import { describe, expect, it } from "vitest";
 import type { PgPool, PgPoolClient, PgQueryConfig, PgQueryResult } from "../src/index.ts";
 import { createPgTTLStorage } from "../src/index.ts";
+import { readArray } from "./binary-array.ts";
 import { holdingPool } from "./held-pool.ts";
 import { pgGate, usePgSchema } from "./pg-env.ts";
 
@@ -51,7 +52,7 @@ function countingPool(
 
 /** The requests (distinct `r`) of a group statement: its first parameter. */
 const requestsOf = (config: PgQueryConfig): number =>
-	new Set(config.values?.[0] as number[] | undefined).size;
+	new Set(config.values === undefined ? [] : readArray(config.values[0])).size;
 
 describe.skipIf(skip)(`ttlstorage-pg group commit${skip ? ` [skipped: ${skip}]` : ""}`, () => {
 	it("writes arriving while one is in flight go in one statement, each with its own answer", async () => {
