@@ -14,6 +14,7 @@ import { JWT_CLAIMS } from "./http/auth.ts";
 import { defaultMaxRequestsInFlight } from "./http/overload.ts";
 import type { OptionSpec } from "./options.ts";
 import { ConfigError, integer, intIn, nonEmpty, offOrIntIn, oneOf, ownedBy } from "./options.ts";
+import type { StorageEntry } from "./storage/entry.ts";
 import type { StorageConfig } from "./storage/index.ts";
 import { STORAGES } from "./storage/index.ts";
 import type { UnsafeMutant } from "./unsafe-mutants.ts";
@@ -568,16 +569,17 @@ export function parseHostConfig(
 	const host = sectionOf(read, "host").values as { storage: string; logLevel: string };
 	// Every storage's settings are checked (a bad flag is an error whichever storage runs).
 	let storage: StorageConfig | undefined;
-	let storageDepth: number | undefined;
+	let storageEntry: StorageEntry | undefined;
 	for (const entry of STORAGES) {
 		const { values: settings, name } = sectionOf(read, `storage.${entry.kind}`);
 		ownedBy(() => entry.check?.(settings, name));
 		if (entry.kind === host.storage) {
 			storage = { kind: entry.kind, settings };
-			storageDepth = entry.defaultPipelineDepth;
+			storageEntry = entry;
 		}
 	}
 	if (storage === undefined) throw new ConfigError(`--storage ${host.storage} is unknown`);
+	const storageDepth = storageEntry?.defaultPipelineDepth;
 	const http = sectionOf(read, "http").values as unknown as HttpConfig;
 	if ((http.tlsCert === undefined) !== (http.tlsKey === undefined)) {
 		const name = sectionOf(read, "http").name;
@@ -611,8 +613,9 @@ export function parseHostConfig(
 		...ownedBy(() => checkCpSettings(cpValues as unknown as CpSettings, cp.name)),
 		...ownedBy(() => checkCpAdmission(cp.values as Partial<CpAdmission>, cp.name)),
 	};
+	const tuned = storageEntry?.tune?.(storage.settings, cpConfig);
 	const config: HostConfig = {
-		storage,
+		storage: tuned === undefined ? storage : { kind: storage.kind, settings: tuned },
 		http: {
 			...http,
 			address: http.address,

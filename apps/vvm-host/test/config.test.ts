@@ -74,8 +74,9 @@ describe("parseHostConfig", () => {
 		expect(config(["--sequences-trust-level=0"], env).cp.trustLevel).toBe(0);
 		// Unset: the storage's own default (8 where one fsync or round trip covers more creates).
 		expect(config([]).cp.pipelineDepth).toBe(8);
-		expect(config(["--storage", "redis"]).cp.pipelineDepth).toBe(8);
-		for (const storage of ["mem", "pg", "cas", "dyn"])
+		for (const storage of ["redis", "pg"])
+			expect(config(["--storage", storage]).cp.pipelineDepth, storage).toBe(8);
+		for (const storage of ["mem", "cas", "dyn"])
 			expect(config(["--storage", storage]).cp.pipelineDepth, storage).toBe(1);
 		expect(config(["--pipeline-depth", "1"]).cp.pipelineDepth).toBe(1);
 		expect(config([], { VVM_LEVEL_WRITE_BUFFER_MIB: "16" }).storage.settings.writeBufferMib).toBe(
@@ -84,6 +85,22 @@ describe("parseHostConfig", () => {
 		expect(config(["--storage", "pg", "--pipeline-depth", "4"]).cp.pipelineDepth).toBe(4);
 		expect(config(["--pipeline-depth", "8"]).cp.pipelineDepth).toBe(8);
 		expect(config([], { VVM_PIPELINE_DEPTH: "16" }).cp.pipelineDepth).toBe(16);
+		// The pg driver's group statements at once: 1 where creates ride as links (levels 0 and 1,
+		// pipelined), else the driver's own default; a given value wins; the driver's rule enforced.
+		const inFlight = (argv: string[], env = {}) =>
+			config(["--storage", "pg", ...argv], env).storage.settings.writesInFlight;
+		expect(inFlight([])).toBe(1);
+		expect(inFlight(["--sequences-trust-level", "1"])).toBe(1);
+		expect(inFlight(["--sequences-trust-level", "2"])).toBeUndefined();
+		expect(inFlight(["--pipeline-depth", "1"])).toBeUndefined();
+		expect(inFlight([], { VVM_PG_WRITES_IN_FLIGHT: "3" })).toBe(3);
+		expect(inFlight(["--sequences-trust-level", "2", "--pg-writes-in-flight", "4"])).toBe(4);
+		expect(() => config(["--storage", "pg", "--pg-writes-in-flight", "0"])).toThrow(
+			/--pg-writes-in-flight: writesInFlight must be an integer >= 1, got 0/,
+		);
+		expect(() => config(["--storage", "pg", "--pg-writes-in-flight", "two"])).toThrow(
+			/--pg-writes-in-flight must be an integer, got "two"/,
+		);
 	});
 
 	it("reads environment variables and lets flags win", () => {

@@ -12,6 +12,12 @@ export interface OpenedStorage {
 	close(): Promise<void>;
 }
 
+/** What a storage's defaults may depend on: how `@vvm/cp` runs over it. */
+export interface CpRun {
+	readonly trustLevel: number;
+	readonly pipelineDepth: number;
+}
+
 /** The settings of one storage, by its flags' keys. */
 export type StorageSettings = Readonly<Record<string, unknown>>;
 
@@ -25,6 +31,11 @@ export interface StorageEntry {
 	 * faster (a driver that groups the writes of many commands in one fsync or one round trip).
 	 */
 	readonly defaultPipelineDepth?: number;
+	/**
+	 * Its settings with the defaults that depend on how the command processor runs (those measured
+	 * fastest for that), given settings untouched; the host calls it once cp's settings are known.
+	 */
+	readonly tune?: (settings: StorageSettings, cp: CpRun) => StorageSettings;
 	/** Its flags (`--<kind>-…`); their keys are the fields of its settings. */
 	readonly options: readonly OptionSpec[];
 	/**

@@ -1,7 +1,7 @@
 // --storage pg: PostgreSQL. Without --pg-url, node-postgres reads PGHOST, PGPORT, PGUSER,
 // PGPASSWORD and PGDATABASE itself (its defaults otherwise).
-import { validatePgIdentifier } from "@vvm/ttlstorage-pg";
-import { ConfigError, nonEmpty } from "../options.ts";
+import { validatePgIdentifier, validatePgTTLStorageOptions } from "@vvm/ttlstorage-pg";
+import { ConfigError, integer, nonEmpty } from "../options.ts";
 import type { StorageEntry } from "./entry.ts";
 import { load, message, StorageOpenError, untilStopped } from "./entry.ts";
 
@@ -9,6 +9,7 @@ interface PgSettings {
 	readonly url: string | undefined;
 	readonly schema: string;
 	readonly table: string;
+	readonly writesInFlight: number | undefined;
 }
 
 /** A statement that waits longer (a lock held by a stuck peer) fails instead of hanging a lease. */
@@ -40,6 +41,9 @@ function where(s: PgSettings): string {
 export const pgStorage: StorageEntry = {
 	kind: "pg",
 	summary: "PostgreSQL",
+	// A partition's next create rides in its predecessor's group statement as a link (the driver's
+	// "Links"): 16 clients over 10 partitions, level 0, 3 482 creates/s against 2 500 at 1.
+	defaultPipelineDepth: 8,
 	options: [
 		{
 			key: "url",
@@ -65,6 +69,14 @@ export const pgStorage: StorageEntry = {
 			parse: nonEmpty,
 			help: "pg: table of the records (created if missing, with <table>_fences beside it)",
 		},
+		{
+			key: "writesInFlight",
+			flag: "pg-writes-in-flight",
+			env: ["VVM_PG_WRITES_IN_FLIGHT"],
+			def: undefined,
+			parse: integer,
+			help: "pg: group statements at the server at once (the driver's writesInFlight, >= 1; default 1 at --sequences-trust-level 0 and 1 with --pipeline-depth above 1, else the driver's 2); writes arriving meanwhile go together in the next one",
+		},
 	],
 	check(settings, name) {
 		for (const what of ["schema", "table"] as const) {
@@ -75,6 +87,23 @@ export const pgStorage: StorageEntry = {
 				throw new ConfigError(`${name(what)}: ${rule}`);
 			}
 		}
+		const writesInFlight = settings.writesInFlight as number | undefined;
+		try {
+			validatePgTTLStorageOptions(writesInFlight === undefined ? {} : { writesInFlight });
+		} catch (error) {
+			const rule = error instanceof Error ? error.message.replace(/^\[[^\]]*\] /, "") : "";
+			throw new ConfigError(`${name("writesInFlight")}: ${rule}`);
+		}
+	},
+	// Level 0 or 1 with pipelined numbering: the creates of a partition ride as links in one group
+	// statement, so one statement at a time makes the groups larger (16 clients, level 0, depth 8,
+	// two rounds: 3 345 creates/s and 139 µs of PostgreSQL CPU per create against 3 125 and 202 at
+	// 2, cold 1 439 against 1 141); at level 2 nothing is linked and 2 at once is faster (2 499
+	// against 1 989).
+	tune(settings, cp) {
+		if (settings.writesInFlight !== undefined || cp.trustLevel === 2 || cp.pipelineDepth === 1)
+			return settings;
+		return { ...settings, writesInFlight: 1 };
 	},
 	async open(settings, signal) {
 		const s = settings as unknown as PgSettings;
@@ -103,7 +132,12 @@ export const pgStorage: StorageEntry = {
 				cause: error,
 			});
 		}
-		const driver = createPgTTLStorage({ pool, schema: s.schema, table: s.table });
+		const driver = createPgTTLStorage({
+			pool,
+			schema: s.schema,
+			table: s.table,
+			...(s.writesInFlight === undefined ? {} : { writesInFlight: s.writesInFlight }),
+		});
 		return {
 			driver,
 			location: at,
