@@ -13,7 +13,7 @@ export interface OpenedStorage {
 }
 
 /** What a storage's defaults may depend on: how `@vvm/cp` runs over it. */
-export interface CpRun {
+interface CpRun {
 	readonly trustLevel: number;
 	readonly pipelineDepth: number;
 }
