@@ -188,7 +188,7 @@ export async function runLincheck(
 				throw new Error(`lincheck: window ${w}: raising its fence failed 150 times (30 s)`);
 			await new Promise((resolve) => setTimeout(resolve, 200));
 		}
-		const state = { maxEpoch: 1 };
+		const state: WindowState = { maxEpoch: 1, writing: new Map() };
 		const crowd: Client[] = [];
 		for (let c = 0; c < clients; c++) crowd.push({ id: c, epoch: 1, seen: new Map(), n: 0 });
 		await Promise.all(
@@ -201,7 +201,15 @@ export async function runLincheck(
 						stampedApart: options.stampedApartFromConditional ?? false,
 						state,
 					});
+					const writes = writesOf(input);
+					for (const { key, value } of writes)
+						state.writing.set(key, [...(state.writing.get(key) ?? []), value]);
 					const output = await perform(client.id, input);
+					for (const { key, value } of writes)
+						state.writing.set(
+							key,
+							(state.writing.get(key) ?? []).filter((v) => v !== value),
+						);
 					learn(client, input, output, state);
 				}
 			}),
@@ -311,14 +319,39 @@ async function invoke(
 	}
 }
 
+/** What the clients of a window share: the highest epoch, and the writes in flight. */
+interface WindowState {
+	maxEpoch: number;
+	/** Values being written now, by key (called, not answered): what a link may require. */
+	readonly writing: Map<number, string[]>;
+}
+
 interface Choice {
 	readonly withBatchIf: boolean;
 	readonly fencedDeletes: boolean;
 	readonly stampedApart: boolean;
-	readonly state: { maxEpoch: number };
+	readonly state: WindowState;
 }
 
-/** The next operation of `client`: every kind, on the window's keys, values unique per write. */
+/** The keys and values an operation writes. */
+function writesOf(input: OpInput): Array<{ key: number; value: string }> {
+	switch (input.kind) {
+		case "insertIfNotExists":
+		case "compareAndSwap":
+		case "put":
+			return [{ key: input.key, value: input.value }];
+		case "putBatch":
+		case "putBatchIf":
+			return input.items.map((it) => ({ key: it.key, value: it.value }));
+		default:
+			return [];
+	}
+}
+
+/**
+ * The next operation of `client`: every kind, on the window's keys, values unique per write (but
+ * for links, which write again a value being written).
+ */
 function choose(r: Rng, client: Client, choice: Choice): OpInput {
 	const fresh = (): string => `c${client.id}.${client.n++}`;
 	const fenceFor = (key: number): FenceRef | undefined =>
@@ -353,6 +386,28 @@ function choose(r: Rng, client: Client, choice: Choice): OpInput {
 	if (roll < 0.94) {
 		const keys = r.shuffle(choice.withBatchIf && roll >= 0.83 ? KEYS : batchKeys).slice(0, 2);
 		if (choice.withBatchIf && roll >= 0.83) {
+			// A link, as a pipelined PLog write requires its predecessor's entry: one item requires
+			// exactly the value another client is writing at its key now, and writes it again (the
+			// pg driver then rides it in that write's group statement).
+			const linkable = keys.filter((k) => (choice.state.writing.get(k) ?? []).length > 0);
+			if (linkable.length > 0 && r.chance(0.5)) {
+				const k = r.pick(linkable);
+				const values = choice.state.writing.get(k) as string[];
+				const value = values[values.length - 1] as string;
+				const other = keys.find((x) => x !== k) ?? r.pick(KEYS.filter((x) => x !== k));
+				const c = r.next();
+				const expected = c < 0.3 ? null : c < 0.8 ? expect(other) : undefined;
+				return {
+					kind: "putBatchIf",
+					items: [
+						withFence({ key: k, value, expected: value }, k),
+						withFence(
+							{ key: other, value: fresh(), ...(expected === undefined ? {} : { expected }) },
+							other,
+						),
+					],
+				};
+			}
 			const items: BatchEntry[] = keys.map((k) => {
 				const c = r.next();
 				const expected = c < 0.3 ? null : c < 0.8 ? expect(k) : undefined;
@@ -375,12 +430,7 @@ function choose(r: Rng, client: Client, choice: Choice): OpInput {
 }
 
 /** What the client learns from an answer: values it saw or wrote, the epoch it now holds. */
-function learn(
-	client: Client,
-	input: OpInput,
-	output: OpOutput,
-	state: { maxEpoch: number },
-): void {
+function learn(client: Client, input: OpInput, output: OpOutput, state: WindowState): void {
 	const saw = (key: number, value: string | null): void => {
 		if (value === null) return;
 		const list = client.seen.get(key) ?? [];
