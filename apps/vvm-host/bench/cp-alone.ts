@@ -6,7 +6,8 @@
 //   node --import tsx bench/cp-alone.ts <level|mem|cas|dyn|pg|redis> <trustLevel> <seconds> <workspaces> <concurrency>
 //
 // BENCH_CP_PIPELINE=N: cp's pipelineDepth (default 1); BENCH_LEVEL_NOSYNC=1: level without fsync;
-// BENCH_CP_COALESCE=0|1: cp's own group commit; BENCH_PG_WRITES_IN_FLIGHT: the pg driver's.
+// BENCH_CP_COALESCE=0|1: cp's own group commit; BENCH_PG_WRITES_IN_FLIGHT: the pg driver's (default:
+// the host's for the level and depth).
 import { readFileSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
@@ -14,6 +15,7 @@ import { join } from "node:path";
 import type { SequencesTrustLevel } from "@vvm/cp";
 import { createCommandProcessor } from "@vvm/cp";
 import type { TTLStorage } from "@vvm/ttlstorage";
+import { pgStorage } from "../src/storage/pg.ts";
 import { dropRedisPrefix, pgConnection, REDIS_URL } from "./servers.ts";
 
 const [storageKind, trust, secondsArg, workspacesArg, concurrencyArg] = process.argv.slice(2);
@@ -131,8 +133,13 @@ async function open(): Promise<{
 					return query(...args);
 				};
 			});
-			// BENCH_PG_WRITES_IN_FLIGHT: the driver's group commit setting (default: the driver's).
-			const inFlight = process.env.BENCH_PG_WRITES_IN_FLIGHT;
+			// BENCH_PG_WRITES_IN_FLIGHT: the driver's group commit setting (default: the host's for
+			// this level and depth, as its pg entry tunes it; else the driver's).
+			const tuned = pgStorage.tune?.(
+				{},
+				{ trustLevel: Number(trust), pipelineDepth: Number(process.env.BENCH_CP_PIPELINE ?? 1) },
+			)?.writesInFlight as number | undefined;
+			const inFlight = process.env.BENCH_PG_WRITES_IN_FLIGHT ?? tuned;
 			const storage = createPgTTLStorage({
 				pool,
 				schema: tag,
