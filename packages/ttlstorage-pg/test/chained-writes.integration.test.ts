@@ -9,7 +9,7 @@
 import type { Bytes, ConditionalBatchItem, WriteFence } from "@vvm/ttlstorage";
 import { utf8 } from "@vvm/ttlstorage";
 import { describe, expect, it } from "vitest";
-import type { PgPool, PgPoolClient, PgQueryConfig } from "../src/index.ts";
+import type { PgPool, PgPoolClient, PgQueryConfig, PgTTLStorage } from "../src/index.ts";
 import { createPgTTLStorage } from "../src/index.ts";
 import { readArray } from "./binary-array.ts";
 import { holdingPool } from "./held-pool.ts";
@@ -59,6 +59,24 @@ function link(pKey: Bytes, i: number, fence?: WriteFence): ConditionalBatchItem[
 	const items: ConditionalBatchItem[] = [{ ...entry(i), expected: null }];
 	if (i > 0) items.push({ ...entry(i - 1), expected: utf8(`event ${i - 1}`) });
 	return fence === undefined ? items : items.map((it) => ({ ...it, fence }));
+}
+
+/**
+ * Makes `call` while the storage's only statement (`writesInFlight: 1`) is held at the pool, so
+ * that its writes queue together; then lets the held one finish. Resolves to `call`'s promises.
+ */
+async function behindBusyStatement<T>(
+	held: ReturnType<typeof holdingPool>,
+	storage: PgTTLStorage,
+	call: () => T,
+): Promise<T> {
+	const gate = held.arm(/^WITH i AS MATERIALIZED/);
+	const busy = storage.put(unique("p"), utf8("x"), utf8("v"));
+	await gate.reached;
+	const calls = call();
+	gate.release();
+	await busy;
+	return calls;
 }
 
 /** The index of the first group statement that carried key `c`. */
@@ -133,12 +151,9 @@ describe.skipIf(skip)(`ttlstorage-pg chained writes${skip ? ` [skipped: ${skip}]
 			const pKey = unique("plog");
 			await storage.put(pKey, utf8("e0"), utf8("event 0"));
 			// The only statement busy: links 0 and 1 queue behind it, 1 linked to 0.
-			const gate = held.arm(/^WITH i AS MATERIALIZED/);
-			const busy = storage.put(unique("p"), utf8("x"), utf8("v"));
-			await gate.reached;
-			const calls = [storage.putBatchIf(link(pKey, 0)), storage.putBatchIf(link(pKey, 1))];
-			gate.release();
-			await busy;
+			const calls = await behindBusyStatement(held, storage, () =>
+				[0, 1].map((i) => storage.putBatchIf(link(pKey, i))),
+			);
 			expect(await Promise.all(calls)).toEqual([false, true]);
 			expect(text(await storage.get(pKey, utf8("e1")))).toBe("event 1");
 			// Together (e0 once: link 1's requirement not sent), then link 1 again on its own.
@@ -158,12 +173,9 @@ describe.skipIf(skip)(`ttlstorage-pg chained writes${skip ? ` [skipped: ${skip}]
 		try {
 			const pKey = unique("plog");
 			await storage.put(pKey, utf8("e0"), utf8("another event"));
-			const gate = held.arm(/^WITH i AS MATERIALIZED/);
-			const busy = storage.put(unique("p"), utf8("x"), utf8("v"));
-			await gate.reached;
-			const calls = [0, 1, 2].map((i) => storage.putBatchIf(link(pKey, i)));
-			gate.release();
-			await busy;
+			const calls = await behindBusyStatement(held, storage, () =>
+				[0, 1, 2].map((i) => storage.putBatchIf(link(pKey, i))),
+			);
 			expect(await Promise.all(calls)).toEqual([false, false, false]);
 			expect(await storage.get(pKey, utf8("e1"))).toBeUndefined();
 			expect(await storage.get(pKey, utf8("e2"))).toBeUndefined();
