@@ -398,11 +398,9 @@ class PgTTLStorageImpl implements PgTTLStorage {
 			const c = queue[i] as WriteGroup;
 			if (dependent && request.keys.some((k) => c.keys.has(k))) {
 				// The last group naming one of its keys: it rides there if it only follows writes of it.
-				const link = this.#link(c, request);
-				if (link !== undefined) {
-					c.links ??= new Map();
-					c.links.set(request, link);
-					g = c;
+				if (this.#linkInto(c, request)) {
+					this.#pump();
+					return;
 				}
 				break;
 			}
@@ -433,7 +431,7 @@ class PgTTLStorageImpl implements PgTTLStorage {
 	 * items are left out of the statement and the request writes only if the requests it
 	 * follows wrote (and its own fences and conditions, on keys no other request of `g` names,
 	 * hold). When one of those did not write, it is sent again (`#requeueFirst`), its link items
-	 * then checked on their own. Returns the link (the caller puts it in `g`), or `undefined`: not
+	 * then checked on their own. Returns the link (`#linkInto` puts it in `g`), or `undefined`: not
 	 * when it would have no item left, would grow `g` past `maxGroupItems`, or would hold up an
 	 * independent group (a key of it at the server or waiting elsewhere).
 	 */
@@ -459,6 +457,16 @@ class PgTTLStorageImpl implements PgTTLStorage {
 		}
 		if (skip.size === 0 || skip.size === request.items.length) return undefined;
 		return { skip, after: [...after] };
+	}
+
+	/** Puts `request` in `g` as a link when it can be one (`#link`); returns whether it did. */
+	#linkInto(g: WriteGroup, request: WriteRequest): boolean {
+		const link = this.#link(g, request);
+		if (link === undefined) return false;
+		g.links ??= new Map();
+		g.links.set(request, link);
+		this.#join(g, request);
+		return true;
 	}
 
 	/** The request of `g` that writes `key`, and the index of that item. */
@@ -514,9 +522,15 @@ class PgTTLStorageImpl implements PgTTLStorage {
 	 * statement failed, the server rolled it back: a `TTLSTORAGE_FAILED` error (something in one
 	 * request, not the server's state) sends each request again on its own, so one bad write
 	 * fails only its caller; every other error (the server unavailable, a lost answer:
-	 * `OUTCOME_UNKNOWN` for every write of the group) is every request's.
+	 * `OUTCOME_UNKNOWN` for every write of the group) is every request's. Requests that go again
+	 * (`#settle`) are queued at the head, in the group's order.
 	 */
 	async #commit(g: WriteGroup): Promise<void> {
+		this.#requeueFirst(await this.#settle(g));
+	}
+
+	/** Sends group `g` and answers its requests; resolves to those that go again, in its order. */
+	async #settle(g: WriteGroup): Promise<WriteRequest[]> {
 		let rows: ReadonlyArray<Record<string, unknown>>;
 		try {
 			rows = await this.#sendGroup(g);
@@ -527,14 +541,26 @@ class PgTTLStorageImpl implements PgTTLStorage {
 			const mapped = mapPgError(error, { operation: first.operation, phase });
 			const alone = isPartial(error) || mapped.code === "TTLSTORAGE_FAILED";
 			if (alone && phase === "write" && g.requests.length > 1) {
-				for (const request of g.requests)
-					await this.#commit({
-						requests: [request],
-						keys: g.keys,
-						items: request.items.length,
-						dependent: true,
-					});
-				return;
+				// One by one, in order and without links. A request that goes again keeps its place
+				// before every later one naming one of its keys (a link's predecessor among them):
+				// those go again behind it instead of being decided first.
+				const again: WriteRequest[] = [];
+				const held = new Set<string>();
+				for (const request of g.requests) {
+					const resent = request.keys.some((k) => held.has(k))
+						? [request]
+						: await this.#settle({
+								requests: [request],
+								keys: g.keys,
+								items: request.items.length,
+								dependent: true,
+							});
+					for (const r of resent) {
+						again.push(r);
+						for (const k of r.keys) held.add(k);
+					}
+				}
+				return again;
 			}
 			for (const request of g.requests)
 				request.reject(
@@ -548,7 +574,7 @@ class PgTTLStorageImpl implements PgTTLStorage {
 							? mapped
 							: mapPgError(error, { operation: request.operation, phase }),
 				);
-			return;
+			return [];
 		}
 		const again: Array<{ request: WriteRequest; scopes: Buffer[] }> = [];
 		const held: WriteRequest[] = [];
@@ -616,7 +642,7 @@ class PgTTLStorageImpl implements PgTTLStorage {
 			}
 		}
 		// In the group's order: a request linked to another that goes again follows it.
-		this.#requeueFirst(g.requests.filter((request) => resend.has(request)));
+		return g.requests.filter((request) => resend.has(request));
 	}
 
 	/**
@@ -636,13 +662,7 @@ class PgTTLStorageImpl implements PgTTLStorage {
 				this.#join(g, request);
 				continue;
 			}
-			const link = g === undefined ? undefined : this.#link(g, request);
-			if (g !== undefined && link !== undefined) {
-				g.links ??= new Map();
-				g.links.set(request, link);
-				this.#join(g, request);
-				continue;
-			}
+			if (g !== undefined && this.#linkInto(g, request)) continue;
 			const next: WriteGroup = { requests: [], keys: new Set(), items: 0, dependent: true };
 			this.#join(next, request);
 			groups.push(next);

@@ -185,6 +185,55 @@ describe.skipIf(skip)(`ttlstorage-pg chained writes${skip ? ` [skipped: ${skip}]
 		}
 	});
 
+	it("a group with a link refused as a whole goes one by one, the link behind its predecessor when that goes again", async () => {
+		const { pool, schema } = fixture();
+		const held = holdingPool(pool);
+		// The first group statement of two requests or more is refused (something in one request,
+		// TTLSTORAGE_FAILED): its requests then go one by one.
+		let refuse = true;
+		const refusing: PgPool = {
+			async connect(): Promise<PgPoolClient> {
+				const client = await held.pool.connect();
+				return {
+					query(config: PgQueryConfig) {
+						const requests = new Set(
+							isGroup(config) && config.values !== undefined ? readArray(config.values[0]) : [],
+						);
+						if (refuse && requests.size >= 2) {
+							refuse = false;
+							return Promise.reject(
+								Object.assign(new Error("invalid parameter value"), {
+									code: "22023",
+									severity: "ERROR",
+								}),
+							);
+						}
+						return client.query(config);
+					},
+					release: (destroy) => client.release(destroy),
+					on: (event, listener) => client.on(event, listener),
+					removeListener: (event, listener) => client.removeListener(event, listener),
+				};
+			},
+		};
+		const storage = createPgTTLStorage({ pool: refusing, schema, writesInFlight: 1 });
+		try {
+			// Links 0 and 1 on a scope never raised, 1 riding with 0. Alone, link 0 finds no fence
+			// row and goes again; link 1 must go again behind it, not be decided first (it would
+			// find e0 absent: [true, false]).
+			const pKey = unique("plog");
+			const fence = { scope: unique("scope"), epoch: 0n };
+			const calls = await behindBusyStatement(held, storage, () =>
+				[0, 1].map((i) => storage.putBatchIf(link(pKey, i, fence))),
+			);
+			expect(await Promise.all(calls)).toEqual([true, true]);
+			expect(refuse).toBe(false);
+			expect(text(await storage.get(pKey, utf8("e1")))).toBe("event 1");
+		} finally {
+			await storage.close();
+		}
+	});
+
 	it("writes of other keys are not held up behind a chain whose link is in flight", async () => {
 		const { pool, schema } = fixture();
 		const held = holdingPool(pool);
