@@ -52,7 +52,7 @@ export interface RunOptions {
 	readonly trustLevel?: 0 | 1 | 2;
 	/**
 	 * cp's `pipelineDepth` (default 1). Above 1, conditional batches are always on where the profile
-	 * has them and the level is 0 or 1 (where pipelining takes effect), instead of drawn.
+	 * has them (where pipelining takes effect, at every level), instead of drawn.
 	 */
 	readonly pipelineDepth?: number;
 }
@@ -410,8 +410,9 @@ export async function runSeed(opts: RunOptions): Promise<RunResult> {
 	const coalesceWrites = cfgRng.chance(0.5);
 	const pipelineDepth = opts.pipelineDepth ?? 1;
 	// Drawn exactly as before (the same seeds replay the same runs at depth 1), then forced on.
+	// Level 2 takes conditional batches only pipelined (cp's event writer, `pipelined`).
 	const conditionalBatches =
-		profile.conditionalBatches && trustLevel !== 2
+		profile.conditionalBatches && (trustLevel !== 2 || pipelineDepth > 1)
 			? cfgRng.chance(0.5) || pipelineDepth > 1
 			: false;
 	const atomicBatches =

@@ -296,7 +296,7 @@ export class AppPartitionImpl implements AppPartition {
 	#caughtUp = false;
 	#closed = false;
 	#closePromise: Promise<void> | undefined;
-	/** Effective pipeline depth: `pipelineDepth` with conditional batches (levels 0/1), else 1. */
+	/** Effective pipeline depth: `pipelineDepth` with conditional batches, else 1. */
 	readonly #depth: number;
 	/** Pipelined commands whose PLog write was issued and that have not answered, in PLog order. */
 	readonly #inflight: InFlight[] = [];
@@ -317,7 +317,7 @@ export class AppPartitionImpl implements AppPartition {
 		});
 		this.partitionId = partitionId;
 		this.#lease = lease;
-		this.#depth = ctx.conditionalBatches && ctx.trustLevel !== 2 ? ctx.pipelineDepth : 1;
+		this.#depth = ctx.conditionalBatches ? ctx.pipelineDepth : 1;
 		this.#fenced = this.#raiseFence();
 		this.#fenced.catch(noop);
 		// Every call waits for the fence: the sequencer's first actualization reads the PLog only
@@ -410,6 +410,7 @@ export class AppPartitionImpl implements AppPartition {
 			level: ctx.trustLevel,
 			atomicBatches: ctx.atomicBatches,
 			conditionalBatches: ctx.conditionalBatches,
+			pipelined: this.#depth > 1,
 			claimRecovered: ctx.orderedFencing,
 			idempotencyTtlSeconds: ctx.idempotencyTtlSeconds,
 		});

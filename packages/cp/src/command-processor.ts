@@ -99,7 +99,7 @@ export interface CommandProcessorOptions {
 	readonly conditionalBatches?: boolean;
 	/**
 	 * Commands of one partition in flight at once, `1..32`; default 1 (one at a time, as always).
-	 * Above 1, over `conditionalBatches` (levels 0 and 1 with `putBatchIf`; elsewhere it has no
+	 * Above 1, over `conditionalBatches` (a storage with `putBatchIf`, any level; elsewhere it has no
 	 * effect), a command that only creates records (`createRecord`, `sys.CUD` without updates) is
 	 * admitted once the previous command has taken its numbers and issued its PLog write, so the
 	 * storage's group commit can carry several commands of a partition in one batch. Effects land

@@ -112,8 +112,18 @@ export interface EventWriterOptions {
 	readonly level: SequencesTrustLevel;
 	/** The storage's `putBatch` is all or nothing: level 2 writes an event and its effects together. */
 	readonly atomicBatches: boolean;
-	/** Levels 0/1: write an event and its effects with one `putBatchIf` of `storage`. */
+	/**
+	 * Levels 0/1, and level 2 when `pipelined`: write an event and its effects with one
+	 * `putBatchIf` of `storage`.
+	 */
 	readonly conditionalBatches?: boolean;
+	/**
+	 * Commands of the partition may be in flight together (`pipelineDepth` above 1 over
+	 * conditional batches). At level 2 the event and its effects then go as one `putBatchIf` too,
+	 * the PLog entry inserted and the rest put, so that the next command's batch can require the
+	 * entry (and a driver such as pg can carry both in one statement).
+	 */
+	readonly pipelined?: boolean;
 	/**
 	 * The storage orders fenced writes per record (`"ordered"` fencing): at level 2 recovery then
 	 * re-writes each PLog entry of an older epoch under `fence` (see {@link EventWriter.claimPLog}).
@@ -149,7 +159,7 @@ export class EventWriter {
 		this.#level = o.level;
 		this.#atomic = o.atomicBatches && o.level === 2;
 		this.#putBatchIf =
-			o.conditionalBatches === true && o.level !== 2
+			o.conditionalBatches === true && (o.level !== 2 || o.pipelined === true)
 				? o.storage.putBatchIf?.bind(o.storage)
 				: undefined;
 		this.#claimEpoch = o.claimRecovered === true && o.level === 2 ? o.fence?.epoch : undefined;
@@ -310,11 +320,12 @@ export class EventWriter {
 	}
 
 	/**
-	 * Levels 0 and 1 over a storage with `putBatchIf`: the event and all its effects as one
-	 * all-or-nothing conditional batch, each key in the mode of the level (inserts of the PLog and
-	 * WLog entries, and at level 0 of new records; at level 0 an update swaps from the value the
-	 * command read; the rest are puts). `undefined` where the single writes must do it: not
-	 * `conditionalBatches`, level 2, or an update without the value it was read with.
+	 * Levels 0 and 1 over a storage with `putBatchIf` (and level 2 when pipelined): the event and
+	 * all its effects as one all-or-nothing conditional batch, each key in the mode of the level
+	 * (the PLog entry inserted; at levels 0 and 1 the WLog entry too, and at level 0 new records;
+	 * at level 0 an update swaps from the value the command read; the rest are puts). `undefined`
+	 * where the single writes must do it: not `conditionalBatches`, level 2 not pipelined, or an
+	 * update without the value it was read with.
 	 */
 	#conditionalBatch(e: EncodedEvent, after?: EncodedEvent): ConditionalBatchItem[] | undefined {
 		if (this.#putBatchIf === undefined) return undefined;
@@ -345,7 +356,12 @@ export class EventWriter {
 			if (read === undefined) return undefined;
 			items.push({ ...key, value, expected: read });
 		}
-		items.push({ ...this.wlogKey(event), value: e.bytes, expected: null });
+		// Level 2 trusts the numbers: the WLog entry is put, as its single write would be.
+		items.push(
+			this.#level === 2
+				? { ...this.wlogKey(event), value: e.bytes }
+				: { ...this.wlogKey(event), value: e.bytes, expected: null },
+		);
 		const entry = this.#keyEntry(event);
 		if (entry !== undefined) items.push(entry);
 		return items;

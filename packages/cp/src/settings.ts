@@ -18,7 +18,7 @@ export interface CpSettings {
 	 * Commands of a partition in flight at once, `1..MAX_PIPELINE_DEPTH`. Default 1: one at a
 	 * time. Above 1 a command that reads nothing earlier ones write (creates only) is admitted once
 	 * the previous one's PLog write was issued (README, "Pipelined numbering"); it takes effect only
-	 * with `conditionalBatches` (levels 0 and 1 over a storage with `putBatchIf`).
+	 * with `conditionalBatches` (a storage with `putBatchIf`, at every level).
 	 */
 	readonly pipelineDepth: number;
 }

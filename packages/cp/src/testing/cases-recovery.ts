@@ -156,9 +156,11 @@ async function faultCase(
 	// With atomicBatches at level 2 the effects share the PLog entry's batch: a fault on that batch
 	// is a fault of the PLog write (a failure wrote nothing; a landed write landed whole).
 	const atomic = ctx.options.atomicBatches ?? ctx.storage.supports?.atomicBatches === true;
-	// Likewise at levels 0 and 1 with conditional batches: one putBatchIf writes them all.
+	// Likewise at levels 0 and 1 with conditional batches (at level 2 when pipelined): one
+	// putBatchIf writes them all.
 	const conditional =
-		level !== 2 && (ctx.options.conditionalBatches ?? typeof ctx.storage.putBatchIf === "function");
+		(level !== 2 || (ctx.options.pipelineDepth ?? 1) > 1) &&
+		(ctx.options.conditionalBatches ?? typeof ctx.storage.putBatchIf === "function");
 	const together = ((level === 2 && atomic) || conditional) && target !== "plog";
 	const expected = !together
 		? expectedApart
