@@ -85,13 +85,13 @@ describe("parseHostConfig", () => {
 		expect(config(["--storage", "pg", "--pipeline-depth", "4"]).cp.pipelineDepth).toBe(4);
 		expect(config(["--pipeline-depth", "8"]).cp.pipelineDepth).toBe(8);
 		expect(config([], { VVM_PIPELINE_DEPTH: "16" }).cp.pipelineDepth).toBe(16);
-		// The pg driver's group statements at once: 1 where creates ride as links (levels 0 and 1,
-		// pipelined), else the driver's own default; a given value wins; the driver's rule enforced.
+		// The pg driver's group statements at once: 1 where creates ride as links (pipelined), else
+		// the driver's own default; a given value wins; the driver's rule enforced.
 		const inFlight = (argv: string[], env = {}) =>
 			config(["--storage", "pg", ...argv], env).storage.settings.writesInFlight;
 		expect(inFlight([])).toBe(1);
 		expect(inFlight(["--sequences-trust-level", "1"])).toBe(1);
-		expect(inFlight(["--sequences-trust-level", "2"])).toBeUndefined();
+		expect(inFlight(["--sequences-trust-level", "2"])).toBe(1);
 		expect(inFlight(["--pipeline-depth", "1"])).toBeUndefined();
 		expect(inFlight([], { VVM_PG_WRITES_IN_FLIGHT: "3" })).toBe(3);
 		expect(inFlight(["--sequences-trust-level", "2", "--pg-writes-in-flight", "4"])).toBe(4);

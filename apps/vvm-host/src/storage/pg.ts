@@ -75,7 +75,7 @@ export const pgStorage: StorageEntry = {
 			env: ["VVM_PG_WRITES_IN_FLIGHT"],
 			def: undefined,
 			parse: integer,
-			help: "pg: group statements at the server at once (the driver's writesInFlight, >= 1; default 1 at --sequences-trust-level 0 and 1 with --pipeline-depth above 1, else the driver's 2); writes arriving meanwhile go together in the next one",
+			help: "pg: group statements at the server at once (the driver's writesInFlight, >= 1; default 1 with --pipeline-depth above 1, else the driver's 2); writes arriving meanwhile go together in the next one",
 		},
 	],
 	check(settings, name) {
@@ -95,14 +95,13 @@ export const pgStorage: StorageEntry = {
 			throw new ConfigError(`${name("writesInFlight")}: ${rule}`);
 		}
 	},
-	// Level 0 or 1 with pipelined numbering: the creates of a partition ride as links in one group
-	// statement, so one statement at a time makes the groups larger (16 clients, level 0, depth 8,
-	// two rounds: 3 345 creates/s and 139 µs of PostgreSQL CPU per create against 3 125 and 202 at
-	// 2, cold 1 439 against 1 141); at level 2 nothing is linked and 2 at once is faster (2 499
-	// against 1 989).
+	// Pipelined numbering: the creates of a partition ride as links in one group statement, so one
+	// statement at a time makes the groups larger (16 clients, level 0, depth 8, two rounds: 3 345
+	// creates/s and 139 µs of PostgreSQL CPU per create against 3 125 and 202 at 2, cold 1 439
+	// against 1 141; level 2: 3 331 and 134 against 3 383 and 182, cold 1 399 against 1 238). At
+	// depth 1 nothing is linked and the driver's 2 at once is faster (level 2: 2 499 against 1 989).
 	tune(settings, cp) {
-		if (settings.writesInFlight !== undefined || cp.trustLevel === 2 || cp.pipelineDepth === 1)
-			return settings;
+		if (settings.writesInFlight !== undefined || cp.pipelineDepth === 1) return settings;
 		return { ...settings, writesInFlight: 1 };
 	},
 	async open(settings, signal) {
