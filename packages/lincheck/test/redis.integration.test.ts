@@ -68,19 +68,25 @@ describe.skipIf(skip)("lincheck: redis with a resending client (the mutant)", ()
 		await s?.close();
 	});
 
-	it("is caught: not linearizable", { timeout: 300_000 }, async () => {
-		const report = await runLincheck(s.storage, {
-			fencing: "epoch",
-			atomicBatches: true,
-			seed: 43,
-			prefix: "redis-resend",
-			windows: 20,
-			beforeWindow: () => s.proxy.startFaults(),
-			afterWindow: () => s.proxy.stopFaults(),
-		});
-		console.log(summary("redis resending client", report, s.proxy.counts()));
-		expect(
-			report.failed.filter((f) => f.verdict.kind === "not-linearizable").length,
-		).toBeGreaterThan(0);
+	it("is caught: not linearizable", { timeout: 400_000 }, async () => {
+		// The proxy's faults follow wall time, so whether 20 windows show a resend's effect varies
+		// from run to run (a CI run of 20 windows once showed none): the search goes on, with
+		// another seed, for up to 5 runs of 20 windows, and stops at the first violation.
+		let caught = 0;
+		for (const seed of [43, 44, 45, 46, 47]) {
+			const report = await runLincheck(s.storage, {
+				fencing: "epoch",
+				atomicBatches: true,
+				seed,
+				prefix: `redis-resend-${seed}`,
+				windows: 20,
+				beforeWindow: () => s.proxy.startFaults(),
+				afterWindow: () => s.proxy.stopFaults(),
+			});
+			console.log(summary(`redis resending client, seed ${seed}`, report, s.proxy.counts()));
+			caught = report.failed.filter((f) => f.verdict.kind === "not-linearizable").length;
+			if (caught > 0) break;
+		}
+		expect(caught).toBeGreaterThan(0);
 	});
 });
