@@ -24,28 +24,39 @@ const text = (b: Uint8Array | undefined) =>
 const isGroup = (config: PgQueryConfig): boolean =>
 	config.text.startsWith("WITH i AS MATERIALIZED");
 
-/** A pool that records every group statement sent: the keys (`c` of each item) it carried. */
-function recordingPool(inner: PgPool) {
-	const groups: string[][] = [];
-	const pool: PgPool = {
+/** `inner` with every statement going through `query` (which runs it with `run`, or not). */
+function wrappedPool(
+	inner: PgPool,
+	query: (
+		config: PgQueryConfig,
+		run: () => ReturnType<PgPoolClient["query"]>,
+	) => ReturnType<PgPoolClient["query"]>,
+): PgPool {
+	return {
 		async connect(): Promise<PgPoolClient> {
 			const client = await inner.connect();
 			return {
-				query(config: PgQueryConfig) {
-					if (isGroup(config))
-						groups.push(
-							(config.values === undefined ? [] : (readArray(config.values[3]) as Buffer[])).map(
-								(b) => text(b) ?? "",
-							),
-						);
-					return client.query(config);
-				},
+				query: (config: PgQueryConfig) => query(config, () => client.query(config)),
 				release: (destroy) => client.release(destroy),
 				on: (event, listener) => client.on(event, listener),
 				removeListener: (event, listener) => client.removeListener(event, listener),
 			};
 		},
 	};
+}
+
+/** A pool that records every group statement sent: the keys (`c` of each item) it carried. */
+function recordingPool(inner: PgPool) {
+	const groups: string[][] = [];
+	const pool = wrappedPool(inner, (config, run) => {
+		if (isGroup(config))
+			groups.push(
+				(config.values === undefined ? [] : (readArray(config.values[3]) as Buffer[])).map(
+					(b) => text(b) ?? "",
+				),
+			);
+		return run();
+	});
 	return { pool, groups };
 }
 
@@ -191,31 +202,16 @@ describe.skipIf(skip)(`ttlstorage-pg chained writes${skip ? ` [skipped: ${skip}]
 		// The first group statement of two requests or more is refused (something in one request,
 		// TTLSTORAGE_FAILED): its requests then go one by one.
 		let refuse = true;
-		const refusing: PgPool = {
-			async connect(): Promise<PgPoolClient> {
-				const client = await held.pool.connect();
-				return {
-					query(config: PgQueryConfig) {
-						const requests = new Set(
-							isGroup(config) && config.values !== undefined ? readArray(config.values[0]) : [],
-						);
-						if (refuse && requests.size >= 2) {
-							refuse = false;
-							return Promise.reject(
-								Object.assign(new Error("invalid parameter value"), {
-									code: "22023",
-									severity: "ERROR",
-								}),
-							);
-						}
-						return client.query(config);
-					},
-					release: (destroy) => client.release(destroy),
-					on: (event, listener) => client.on(event, listener),
-					removeListener: (event, listener) => client.removeListener(event, listener),
-				};
-			},
-		};
+		const refusing = wrappedPool(held.pool, (config, run) => {
+			const requests = new Set(
+				isGroup(config) && config.values !== undefined ? readArray(config.values[0]) : [],
+			);
+			if (!refuse || requests.size < 2) return run();
+			refuse = false;
+			return Promise.reject(
+				Object.assign(new Error("invalid parameter value"), { code: "22023", severity: "ERROR" }),
+			);
+		});
 		const storage = createPgTTLStorage({ pool: refusing, schema, writesInFlight: 1 });
 		try {
 			// Links 0 and 1 on a scope never raised, 1 riding with 0. Alone, link 0 finds no fence
