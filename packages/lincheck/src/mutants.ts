@@ -45,9 +45,35 @@ class EarlyAckPut extends Delegate {
 	}
 }
 
+/**
+ * get coalesced the wrong way: a get of a key that another get is already reading takes that
+ * read's answer, though the read may have started before a write that was answered before this
+ * get was called (what grouped reads must not do: a waiting read goes in a later statement).
+ */
+class CoalescedGet extends Delegate {
+	readonly #reading = new Map<string, Promise<Bytes | undefined>>();
+	override get(pKey: Bytes, cCols: Bytes): Promise<Bytes | undefined> {
+		const key = `${pKey.length}:${Buffer.from(pKey).toString("hex")}${Buffer.from(cCols).toString("hex")}`;
+		const running = this.#reading.get(key);
+		if (running !== undefined) return running;
+		// The answer comes back a moment after the read (a statement's way back to the client).
+		const read = this.inner
+			.get(pKey, cCols)
+			.then(async (value) => {
+				await pause();
+				return value;
+			})
+			.finally(() => this.#reading.delete(key));
+		this.#reading.set(key, read);
+		return read;
+	}
+}
+
 /** The broken drivers, by name. */
-export const mutants: Readonly<Record<"racySwap" | "earlyAckPut", (s: TTLStorage) => TTLStorage>> =
-	{
-		racySwap: (s) => new RacySwap(s),
-		earlyAckPut: (s) => new EarlyAckPut(s),
-	};
+export const mutants: Readonly<
+	Record<"racySwap" | "earlyAckPut" | "coalescedGet", (s: TTLStorage) => TTLStorage>
+> = {
+	racySwap: (s) => new RacySwap(s),
+	earlyAckPut: (s) => new EarlyAckPut(s),
+	coalescedGet: (s) => new CoalescedGet(s),
+};

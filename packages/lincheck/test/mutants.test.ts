@@ -6,7 +6,7 @@ import { summary } from "../src/report.ts";
 import { runLincheck } from "../src/workload.ts";
 
 describe("lincheck catches a broken driver", () => {
-	for (const name of ["racySwap", "earlyAckPut"] as const) {
+	for (const name of ["racySwap", "earlyAckPut", "coalescedGet"] as const) {
 		it(`${name}: reported non-linearizable`, async () => {
 			const storage = withFaultLayer(mutants[name](createMemTTLStorage()), { seed: 5 });
 			const report = await runLincheck(storage, {

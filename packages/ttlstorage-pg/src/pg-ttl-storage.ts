@@ -74,6 +74,12 @@ export interface PgTTLStorageOptions {
 	 * commit). 1 is the classic group commit; a large value sends nearly every write on its own.
 	 */
 	readonly writesInFlight?: number;
+	/**
+	 * Reads (`get` and pages of `read`) at the server at once, default 2. Reads of one kind that
+	 * arrive while this many statements are reading wait and then go together, as one statement;
+	 * a read that finds a statement free goes at once, alone.
+	 */
+	readonly readsInFlight?: number;
 	/** Items (records written) per group statement at most; default 1000 (a larger batch goes alone). */
 	readonly maxGroupItems?: number;
 	/** Where a failed background sweep is logged (at `error`); any pino-compatible logger. */
@@ -132,6 +138,7 @@ export function validatePgTTLStorageOptions(options: Partial<PgTTLStorageOptions
 	if (options.pageSize !== undefined) positiveInteger("pageSize", options.pageSize);
 	if (options.writesInFlight !== undefined)
 		positiveInteger("writesInFlight", options.writesInFlight);
+	if (options.readsInFlight !== undefined) positiveInteger("readsInFlight", options.readsInFlight);
 	if (options.maxGroupItems !== undefined) positiveInteger("maxGroupItems", options.maxGroupItems);
 	if (options.prepare !== undefined && typeof options.prepare !== "boolean")
 		throw new TypeError("[@vvm/ttlstorage-pg] prepare must be a boolean");
@@ -227,6 +234,29 @@ interface WriteGroup {
 	links?: Map<WriteRequest, Link>;
 }
 
+/**
+ * A kind of read that many callers' reads share one statement of: the statement for one (`one`,
+ * sent when the read goes alone) and for many (`many`, whose arguments `manyArgs` makes from
+ * theirs; rows tagged `i`, the read's place from 1).
+ */
+interface ReadKind {
+	readonly operation: "get" | "read";
+	readonly one: Statement;
+	readonly many: Statement;
+	manyArgs(args: readonly Args[]): Args;
+}
+
+/** One caller's `get` or page of a `read`, waiting for a statement. */
+interface ReadRequest {
+	readonly kind: ReadKind;
+	readonly args: Args;
+	resolve(rows: ReadonlyArray<Record<string, unknown>>): void;
+	reject(error: unknown): void;
+}
+
+/** Most reads in one statement. */
+const MAX_READS_PER_STATEMENT = 256;
+
 /** A group statement that failed: where, and what node-postgres raised. */
 class GroupFailure {
 	readonly error: unknown;
@@ -259,7 +289,12 @@ class PgTTLStorageImpl implements PgTTLStorage {
 	readonly #log: Logger;
 	readonly #inFlight = new Set<Promise<unknown>>();
 	readonly #writesInFlight: number;
+	readonly #readsInFlight: number;
 	readonly #maxGroupItems: number;
+	/** Reads waiting for a statement, in arrival order; and the statements reading now. */
+	#reads: ReadRequest[] = [];
+	#readStatements = 0;
+	readonly #readKinds = new Map<string, ReadKind>();
 	/** Groups waiting to be sent, in arrival order. */
 	readonly #queue: WriteGroup[] = [];
 	/** Keys of the groups at the server: a group holding one of them waits. */
@@ -288,6 +323,7 @@ class PgTTLStorageImpl implements PgTTLStorage {
 		this.#pageSize = options.pageSize ?? 1000;
 		this.#prepare = options.prepare ?? true;
 		this.#writesInFlight = options.writesInFlight ?? 2;
+		this.#readsInFlight = options.readsInFlight ?? 2;
 		this.#maxGroupItems = options.maxGroupItems ?? 1000;
 		this.#log = libraryLogger(options.logger, { pkg: "@vvm/ttlstorage-pg" });
 		guardConnections(options.pool);
@@ -356,6 +392,91 @@ class PgTTLStorageImpl implements PgTTLStorage {
 				throw mapPgError(error, { operation, phase });
 			}
 		}
+	}
+
+	// --- grouped reads --------------------------------------------------------------------------
+
+	/**
+	 * A read's rows: sent at once when fewer than `readsInFlight` statements are reading, else
+	 * with the reads of its kind that wait meanwhile, as one statement. Each read is answered from
+	 * that statement's snapshot, taken after every read in it was called: linearizable as a read
+	 * of its own. A failed statement fails the reads in it (nothing was written).
+	 */
+	#read(kind: ReadKind, args: Args): Promise<ReadonlyArray<Record<string, unknown>>> {
+		return this.#io(
+			kind.operation,
+			() =>
+				new Promise((resolve, reject) => {
+					this.#reads.push({ kind, args, resolve, reject });
+					this.#pumpReads();
+				}),
+		);
+	}
+
+	/** Sends waiting reads while statements are free: the oldest one's kind, with all of its kind. */
+	#pumpReads(): void {
+		while (this.#reads.length > 0 && this.#readStatements < this.#readsInFlight) {
+			const kind = (this.#reads[0] as ReadRequest).kind;
+			const batch: ReadRequest[] = [];
+			const rest: ReadRequest[] = [];
+			for (const r of this.#reads)
+				(r.kind === kind && batch.length < MAX_READS_PER_STATEMENT ? batch : rest).push(r);
+			this.#reads = rest;
+			this.#readStatements++;
+			void this.#sendReads(kind, batch).finally(() => {
+				this.#readStatements--;
+				this.#pumpReads();
+			});
+		}
+	}
+
+	async #sendReads(kind: ReadKind, batch: readonly ReadRequest[]): Promise<void> {
+		try {
+			if (batch.length === 1) {
+				const only = batch[0] as ReadRequest;
+				only.resolve((await this.#query(kind.operation, "read", kind.one, only.args)).rows);
+				return;
+			}
+			const args = kind.manyArgs(batch.map((r) => r.args));
+			const result = await this.#query(kind.operation, "read", kind.many, args);
+			const rows: Array<Record<string, unknown>>[] = batch.map(() => []);
+			for (const row of result.rows) rows[(row.i as number) - 1]?.push(row);
+			batch.forEach((r, i) => {
+				r.resolve(rows[i] as Array<Record<string, unknown>>);
+			});
+		} catch (error) {
+			for (const r of batch) r.reject(error);
+		}
+	}
+
+	/** The kind of a `get`, or of a page of `read` with these bounds. */
+	#readKind(lower: LowerBound | "get", upper: boolean): ReadKind {
+		const key = `${lower}/${upper}`;
+		let kind = this.#readKinds.get(key);
+		if (kind !== undefined) return kind;
+		const column = (all: readonly Args[], name: string) =>
+			byteaArray(all.map((a) => a[name] as Buffer));
+		kind =
+			lower === "get"
+				? {
+						operation: "get",
+						one: this.#sql.get,
+						many: this.#sql.gets,
+						manyArgs: (all) => ({ ps: column(all, "p"), cs: column(all, "c") }),
+					}
+				: {
+						operation: "read",
+						one: this.#sql.read(lower, upper),
+						many: this.#sql.reads(lower, upper),
+						manyArgs: (all) => ({
+							ps: column(all, "p"),
+							...(lower === "none" ? {} : { los: column(all, "lo") }),
+							...(upper ? { his: column(all, "hi") } : {}),
+							limit: (all[0] as Args).limit,
+						}),
+					};
+		this.#readKinds.set(key, kind);
+		return kind;
 	}
 
 	// --- group commit ---------------------------------------------------------------------------
@@ -909,10 +1030,8 @@ class PgTTLStorageImpl implements PgTTLStorage {
 
 	async get(pKey: Bytes, cCols: Bytes): Promise<Bytes | undefined> {
 		validateKey(pKey, cCols);
-		const result = await this.#io("get", () =>
-			this.#query("get", "read", this.#sql.get, { p: buf(pKey), c: buf(cCols) }),
-		);
-		const value = result.rows[0]?.value;
+		const rows = await this.#read(this.#readKind("get", false), { p: buf(pKey), c: buf(cCols) });
+		const value = rows[0]?.value;
 		return value instanceof Uint8Array ? own(value) : undefined;
 	}
 
@@ -986,10 +1105,9 @@ class PgTTLStorageImpl implements PgTTLStorage {
 					const args: Args = { p: buf(pKey), limit: page };
 					if (lo !== undefined) args.lo = buf(lo);
 					if (to !== undefined) args.hi = buf(to);
-					const stmt = self.#sql.read(lower, to !== undefined);
-					const result = await self.#io("read", () => self.#query("read", "read", stmt, args));
+					const rows = await self.#read(self.#readKind(lower, to !== undefined), args);
 					let last: Bytes | undefined;
-					for (const row of result.rows) {
+					for (const row of rows) {
 						const cCols = row.c_cols;
 						const value = row.value;
 						if (cCols instanceof Uint8Array && value instanceof Uint8Array) {
@@ -997,7 +1115,7 @@ class PgTTLStorageImpl implements PgTTLStorage {
 							yield { cCols: last, value: own(value) };
 						}
 					}
-					if (result.rows.length < page || last === undefined) return;
+					if (rows.length < page || last === undefined) return;
 					lower = "after";
 					lo = last;
 				}
@@ -1032,7 +1150,8 @@ const toError = (e: unknown): Error => (e instanceof Error ? e : new Error(Strin
 
 /**
  * Creates the PostgreSQL TTL storage over a caller-owned node-postgres `Pool`. Reads are one
- * statement each. Writes go by **group commit**: those that arrive while `writesInFlight`
+ * statement each, but those (`get`, pages of `read`) that arrive while `readsInFlight` read
+ * statements are at the server go together, one statement per kind. Writes go by **group commit**: those that arrive while `writesInFlight`
  * statements are at the server go together as one statement (one transaction, one commit), each
  * request all or nothing, with its own answer: its fences and conditions are checked on locked
  * rows in that statement, and a false condition, a superseded fence or a refused request never

@@ -53,6 +53,13 @@ export interface PgStatements {
 	readonly fenceEpoch: Statement;
 	readonly sweep: Statement;
 	read(lower: LowerBound, upper: boolean): Statement;
+	/** Many `get`s in one statement: `:ps`, `:cs` (`bytea[]`); rows `(i, value)`, `i` from 1. */
+	readonly gets: Statement;
+	/**
+	 * Many pages of one `read` shape in one statement: `:ps` and, as the shape has them, `:los`,
+	 * `:his` (`bytea[]`), one `:limit`; rows `(i, c_cols, value)` in `(i, c_cols)` order.
+	 */
+	reads(lower: LowerBound, upper: boolean): Statement;
 }
 
 /**
@@ -181,6 +188,14 @@ export function pgStatements(schema: string, table: string, injectedNow: boolean
 			LEFT JOIN n ON n.r = want.r LEFT JOIN fok ON fok.r = want.r
 		ORDER BY want.r`;
 	const reads = new Map<string, Statement>();
+	const readsMany = new Map<string, Statement>();
+	// Many reads in one statement: each key looked up on its own in a LATERAL subquery with LIMIT
+	// (an index scan, whatever the generic plan's row estimate of unnest(), as in the group).
+	const bounds = (lower: LowerBound, upper: boolean, lo: string, hi: string): string =>
+		[
+			lower === "from" ? `AND t.c_cols >= ${lo}` : lower === "after" ? `AND t.c_cols > ${lo}` : "",
+			upper ? `AND t.c_cols < ${hi}` : "",
+		].join(" ");
 	return {
 		get: c("get", `SELECT t.value FROM ${T} AS t WHERE t.p_key = :p AND t.c_cols = :c AND ${live}`),
 		queryTTL: c(
@@ -219,16 +234,42 @@ export function pgStatements(schema: string, table: string, injectedNow: boolean
 			const key = `${lower}/${upper}`;
 			let s = reads.get(key);
 			if (s === undefined) {
-				const bounds = [
-					lower === "from" ? "AND t.c_cols >= :lo" : lower === "after" ? "AND t.c_cols > :lo" : "",
-					upper ? "AND t.c_cols < :hi" : "",
-				].join(" ");
 				s = c(
 					`read_${lower}_${upper ? "hi" : "open"}`,
-					`SELECT t.c_cols, t.value FROM ${T} AS t WHERE t.p_key = :p ${bounds} AND ${live}
+					`SELECT t.c_cols, t.value FROM ${T} AS t
+					WHERE t.p_key = :p ${bounds(lower, upper, ":lo", ":hi")} AND ${live}
 					ORDER BY t.c_cols LIMIT :limit`,
 				);
 				reads.set(key, s);
+			}
+			return s;
+		},
+		gets: c(
+			"gets",
+			`SELECT k.i::int4 AS i, t.value
+			FROM unnest(:ps::bytea[], :cs::bytea[]) WITH ORDINALITY AS k(p, c, i)
+			CROSS JOIN LATERAL (
+				SELECT t.value FROM ${T} AS t WHERE t.p_key = k.p AND t.c_cols = k.c AND ${live} LIMIT 1
+			) AS t`,
+		),
+		reads(lower, upper) {
+			const key = `${lower}/${upper}`;
+			let s = readsMany.get(key);
+			if (s === undefined) {
+				const columns = ["p", ...(lower === "none" ? [] : ["lo"]), ...(upper ? ["hi"] : [])];
+				const arrays = columns.map((col) => `:${col}s::bytea[]`);
+				s = c(
+					`reads_${lower}_${upper ? "hi" : "open"}`,
+					`SELECT k.i::int4 AS i, t.c_cols, t.value
+					FROM unnest(${arrays.join(", ")}) WITH ORDINALITY AS k(${columns.join(", ")}, i)
+					CROSS JOIN LATERAL (
+						SELECT t.c_cols, t.value FROM ${T} AS t
+						WHERE t.p_key = k.p ${bounds(lower, upper, "k.lo", "k.hi")} AND ${live}
+						ORDER BY t.c_cols LIMIT :limit
+					) AS t
+					ORDER BY k.i, t.c_cols`,
+				);
+				readsMany.set(key, s);
 			}
 			return s;
 		},

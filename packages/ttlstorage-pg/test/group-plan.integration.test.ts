@@ -1,10 +1,12 @@
-// The plan of the write group statement (issue 36). The driver prepares it once per connection, so
+// The plans of the write group statement and of grouped reads (issue 36). The driver prepares it once per connection, so
 // PostgreSQL soon runs it on a cached generic plan, made without the arrays' sizes (every unnest()
 // counts as 100 rows) and kept until the next ANALYZE. Looking the group's keys up as a join let
 // that plan take a hash semi-join over a sequential scan of the whole records table (made while the
 // table was small, then kept as it grew: ~1.3–5 ms and 300–1 500 buffer hits per group of ~5
 // creates instead of ~0.45 ms and ~200). Each key must be an index lookup.
+import type pg from "pg";
 import { describe, expect, it } from "vitest";
+import type { Statement } from "../src/statements.ts";
 import { pgStatements } from "../src/statements.ts";
 import { pgGate, usePgSchema } from "./pg-env.ts";
 
@@ -24,6 +26,34 @@ function nodes(node: PlanNode): PlanNode[] {
 	return [node, ...(node.Plans ?? []).flatMap(nodes)];
 }
 
+/** The generic plan of `stmt` (as a prepared statement soon runs on it), at any arguments. */
+async function genericPlan(pool: pg.Pool, stmt: Statement): Promise<PlanNode> {
+	const client = await pool.connect();
+	try {
+		await client.query("BEGIN");
+		await client.query("SET LOCAL plan_cache_mode = force_generic_plan");
+		await client.query(`PREPARE vvm_gplan AS ${stmt.text}`);
+		try {
+			// A generic plan does not depend on the arguments: empty arrays will do.
+			const args = stmt.params.map((name) => (name === "limit" ? "10" : "'{}'")).join(", ");
+			const result = await client.query(`EXPLAIN (FORMAT JSON) EXECUTE vvm_gplan(${args})`);
+			return result.rows[0]["QUERY PLAN"][0].Plan;
+		} finally {
+			await client.query("ROLLBACK");
+			await client.query("DEALLOCATE vvm_gplan");
+		}
+	} finally {
+		client.release();
+	}
+}
+
+/** The records table is only read through its primary key's index. */
+function expectIndexScansOnly(all: readonly PlanNode[]): void {
+	const scans = all.filter((n) => n["Relation Name"] === "vvm_ttl" && /Scan/.test(n["Node Type"]));
+	expect(scans.length).toBeGreaterThan(0);
+	expect(scans.filter((n) => n["Node Type"] !== "Index Scan")).toEqual([]);
+}
+
 describe.skipIf(skip)(
 	`ttlstorage-pg group statement plan${skip ? ` [skipped: ${skip}]` : ""}`,
 	() => {
@@ -37,30 +67,8 @@ describe.skipIf(skip)(
 			);
 			await pool.query(`ANALYZE "${schema}".vvm_ttl`);
 			const stmt = pgStatements(schema, "vvm_ttl", false).group;
-			const client = await pool.connect();
-			let plan: PlanNode;
-			try {
-				await client.query("BEGIN");
-				await client.query("SET LOCAL plan_cache_mode = force_generic_plan");
-				await client.query(`PREPARE vvm_gplan AS ${stmt.text}`);
-				try {
-					// A generic plan does not depend on the arguments: empty arrays will do.
-					const args = stmt.params.map(() => "'{}'").join(", ");
-					const result = await client.query(`EXPLAIN (FORMAT JSON) EXECUTE vvm_gplan(${args})`);
-					plan = result.rows[0]["QUERY PLAN"][0].Plan;
-				} finally {
-					await client.query("ROLLBACK");
-					await client.query("DEALLOCATE vvm_gplan");
-				}
-			} finally {
-				client.release();
-			}
-			const all = nodes(plan);
-			const scans = all.filter(
-				(n) => n["Relation Name"] === "vvm_ttl" && /Scan/.test(n["Node Type"]),
-			);
-			expect(scans.length).toBeGreaterThan(0);
-			expect(scans.filter((n) => n["Node Type"] !== "Index Scan")).toEqual([]);
+			const all = nodes(await genericPlan(pool, stmt));
+			expectIndexScansOnly(all);
 			// The locking read of the conditional items' rows (step 2) in particular.
 			const cur = all.find((n) => n["Subplan Name"] === "CTE cur");
 			expect(cur).toBeDefined();
@@ -69,6 +77,16 @@ describe.skipIf(skip)(
 					(n) => n["Node Type"] === "Index Scan" && n["Index Name"] === "vvm_ttl_pkey",
 				),
 			).toBe(true);
+		});
+
+		it("so do the statements of grouped reads (gets, and pages of each read shape)", async () => {
+			const { pool, schema } = fixture();
+			await pool.query(`ANALYZE "${schema}".vvm_ttl`);
+			const sql = pgStatements(schema, "vvm_ttl", false);
+			const statements = [sql.gets];
+			for (const lower of ["none", "from", "after"] as const)
+				for (const upper of [false, true]) statements.push(sql.reads(lower, upper));
+			for (const stmt of statements) expectIndexScansOnly(nodes(await genericPlan(pool, stmt)));
 		});
 	},
 );

@@ -17,10 +17,14 @@ export interface HeldPool {
 
 export function holdingPool(inner: PgPool): HeldPool {
 	let armed: { pattern: RegExp; reached: () => void; gate: Promise<void> } | undefined;
+	// One wrapper per connection: the driver guards each client once (an `error` listener).
+	const wrappers = new WeakMap<PgPoolClient, PgPoolClient>();
 	const pool: PgPool = {
 		async connect(): Promise<PgPoolClient> {
 			const client = await inner.connect();
-			return {
+			const known = wrappers.get(client);
+			if (known !== undefined) return known;
+			const wrapper: PgPoolClient = {
 				async query(config: PgQueryConfig) {
 					const hold = armed;
 					if (hold?.pattern.test(config.text)) {
@@ -34,6 +38,8 @@ export function holdingPool(inner: PgPool): HeldPool {
 				on: (event, listener) => client.on(event, listener),
 				removeListener: (event, listener) => client.removeListener(event, listener),
 			};
+			wrappers.set(client, wrapper);
+			return wrapper;
 		},
 	};
 	return {
