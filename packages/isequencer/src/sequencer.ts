@@ -121,6 +121,8 @@ export interface SequencerHandle extends AsyncDisposable {
 }
 
 const noop = (): void => {};
+/** Reads ahead (`prefetch`) in flight at most: past it, a workspace is read when it starts. */
+const MAX_PREFETCHES = 64;
 
 function popcount(m: number): number {
 	let n = 0;
@@ -204,6 +206,14 @@ export class SequencerImpl implements Sequencer {
 	readonly #reading = new Map<WSID, { readers: number; drops: number }>();
 	/** Storage reads of numbers in flight (their retry loops), awaited by cleanup. */
 	readonly #loads = new Set<Promise<WsRecord | undefined>>();
+	/**
+	 * Reads started by `prefetch`, by workspace, until they settle: a `start` of the workspace
+	 * (same kind, same generation) waits for that read instead of starting another.
+	 */
+	readonly #prefetches = new Map<
+		WSID,
+		{ readonly kind: KindInfo; readonly gen: number; readonly load: Promise<WsRecord | undefined> }
+	>();
 
 	/** Incremented by actualize and cleanup: storage reads started before are stale. */
 	#gen = 0;
@@ -266,13 +276,7 @@ export class SequencerImpl implements Sequencer {
 		if (this.#actualizing) return undefined;
 		if (this.#txActive)
 			throw new SequencerError("SEQUENCER_MISUSE", "start: sequencing transaction already started");
-		const kind = this.#p.kinds.get(wsKind);
-		if (kind === undefined)
-			throw new SequencerError("SEQUENCER_UNKNOWN_WS_KIND", `start: unknown wsKind ${wsKind}`);
-		if (!Number.isSafeInteger(wsid) || wsid < 0)
-			throw new RangeError(
-				`[@vvm/isequencer] start: wsid must be a safe integer >= 0, got ${wsid}`,
-			);
+		const kind = this.#kindOf("start", wsKind, wsid);
 		if (this.#unflushed > this.#p.maxNumUnflushedValues) {
 			this.#signalFlusher();
 			return undefined;
@@ -287,12 +291,50 @@ export class SequencerImpl implements Sequencer {
 		this.#txRec = rec;
 		this.#txLoad = undefined;
 		if (rec === undefined || (rec.known & kind.mask) !== kind.mask) {
-			// Prefetch every number of the workspace while the caller does its own work.
-			const load = this.#load(wsid, kind);
-			load.catch(noop);
+			// Prefetch every number of the workspace while the caller does its own work (or wait
+			// for the read that `prefetch` started, when it reads the same numbers).
+			const ahead = this.#prefetches.get(wsid);
+			let load: Promise<WsRecord | undefined>;
+			if (ahead !== undefined && ahead.gen === this.#gen && ahead.kind === kind) load = ahead.load;
+			else {
+				load = this.#load(wsid, kind);
+				load.catch(noop);
+			}
 			this.#txLoad = load;
 		}
 		return this.#nextOffset;
+	}
+
+	prefetch(wsKind: WSKind, wsid: WSID): void {
+		if (this.#closed || this.#actualizing) return;
+		const kind = this.#kindOf("prefetch", wsKind, wsid);
+		if (this.#prefetches.has(wsid) || this.#prefetches.size >= MAX_PREFETCHES) return;
+		// Its own transaction reads it already.
+		if (this.#txActive && this.#txWsid === wsid) return;
+		const rec = this.#lru.peek(wsid) ?? this.#offCache.get(wsid);
+		if (rec !== undefined && (rec.known & kind.mask) === kind.mask) return;
+		const gen = this.#gen;
+		const load = this.#load(wsid, kind);
+		// Its errors reach the transaction that waits for it (start), else nobody: a read ahead.
+		load.catch(noop);
+		const entry = { kind, gen, load };
+		this.#prefetches.set(wsid, entry);
+		const done = (): void => {
+			if (this.#prefetches.get(wsid) === entry) this.#prefetches.delete(wsid);
+		};
+		load.then(done, done);
+	}
+
+	/** The kind of `wsKind`, after the checks every entry point makes of its arguments. */
+	#kindOf(op: string, wsKind: WSKind, wsid: WSID): KindInfo {
+		const kind = this.#p.kinds.get(wsKind);
+		if (kind === undefined)
+			throw new SequencerError("SEQUENCER_UNKNOWN_WS_KIND", `${op}: unknown wsKind ${wsKind}`);
+		if (!Number.isSafeInteger(wsid) || wsid < 0)
+			throw new RangeError(
+				`[@vvm/isequencer] ${op}: wsid must be a safe integer >= 0, got ${wsid}`,
+			);
+		return kind;
 	}
 
 	next(seqId: SeqID): SeqNumber | Promise<SeqNumber> {
@@ -459,6 +501,9 @@ export class SequencerImpl implements Sequencer {
 			() => {
 				if (this.#txId !== txId) throw this.#ended();
 				this.#txPending--;
+				// A read that gave nothing for this transaction (one of an older generation): read
+				// again rather than wait on it once more.
+				if (this.#txRec === undefined && this.#txLoad === load) this.#txLoad = undefined;
 				return this.next(seqId);
 			},
 			(error: unknown) => {

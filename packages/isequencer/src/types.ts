@@ -129,6 +129,15 @@ export interface Sequencer {
 	flush(): void;
 	/** Cancels the transaction and re-actualizes from the PLog; `start` is not ok until done. */
 	actualize(): void;
+	/**
+	 * Optional hint: the workspace will be started soon (a command for it waits in the caller's
+	 * queue). When its numbers are not in memory, reads them now, in the background, so that its
+	 * `start` finds them, or shares the read still in flight, instead of reading them inside its
+	 * transaction. Never starts a transaction, never changes a number's value; a no-op while
+	 * actualizing, after cleanup, or with many reads ahead already in flight. Throws like `start`
+	 * for an unknown `wsKind` or an invalid `wsid`.
+	 */
+	prefetch?(wsKind: WSKind, wsid: WSID): void;
 }
 
 /**

@@ -97,7 +97,9 @@ type Action =
 	| { kind: "restart"; lru: number; maxUnflushed: number }
 	| { kind: "storage"; failRate: number; maxDelayMs: number }
 	| { kind: "advance"; ms: number }
-	| { kind: "reply" };
+	| { kind: "reply" }
+	/** A command for `ws` was queued: the caller reads its numbers ahead. */
+	| { kind: "prefetch"; ws: number };
 
 type StorageAction = Extract<Action, { kind: "storage" }>;
 
@@ -131,6 +133,11 @@ const advanceArb: fc.Arbitrary<Action> = fc.record({
 
 const replyArb: fc.Arbitrary<Action> = fc.constant({ kind: "reply" as const });
 
+const prefetchArb: fc.Arbitrary<Action> = fc.record({
+	kind: fc.constant("prefetch" as const),
+	ws: fc.integer({ min: 1, max: 6 }),
+});
+
 /** Everything: failures, delays, restarts, actualizations. */
 const actionArb: fc.Arbitrary<Action> = fc.oneof(
 	{ weight: 8, arbitrary: txArb(2, 1) },
@@ -145,6 +152,7 @@ const actionArb: fc.Arbitrary<Action> = fc.oneof(
 	{ weight: 2, arbitrary: storageArb },
 	{ weight: 2, arbitrary: advanceArb },
 	{ weight: 2, arbitrary: replyArb },
+	{ weight: 2, arbitrary: prefetchArb },
 );
 
 /**
@@ -155,6 +163,7 @@ const raceActionArb: fc.Arbitrary<Action> = fc.oneof(
 	{ weight: 8, arbitrary: txArb(20, 1) },
 	{ weight: 3, arbitrary: replyArb },
 	{ weight: 1, arbitrary: advanceArb },
+	{ weight: 3, arbitrary: prefetchArb },
 );
 
 interface Scenario {
@@ -264,6 +273,9 @@ async function runScenario(cache: CacheKind, scenario: Scenario): Promise<void> 
 			} else if (a.kind === "reply") {
 				storage.held.shift()?.();
 				await clock.advanceAsync(0);
+			} else if (a.kind === "prefetch") {
+				const ws = wsOf(a.ws);
+				handle.sequencer.prefetch?.(KIND_OF_WS(ws), ws);
 			} else if (a.kind === "restart") {
 				await drive(handle.cleanup()); // an in-flight storage call may be sleeping on the clock
 				handle = make(a.lru, a.maxUnflushed);
