@@ -110,14 +110,16 @@ const many = {
 const workers = Number(values.workers);
 const summary = workers > 1 ? await runParallel(many, workers) : await runMany(many);
 if (json) {
-	console.log(JSON.stringify(summary));
-	process.exit(0);
-}
-console.log(
-	`${summary.seeds} seeds (profiles ${names.join(",")}, one per seed in turn; ${workers} worker${workers > 1 ? "s" : ""}) in ${(summary.ms / 1000).toFixed(1)} s: ${summary.runsPerSecond.toFixed(1)} seeds/s (CPU ${(summary.cpuMs / 1000).toFixed(1)} s); ${summary.failures.length} failed, ${summary.stuck} stuck`,
-);
-for (const f of summary.failures.slice(0, 20))
+	// Exit once the line is written: stdout to a pipe is asynchronous, and a process.exit right
+	// after a long line (many failures) cut it, so the parallel runner found no summary.
+	process.stdout.write(`${JSON.stringify(summary)}\n`, () => process.exit(0));
+} else {
 	console.log(
-		`  FAILED seed ${f.seed} profile ${f.profile} at ${(f.atMs / 1000).toFixed(1)} s: ${f.anomalies[0]}`,
+		`${summary.seeds} seeds (profiles ${names.join(",")}, one per seed in turn; ${workers} worker${workers > 1 ? "s" : ""}) in ${(summary.ms / 1000).toFixed(1)} s: ${summary.runsPerSecond.toFixed(1)} seeds/s (CPU ${(summary.cpuMs / 1000).toFixed(1)} s); ${summary.failures.length} failed, ${summary.stuck} stuck`,
 	);
-process.exit(summary.failures.length === 0 ? 0 : 1);
+	for (const f of summary.failures.slice(0, 20))
+		console.log(
+			`  FAILED seed ${f.seed} profile ${f.profile} at ${(f.atMs / 1000).toFixed(1)} s: ${f.anomalies[0]}`,
+		);
+	process.exit(summary.failures.length === 0 ? 0 : 1);
+}
