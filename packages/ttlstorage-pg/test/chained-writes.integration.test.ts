@@ -9,11 +9,12 @@
 import type { Bytes, ConditionalBatchItem, WriteFence } from "@vvm/ttlstorage";
 import { utf8 } from "@vvm/ttlstorage";
 import { describe, expect, it } from "vitest";
-import type { PgPool, PgPoolClient, PgQueryConfig, PgTTLStorage } from "../src/index.ts";
+import type { PgPool, PgQueryConfig, PgTTLStorage } from "../src/index.ts";
 import { createPgTTLStorage } from "../src/index.ts";
 import { readArray } from "./binary-array.ts";
 import { holdingPool } from "./held-pool.ts";
 import { pgGate, usePgSchema } from "./pg-env.ts";
+import { wrappedPool } from "./wrapped-pool.ts";
 
 const skip = await pgGate();
 const fixture = usePgSchema("vvm_chain", skip);
@@ -23,27 +24,6 @@ const text = (b: Uint8Array | undefined) =>
 	b === undefined ? undefined : new TextDecoder().decode(b);
 const isGroup = (config: PgQueryConfig): boolean =>
 	config.text.startsWith("WITH i AS MATERIALIZED");
-
-/** `inner` with every statement going through `query` (which runs it with `run`, or not). */
-function wrappedPool(
-	inner: PgPool,
-	query: (
-		config: PgQueryConfig,
-		run: () => ReturnType<PgPoolClient["query"]>,
-	) => ReturnType<PgPoolClient["query"]>,
-): PgPool {
-	return {
-		async connect(): Promise<PgPoolClient> {
-			const client = await inner.connect();
-			return {
-				query: (config: PgQueryConfig) => query(config, () => client.query(config)),
-				release: (destroy) => client.release(destroy),
-				on: (event, listener) => client.on(event, listener),
-				removeListener: (event, listener) => client.removeListener(event, listener),
-			};
-		},
-	};
-}
 
 /** A pool that records every group statement sent: the keys (`c` of each item) it carried. */
 function recordingPool(inner: PgPool) {

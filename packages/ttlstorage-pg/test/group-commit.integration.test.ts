@@ -7,11 +7,12 @@ import type { Bytes } from "@vvm/ttlstorage";
 import { TTLStorageError, utf8 } from "@vvm/ttlstorage";
 import type pg from "pg";
 import { describe, expect, it } from "vitest";
-import type { PgPool, PgPoolClient, PgQueryConfig, PgQueryResult } from "../src/index.ts";
+import type { PgPool, PgQueryConfig, PgQueryResult } from "../src/index.ts";
 import { createPgTTLStorage } from "../src/index.ts";
 import { readArray } from "./binary-array.ts";
 import { holdingPool } from "./held-pool.ts";
 import { pgGate, usePgSchema } from "./pg-env.ts";
+import { wrappedPool } from "./wrapped-pool.ts";
 
 const skip = await pgGate();
 const fixture = usePgSchema("vvm_group", skip);
@@ -31,22 +32,11 @@ function countingPool(
 	) => Promise<PgQueryResult> | undefined,
 ) {
 	const sent: PgQueryConfig[] = [];
-	const pool: PgPool = {
-		async connect(): Promise<PgPoolClient> {
-			const client = await inner.connect();
-			return {
-				query(config: PgQueryConfig) {
-					const group = config.text.startsWith("WITH i AS MATERIALIZED");
-					if (group) sent.push(config);
-					const run = () => client.query(config);
-					return (group ? intercept?.(config, run) : undefined) ?? run();
-				},
-				release: (destroy) => client.release(destroy),
-				on: (event, listener) => client.on(event, listener),
-				removeListener: (event, listener) => client.removeListener(event, listener),
-			};
-		},
-	};
+	const pool = wrappedPool(inner, (config, run) => {
+		const group = config.text.startsWith("WITH i AS MATERIALIZED");
+		if (group) sent.push(config);
+		return (group ? intercept?.(config, run) : undefined) ?? run();
+	});
 	return { pool, sent };
 }
 

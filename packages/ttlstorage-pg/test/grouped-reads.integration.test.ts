@@ -5,10 +5,11 @@
 import type { Bytes, StoredRecord } from "@vvm/ttlstorage";
 import { TTLStorageError, utf8 } from "@vvm/ttlstorage";
 import { describe, expect, it } from "vitest";
-import type { PgPool, PgPoolClient, PgQueryConfig, PgQueryResult } from "../src/index.ts";
+import type { PgPool, PgQueryConfig } from "../src/index.ts";
 import { createPgTTLStorage } from "../src/index.ts";
 import { holdingPool } from "./held-pool.ts";
 import { pgGate, usePgSchema } from "./pg-env.ts";
+import { wrappedPool } from "./wrapped-pool.ts";
 
 const skip = await pgGate();
 const fixture = usePgSchema("vvm_reads", skip);
@@ -25,27 +26,11 @@ const kindOf = (config: PgQueryConfig): string =>
 /** A pool that records the kind of every statement, and may fail those of one kind. */
 function recordingPool(inner: PgPool, fail?: { kind: string; error: Error }) {
 	const sent: string[] = [];
-	const wrappers = new WeakMap<PgPoolClient, PgPoolClient>();
-	const pool: PgPool = {
-		async connect(): Promise<PgPoolClient> {
-			const client = await inner.connect();
-			const known = wrappers.get(client);
-			if (known !== undefined) return known;
-			const wrapper: PgPoolClient = {
-				query(config: PgQueryConfig): Promise<PgQueryResult> {
-					const kind = kindOf(config);
-					sent.push(kind);
-					if (fail !== undefined && kind === fail.kind) return Promise.reject(fail.error);
-					return client.query(config);
-				},
-				release: (destroy) => client.release(destroy),
-				on: (event, listener) => client.on(event, listener),
-				removeListener: (event, listener) => client.removeListener(event, listener),
-			};
-			wrappers.set(client, wrapper);
-			return wrapper;
-		},
-	};
+	const pool = wrappedPool(inner, (config, run) => {
+		const kind = kindOf(config);
+		sent.push(kind);
+		return fail !== undefined && kind === fail.kind ? Promise.reject(fail.error) : run();
+	});
 	return { pool, sent };
 }
 

@@ -1,6 +1,7 @@
 // A pool whose next statement matching a pattern waits (before it is sent) until released: a
 // request held on its way, as a congested link or a stalled process would hold it.
-import type { PgPool, PgPoolClient, PgQueryConfig } from "../src/index.ts";
+import type { PgPool } from "../src/index.ts";
+import { wrappedPool } from "./wrapped-pool.ts";
 
 interface Hold {
 	/** Resolves once the armed statement is held. */
@@ -17,31 +18,15 @@ export interface HeldPool {
 
 export function holdingPool(inner: PgPool): HeldPool {
 	let armed: { pattern: RegExp; reached: () => void; gate: Promise<void> } | undefined;
-	// One wrapper per connection: the driver guards each client once (an `error` listener).
-	const wrappers = new WeakMap<PgPoolClient, PgPoolClient>();
-	const pool: PgPool = {
-		async connect(): Promise<PgPoolClient> {
-			const client = await inner.connect();
-			const known = wrappers.get(client);
-			if (known !== undefined) return known;
-			const wrapper: PgPoolClient = {
-				async query(config: PgQueryConfig) {
-					const hold = armed;
-					if (hold?.pattern.test(config.text)) {
-						armed = undefined;
-						hold.reached();
-						await hold.gate;
-					}
-					return client.query(config);
-				},
-				release: (destroy) => client.release(destroy),
-				on: (event, listener) => client.on(event, listener),
-				removeListener: (event, listener) => client.removeListener(event, listener),
-			};
-			wrappers.set(client, wrapper);
-			return wrapper;
-		},
-	};
+	const pool = wrappedPool(inner, async (config, run) => {
+		const hold = armed;
+		if (hold?.pattern.test(config.text)) {
+			armed = undefined;
+			hold.reached();
+			await hold.gate;
+		}
+		return run();
+	});
 	return {
 		pool,
 		arm(pattern) {
