@@ -7,7 +7,8 @@
 //
 // BENCH_CP_PIPELINE=N: cp's pipelineDepth (default 1); BENCH_LEVEL_NOSYNC=1: level without fsync;
 // BENCH_CP_COALESCE=0|1: cp's own group commit; BENCH_PG_WRITES_IN_FLIGHT: the pg driver's (default:
-// the host's for the level and depth).
+// the host's for the level and depth); BENCH_CP_RESTART=1: a last phase, "restart": a new processor
+// over the same storage, the first command of every workspace again (as the host's cold rows).
 import { readFileSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
@@ -188,16 +189,18 @@ const quantile = (sorted: readonly number[], p: number): number =>
 async function main(): Promise<void> {
 	const { storage, close, stats } = await open();
 	const coalesce = process.env.BENCH_CP_COALESCE;
-	const cp = createCommandProcessor({
-		storage,
-		// BENCH_CP_COALESCE=0|1: @vvm/cp's own group commit off or on (default: cp's choice).
-		...(coalesce === undefined ? {} : { coalesceWrites: coalesce !== "0" }),
-		appId: 1,
-		partitions: PARTITIONS,
-		trustLevel: Number(trust ?? 0) as SequencesTrustLevel,
-		pipelineDepth: Number(process.env.BENCH_CP_PIPELINE ?? 1),
-	});
-	const parts = Array.from({ length: PARTITIONS }, (_, p) => cp.deploy(p));
+	const processor = () =>
+		createCommandProcessor({
+			storage,
+			// BENCH_CP_COALESCE=0|1: @vvm/cp's own group commit off or on (default: cp's choice).
+			...(coalesce === undefined ? {} : { coalesceWrites: coalesce !== "0" }),
+			appId: 1,
+			partitions: PARTITIONS,
+			trustLevel: Number(trust ?? 0) as SequencesTrustLevel,
+			pipelineDepth: Number(process.env.BENCH_CP_PIPELINE ?? 1),
+		});
+	let cp = processor();
+	let parts = Array.from({ length: PARTITIONS }, (_, p) => cp.deploy(p));
 	await Promise.all(parts.map((p) => p.ready()));
 	const create = async (wsid: number): Promise<boolean> => {
 		const p = parts[wsid % PARTITIONS];
@@ -261,8 +264,8 @@ async function main(): Promise<void> {
 			}),
 		);
 	};
-	// Warm-up: every workspace once (its first command, a cold one).
-	{
+	/** The first command of every workspace, once each (a cold one), measured as `phase`. */
+	const onceEach = async (phase: string): Promise<void> => {
 		const latencies: number[] = [];
 		let ok = 0;
 		let next = 1;
@@ -283,8 +286,9 @@ async function main(): Promise<void> {
 		);
 		const seconds = (performance.now() - t0) / 1000;
 		const server1 = (await stats?.()) ?? server0;
-		report("warmup", latencies, ok, seconds, cpu0, main0, counts0, server0, server1);
-	}
+		report(phase, latencies, ok, seconds, cpu0, main0, counts0, server0, server1);
+	};
+	await onceEach("warmup");
 	{
 		const latencies: number[] = [];
 		let ok = 0;
@@ -309,6 +313,15 @@ async function main(): Promise<void> {
 		report("warm", latencies, ok, seconds, cpu0, main0, counts0, server0, server1);
 	}
 	await cp.close();
+	if (process.env.BENCH_CP_RESTART === "1") {
+		// A new processor over the same storage (as a restarted host): the first command of each
+		// workspace reads its numbers back, then its log's tail.
+		cp = processor();
+		parts = Array.from({ length: PARTITIONS }, (_, p) => cp.deploy(p));
+		await Promise.all(parts.map((p) => p.ready()));
+		await onceEach("restart");
+		await cp.close();
+	}
 	await close();
 }
 

@@ -607,6 +607,8 @@ async function cpAlone(
 			env: {
 				...env,
 				BENCH_CP_PIPELINE: String(depth ?? defaultDepth(storage)),
+				// Cold as the host's: the first commands after a restart (the numbers are stored).
+				BENCH_CP_RESTART: "1",
 				...(noSync ? { BENCH_LEVEL_NOSYNC: "1" } : {}),
 			},
 		},
@@ -640,7 +642,7 @@ async function cpAlone(
 		});
 	});
 	const code = await new Promise<number | null>((resolve) => child.once("exit", resolve));
-	const cold = phases.get("warmup");
+	const cold = phases.get("restart");
 	const warm = phases.get("warm");
 	if (code !== 0 || cold === undefined || warm === undefined)
 		throw new Error(`cp-alone ${storage} level ${level} failed (exit ${code})`);
@@ -707,21 +709,23 @@ function rowText(r: Row, reference: number): string {
 	const pgCpu = r.runs.every((x) => x.pgCpuUs !== undefined)
 		? Math.round(m((x) => x.pgCpuUs ?? 0))
 		: "";
-	const ref = r.label === PGBENCH;
+	const ref = r.label === PGBENCH || r.label === PGBENCH_PIPELINED;
 	// Emmett's row has no server of ours: its one process is the client (its CPU column).
 	const noServer = ref || r.label === EMMETT;
 	return `| ${r.label} | ${Math.round(perSecond).toLocaleString("en")} | ${r.label === BARE ? "" : `${((100 * perSecond) / reference).toFixed(1)} %`} | ${m((x) => x.p50).toFixed(2)} | ${ref ? "" : m((x) => x.p99).toFixed(2)} | ${noServer ? "" : Math.round(m((x) => x.hostCpuUs))} | ${noServer ? "" : Math.round(m((x) => x.hostMainCpuUs))} | ${ref ? "" : client === 0 ? "(in process)" : Math.round(client)} | ${errors} | ${pgCpu} |`;
 }
 
 const PGBENCH = `pgbench -M prepared -c ${CONCURRENCY}: BEGIN; INSERT event; INSERT record; COMMIT (reference; p50 column: its mean latency)`;
+const PGBENCH_PIPELINED = `pgbench -M prepared -c ${CONCURRENCY}, the same transaction pipelined (\\startpipeline: one round trip; reference)`;
 
 /**
  * The least a create needs on PostgreSQL, as pgbench runs it: a transaction of two inserts (an
  * event of 300 bytes, a record of 100) with prepared statements, CONCURRENCY clients, SECONDS
- * seconds, into two tables of a schema of its own on the same server. `undefined` when pgbench is
- * not installed.
+ * seconds, into two tables of a schema of its own on the same server; `pipelined`: the four
+ * statements sent at once (`\startpipeline`, one round trip per transaction). `undefined` when
+ * pgbench is not installed.
  */
-async function pgbench(): Promise<Measured | undefined> {
+async function pgbench(pipelined = false): Promise<Measured | undefined> {
 	const { default: pg } = await import("pg");
 	const pool = new pg.Pool(PG);
 	pool.on("error", () => {});
@@ -738,10 +742,12 @@ async function pgbench(): Promise<Measured | undefined> {
 			script,
 			[
 				"\\set id random(1, 9000000000000000000)",
+				...(pipelined ? ["\\startpipeline"] : []),
 				"BEGIN;",
 				`INSERT INTO ${schema}.event (id, body) VALUES (:id, ${bytes(300)});`,
 				`INSERT INTO ${schema}.record (id, body) VALUES (:id, ${bytes(100)});`,
 				"COMMIT;",
+				...(pipelined ? ["\\endpipeline"] : []),
 				"",
 			].join("\n"),
 		);
@@ -944,7 +950,7 @@ async function main(): Promise<void> {
 		else progress(`${s} is not listening on ${hostOf(s)}:${portOf[s]}; left out`);
 	}
 	console.log(
-		`host command path: one-record creates through HTTP, concurrency ${CONCURRENCY} keep-alive connections, ${WORKSPACES} workspaces on level (${REMOTE_WORKSPACES} on cas/dyn/pg) each touched once before the warm run, cold = the first command of up to ${COLD_WORKSPACES} workspaces after a restart and the first commands of the other half, ${SECONDS} s per warm run, medians of ${ROUNDS} interleaved rounds; default host flags; ${cpus().length} cores (${cpus()[0]?.model.trim()}), Node ${process.version}${QUICK ? " (--quick)" : ""}`,
+		`host command path: one-record creates through HTTP, concurrency ${CONCURRENCY} keep-alive connections, ${WORKSPACES} workspaces on level (${REMOTE_WORKSPACES} on cas/dyn/pg) each touched once before the warm run, cold = the first command of up to ${COLD_WORKSPACES} workspaces after a restart and the first commands of the other half (@vvm/cp alone: of every workspace, on a new processor over the same storage), ${SECONDS} s per warm run, medians of ${ROUNDS} interleaved rounds; default host flags; ${cpus().length} cores (${cpus()[0]?.model.trim()}), Node ${process.version}${QUICK ? " (--quick)" : ""}`,
 	);
 	for (let round = 0; round < ROUNDS; round++) {
 		progress(`round ${round + 1}/${ROUNDS} bare node:http, ${SECONDS} s`);
@@ -989,7 +995,12 @@ async function main(): Promise<void> {
 		if (storages.includes("pg")) {
 			progress(`round ${round + 1}/${ROUNDS} pgbench, ${SECONDS} s`);
 			const m = await pgbench();
-			if (m !== undefined) record(PGBENCH, m);
+			if (m !== undefined) {
+				record(PGBENCH, m);
+				progress(`round ${round + 1}/${ROUNDS} pgbench pipelined, ${SECONDS} s`);
+				const p = await pgbench(true);
+				if (p !== undefined) record(PGBENCH_PIPELINED, p);
+			}
 			if (EMMETT_ON) {
 				progress(
 					`round ${round + 1}/${ROUNDS} Emmett appendToStream: ${EMMETT_STREAMS} streams once each, then ${SECONDS} s`,
