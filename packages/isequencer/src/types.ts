@@ -134,8 +134,9 @@ export interface Sequencer {
 	 * queue). When its numbers are not in memory, reads them now, in the background, so that its
 	 * `start` finds them, or shares the read still in flight, instead of reading them inside its
 	 * transaction. Never starts a transaction, never changes a number's value; a no-op while
-	 * actualizing, after cleanup, or with many reads ahead already in flight. Throws like `start`
-	 * for an unknown `wsKind` or an invalid `wsid`.
+	 * actualizing, after cleanup (before it looks at its arguments, as `start`), or with many reads
+	 * ahead already in flight. Otherwise throws like `start` for an unknown `wsKind` or an invalid
+	 * `wsid`.
 	 */
 	prefetch?(wsKind: WSKind, wsid: WSID): void;
 }

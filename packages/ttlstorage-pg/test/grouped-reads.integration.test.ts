@@ -150,6 +150,29 @@ describe.skipIf(skip)(`ttlstorage-pg grouped reads${skip ? ` [skipped: ${skip}]`
 		await storage.close();
 	});
 
+	it("a read that waits for a statement when close() is called is still answered; close waits for it", async () => {
+		const { pool, schema } = fixture();
+		const held = holdingPool(pool);
+		const storage = createPgTTLStorage({ pool: held.pool, schema, readsInFlight: 1 });
+		const p = unique("p");
+		await storage.put(p, utf8("c"), utf8("v"));
+		const gate = held.arm(/WHERE t\.p_key/);
+		const first = storage.get(p, utf8("c"));
+		await gate.reached;
+		const waiting = [storage.get(p, utf8("c")), collect(storage.read(p))];
+		let closed = false;
+		const closing = storage.close().then(() => {
+			closed = true;
+		});
+		await expect(storage.get(p, utf8("c"))).rejects.toMatchObject({ code: "TTLSTORAGE_CLOSED" });
+		gate.release();
+		expect(text(await first)).toBe("v");
+		const [got, rows] = await Promise.all(waiting);
+		expect([text(got as Uint8Array | undefined), rows]).toEqual(["v", ["c=v"]]);
+		await closing;
+		expect(closed).toBe(true);
+	});
+
 	it("readsInFlight is validated before any I/O", () => {
 		const { pool } = fixture();
 		for (const bad of [0, -1, 1.5, Number.NaN])
