@@ -628,16 +628,27 @@ function defineCases(
 		],
 		[
 			"PutBatch: writes every item with its own TTL; an empty batch is fine",
-			async ({ storage, pKey, elapse }) => {
+			async ({ storage, pKey, elapse, mock }) => {
 				const items = Array.from({ length: 30 }, (_, i) => ({
 					pKey,
 					cCols: new Uint8Array([i]),
 					value: enc(`v${i}`),
 					ttlSeconds: i % 3 === 0 ? 1 : 0,
 				}));
+				const t0 = performance.now();
 				await storage.putBatch(items);
 				await storage.putBatch([]);
-				expect(await collect(storage.read(pKey))).toHaveLength(30);
+				const all = await collect(storage.read(pKey));
+				// Each item with TTL 1 must be there until 1 s after its write: always on the mock
+				// clock, and in real time while less than 1 s passed since the batch was called. On
+				// a busy machine the batch and the read can take longer (30 LWTs on a 3-node
+				// Cassandra cluster beside a test suite: 29 found once); then only the items without
+				// TTL are certain.
+				if (mock || performance.now() - t0 < 1000) expect(all).toHaveLength(30);
+				else
+					expect(all.map((r) => r.cCols[0])).toEqual(
+						expect.arrayContaining(items.filter((_, i) => i % 3 !== 0).map((it) => it.cCols[0])),
+					);
 				await elapse(2);
 				const left = await collect(storage.read(pKey));
 				expect(left.map((r) => r.cCols[0])).toEqual(
