@@ -361,17 +361,16 @@ class PgTTLStorageImpl implements PgTTLStorage {
 	 * One statement on a connection of the pool. A statement the server aborted on a deadlock or a
 	 * serialization failure wrote nothing and is sent again (3 tries in all); every other error is
 	 * mapped to a `TTLStorageError`, and a connection that broke is closed, not given back.
-	 * `accepted`: the call was taken before `close()` (a read that waited for a statement), so it
-	 * runs even if the storage closed meanwhile, as close() waits for it.
+	 * Whether the storage is open was checked when the operation was called (`#io`): a statement
+	 * of an operation taken before `close()` (a read that waited, a fence row a first write needs)
+	 * still runs, and close() waits for it.
 	 */
 	async #query(
 		operation: string,
 		phase: Exclude<PgPhase, "connect">,
 		stmt: Statement,
 		args: Args,
-		accepted = false,
 	): Promise<PgQueryResult> {
-		if (!accepted) this.#open(operation);
 		const config = {
 			text: stmt.text,
 			values: this.#values(stmt, args),
@@ -437,11 +436,11 @@ class PgTTLStorageImpl implements PgTTLStorage {
 		try {
 			if (batch.length === 1) {
 				const only = batch[0] as ReadRequest;
-				only.resolve((await this.#query(kind.operation, "read", kind.one, only.args, true)).rows);
+				only.resolve((await this.#query(kind.operation, "read", kind.one, only.args)).rows);
 				return;
 			}
 			const args = kind.manyArgs(batch.map((r) => r.args));
-			const result = await this.#query(kind.operation, "read", kind.many, args, true);
+			const result = await this.#query(kind.operation, "read", kind.many, args);
 			const rows: Array<Record<string, unknown>>[] = batch.map(() => []);
 			for (const row of result.rows) rows[(row.i as number) - 1]?.push(row);
 			batch.forEach((r, i) => {

@@ -183,4 +183,24 @@ describe.skipIf(skip)(`ttlstorage-pg fenced writes${skip ? ` [skipped: ${skip}]`
 			"TTLSTORAGE_FENCED",
 		);
 	});
+
+	it("a scope's first write, called before close(), still gets its fence row and lands; close waits for it", async () => {
+		const { pool, schema } = fixture();
+		const held = holdingPool(pool);
+		const storage = createPgTTLStorage({ pool: held.pool, schema });
+		const [scope, pKey] = [unique("scope"), unique("p")];
+		// The group statement is held; when it runs it finds no fence row for the scope, so the
+		// driver creates the row (a statement of its own, after close() was called) and sends the
+		// write again.
+		const gate = held.arm(/^WITH i AS MATERIALIZED/);
+		const write = storage.put(pKey, utf8("k"), utf8("v"), 0, { fence: { scope, epoch: 1n } });
+		await gate.reached;
+		const closing = storage.close();
+		gate.release();
+		await write;
+		await closing;
+		const reader = createPgTTLStorage({ pool, schema });
+		expect(text(await reader.get(pKey, utf8("k")))).toBe("v");
+		await reader.close();
+	});
 });

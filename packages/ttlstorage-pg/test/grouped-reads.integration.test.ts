@@ -34,6 +34,21 @@ function recordingPool(inner: PgPool, fail?: { kind: string; error: Error }) {
 	return { pool, sent };
 }
 
+/**
+ * A storage over `pool` (wrapped by `wrap`) with one read statement at a time, whose first `get`
+ * (of "c" in `p`, stored as "v") is held on its way: reads called now wait behind it.
+ */
+async function oneReadHeld(pool: PgPool, schema: string, wrap = (inner: PgPool) => inner) {
+	const held = holdingPool(pool);
+	const storage = createPgTTLStorage({ pool: wrap(held.pool), schema, readsInFlight: 1 });
+	const p = unique("p");
+	await storage.put(p, utf8("c"), utf8("v"));
+	const gate = held.arm(/WHERE t\.p_key/);
+	const first = storage.get(p, utf8("c"));
+	await gate.reached;
+	return { storage, p, first, release: gate.release };
+}
+
 const collect = async (it: AsyncIterable<StoredRecord>): Promise<string[]> => {
 	const out: string[] = [];
 	for await (const r of it) out.push(`${text(r.cCols)}=${text(r.value)}`);
@@ -125,19 +140,16 @@ describe.skipIf(skip)(`ttlstorage-pg grouped reads${skip ? ` [skipped: ${skip}]`
 
 	it("a failed read statement fails the reads in it, not the writes or later reads", async () => {
 		const { pool, schema } = fixture();
-		const held = holdingPool(pool);
-		const lost = Object.assign(new Error("Connection terminated unexpectedly"), {});
-		const recorded = recordingPool(held.pool, { kind: "gets", error: lost });
-		const storage = createPgTTLStorage({ pool: recorded.pool, schema, readsInFlight: 1 });
-		const p = unique("p");
-		await storage.put(p, utf8("c"), utf8("v"));
-		const gate = held.arm(/WHERE t\.p_key/);
-		const first = storage.get(p, utf8("c"));
-		await gate.reached;
+		const lost = new Error("Connection terminated unexpectedly");
+		const { storage, p, first, release } = await oneReadHeld(
+			pool,
+			schema,
+			(inner) => recordingPool(inner, { kind: "gets", error: lost }).pool,
+		);
 		const batch = [storage.get(p, utf8("c")), storage.get(p, utf8("d"))];
 		const write = storage.put(p, utf8("w"), utf8("written"));
 		const read = collect(storage.read(p));
-		gate.release();
+		release();
 		expect(text(await first)).toBe("v");
 		const settled = await Promise.allSettled(batch);
 		expect(settled.map((s) => (s.status === "rejected" ? code(s.reason) : "ok"))).toEqual([
@@ -152,20 +164,14 @@ describe.skipIf(skip)(`ttlstorage-pg grouped reads${skip ? ` [skipped: ${skip}]`
 
 	it("a read that waits for a statement when close() is called is still answered; close waits for it", async () => {
 		const { pool, schema } = fixture();
-		const held = holdingPool(pool);
-		const storage = createPgTTLStorage({ pool: held.pool, schema, readsInFlight: 1 });
-		const p = unique("p");
-		await storage.put(p, utf8("c"), utf8("v"));
-		const gate = held.arm(/WHERE t\.p_key/);
-		const first = storage.get(p, utf8("c"));
-		await gate.reached;
+		const { storage, p, first, release } = await oneReadHeld(pool, schema);
 		const waiting = [storage.get(p, utf8("c")), collect(storage.read(p))];
 		let closed = false;
 		const closing = storage.close().then(() => {
 			closed = true;
 		});
 		await expect(storage.get(p, utf8("c"))).rejects.toMatchObject({ code: "TTLSTORAGE_CLOSED" });
-		gate.release();
+		release();
 		expect(text(await first)).toBe("v");
 		const [got, rows] = await Promise.all(waiting);
 		expect([text(got as Uint8Array | undefined), rows]).toEqual(["v", ["c=v"]]);
