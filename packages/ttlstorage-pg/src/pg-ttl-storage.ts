@@ -75,7 +75,7 @@ export interface PgTTLStorageOptions {
 	 */
 	readonly writesInFlight?: number;
 	/**
-	 * Reads (`get` and pages of `read`) at the server at once, default 2. Reads of one kind that
+	 * Reads (`get` and pages of `read`) at the server at once, default 1. Reads of one kind that
 	 * arrive while this many statements are reading wait and then go together, as one statement;
 	 * a read that finds a statement free goes at once, alone.
 	 */
@@ -300,6 +300,14 @@ class PgTTLStorageImpl implements PgTTLStorage {
 	/** Keys of the groups at the server: a group holding one of them waits. */
 	readonly #keysInFlight = new Set<string>();
 	#groupsInFlight = 0;
+	/**
+	 * The connection of a group statement that just answered, while its group hands its place on
+	 * (`#settle`): the next waiting group is sent on it at once. From the pool it would wait for the
+	 * pool's hand-over, a tick away, behind everything the answered callers then run.
+	 */
+	#spareWriter: PgPoolClient | undefined;
+	/** As `#spareWriter`, for the next waiting reads (`#sendReads`). */
+	#spareReader: PgPoolClient | undefined;
 	#timer: TimerHandle | undefined;
 	#closed = false;
 	#closing: Promise<void> | undefined;
@@ -323,7 +331,7 @@ class PgTTLStorageImpl implements PgTTLStorage {
 		this.#pageSize = options.pageSize ?? 1000;
 		this.#prepare = options.prepare ?? true;
 		this.#writesInFlight = options.writesInFlight ?? 2;
-		this.#readsInFlight = options.readsInFlight ?? 2;
+		this.#readsInFlight = options.readsInFlight ?? 1;
 		this.#maxGroupItems = options.maxGroupItems ?? 1000;
 		this.#log = libraryLogger(options.logger, { pkg: "@vvm/ttlstorage-pg" });
 		guardConnections(options.pool);
@@ -371,23 +379,39 @@ class PgTTLStorageImpl implements PgTTLStorage {
 		stmt: Statement,
 		args: Args,
 	): Promise<PgQueryResult> {
+		const { result, client } = await this.#statement(operation, phase, stmt, args);
+		client.release();
+		return result;
+	}
+
+	/**
+	 * {@link #query} on `spare` when given (the connection a statement just answered on), else on
+	 * a connection of the pool, sent before this returns when `spare` is given; resolves to the
+	 * result and the connection, which the caller releases.
+	 */
+	async #statement(
+		operation: string,
+		phase: Exclude<PgPhase, "connect">,
+		stmt: Statement,
+		args: Args,
+		spare?: PgPoolClient,
+	): Promise<{ result: PgQueryResult; client: PgPoolClient }> {
 		const config = {
 			text: stmt.text,
 			values: this.#values(stmt, args),
 			...(this.#prepare ? { name: stmt.name } : {}),
 		};
 		for (let attempt = 1; ; attempt++) {
-			let client: PgPoolClient;
-			try {
-				client = await this.#pool.connect();
-			} catch (error) {
-				throw mapPgError(error, { operation, phase: "connect" });
-			}
+			let client = attempt === 1 ? spare : undefined;
+			if (client === undefined)
+				try {
+					client = await this.#pool.connect();
+				} catch (error) {
+					throw mapPgError(error, { operation, phase: "connect" });
+				}
 			guardConnection(client);
 			try {
-				const result = await client.query(config);
-				client.release();
-				return result;
+				return { result: await client.query(config), client };
 			} catch (error) {
 				client.release(isConnectionError(error) ? toError(error) : undefined);
 				if (attempt < CONFLICT_TRIES && isRetryableConflict(error)) continue;
@@ -425,22 +449,43 @@ class PgTTLStorageImpl implements PgTTLStorage {
 				(r.kind === kind && batch.length < MAX_READS_PER_STATEMENT ? batch : rest).push(r);
 			this.#reads = rest;
 			this.#readStatements++;
-			void this.#sendReads(kind, batch).finally(() => {
+			let done = false;
+			const handOn = (): void => {
+				if (done) return;
+				done = true;
 				this.#readStatements--;
 				this.#pumpReads();
-			});
+			};
+			void this.#sendReads(kind, batch, handOn).finally(handOn);
 		}
 	}
 
-	async #sendReads(kind: ReadKind, batch: readonly ReadRequest[]): Promise<void> {
+	/**
+	 * One read statement of `batch`. Once it answered, `handOn` sends the next waiting reads on
+	 * its connection before the readers run (as a write group's `handOn`, see `#settle`).
+	 */
+	async #sendReads(
+		kind: ReadKind,
+		batch: readonly ReadRequest[],
+		handOn: () => void,
+	): Promise<void> {
+		const spare = this.#takeSpareReader();
 		try {
-			if (batch.length === 1) {
-				const only = batch[0] as ReadRequest;
-				only.resolve((await this.#query(kind.operation, "read", kind.one, only.args)).rows);
+			const only = batch.length === 1 ? (batch[0] as ReadRequest) : undefined;
+			const { result, client } = await this.#statement(
+				kind.operation,
+				"read",
+				only === undefined ? kind.many : kind.one,
+				only === undefined ? kind.manyArgs(batch.map((r) => r.args)) : only.args,
+				spare,
+			);
+			this.#spareReader = client;
+			handOn();
+			this.#takeSpareReader()?.release();
+			if (only !== undefined) {
+				only.resolve(result.rows);
 				return;
 			}
-			const args = kind.manyArgs(batch.map((r) => r.args));
-			const result = await this.#query(kind.operation, "read", kind.many, args);
 			const rows: Array<Record<string, unknown>>[] = batch.map(() => []);
 			for (const row of result.rows) rows[(row.i as number) - 1]?.push(row);
 			batch.forEach((r, i) => {
@@ -632,31 +677,41 @@ class PgTTLStorageImpl implements PgTTLStorage {
 			this.#queue.splice(i, 1);
 			this.#groupsInFlight++;
 			for (const k of g.keys) this.#keysInFlight.add(k);
-			void this.#commit(g).finally(() => {
+			let done = false;
+			// Once: the requests that go again are queued at the head, then g's place and keys are
+			// free and the next waiting groups go.
+			const handOn = (again: readonly WriteRequest[]): void => {
+				if (done) return;
+				done = true;
+				this.#requeueFirst(again);
 				this.#groupsInFlight--;
 				for (const k of g.keys) this.#keysInFlight.delete(k);
 				this.#pump();
-			});
+			};
+			void this.#settle(g, handOn).then(handOn, () => handOn([]));
 		}
 	}
 
 	/**
-	 * One group: one statement, one commit. Each request is answered from its own row. When the
-	 * statement failed, the server rolled it back: a `TTLSTORAGE_FAILED` error (something in one
-	 * request, not the server's state) sends each request again on its own, so one bad write
-	 * fails only its caller; every other error (the server unavailable, a lost answer:
-	 * `OUTCOME_UNKNOWN` for every write of the group) is every request's. Requests that go again
-	 * (`#settle`) are queued at the head, in the group's order.
+	 * One group: one statement, one commit; resolves to the requests that go again, in its order.
+	 * Each request is answered from its own row. When the statement failed, the server rolled it
+	 * back: a `TTLSTORAGE_FAILED` error (something in one request, not the server's state) sends
+	 * each request again on its own, so one bad write fails only its caller; every other error
+	 * (the server unavailable, a lost answer: `OUTCOME_UNKNOWN` for every write of the group) is
+	 * every request's.
+	 *
+	 * `handOn`, when given, is called as soon as what goes again is known, before the callers of
+	 * the answered requests run (answering only queues them): the next group then goes out on this
+	 * statement's connection at once, and the server works on it while they run.
 	 */
-	async #commit(g: WriteGroup): Promise<void> {
-		this.#requeueFirst(await this.#settle(g));
-	}
-
-	/** Sends group `g` and answers its requests; resolves to those that go again, in its order. */
-	async #settle(g: WriteGroup): Promise<WriteRequest[]> {
+	async #settle(
+		g: WriteGroup,
+		handOn?: (again: readonly WriteRequest[]) => void,
+	): Promise<WriteRequest[]> {
 		let rows: ReadonlyArray<Record<string, unknown>>;
+		let writer: PgPoolClient;
 		try {
-			rows = await this.#sendGroup(g);
+			({ rows, client: writer } = await this.#sendGroup(g));
 		} catch (failure) {
 			const { error, phase } =
 				failure instanceof GroupFailure ? failure : new GroupFailure(failure, "write");
@@ -754,6 +809,15 @@ class PgTTLStorageImpl implements PgTTLStorage {
 					}),
 				);
 		});
+		if (handOn !== undefined && again.length === 0) {
+			const heldOnes = new Set(held);
+			this.#spareWriter = writer;
+			handOn(g.requests.filter((request) => heldOnes.has(request)));
+			// Not taken (the next group waits for a key, or none waits): back to the pool.
+			this.#takeSpareWriter()?.release();
+			return [];
+		}
+		writer.release();
 		// First writes of a scope: its fence row at epoch 0, then the write goes again.
 		const resend = new Set<WriteRequest>(held);
 		for (const { request, scopes } of again) {
@@ -794,11 +858,15 @@ class PgTTLStorageImpl implements PgTTLStorage {
 	}
 
 	/**
-	 * The group statement of `requests` on a connection of the pool. A statement the server aborted
-	 * (a deadlock, a serialization failure, a request it found written in part) wrote nothing and
-	 * is sent again, 3 tries in all. Throws a {@link GroupFailure}.
+	 * The group statement of `requests` on the spare writer (`#spareWriter`) or a connection of the
+	 * pool; resolves to its rows and that connection, which the caller releases. A statement the
+	 * server aborted (a deadlock, a serialization failure, a request it found written in part)
+	 * wrote nothing and is sent again, 3 tries in all, on connections of the pool. Throws a
+	 * {@link GroupFailure}.
 	 */
-	async #sendGroup(g: WriteGroup): Promise<ReadonlyArray<Record<string, unknown>>> {
+	async #sendGroup(
+		g: WriteGroup,
+	): Promise<{ rows: ReadonlyArray<Record<string, unknown>>; client: PgPoolClient }> {
 		const { requests, links } = g;
 		const r: number[] = [];
 		const k: number[] = [];
@@ -874,23 +942,35 @@ class PgTTLStorageImpl implements PgTTLStorage {
 			...(this.#prepare ? { name: stmt.name } : {}),
 		};
 		for (let attempt = 1; ; attempt++) {
-			let client: PgPoolClient;
-			try {
-				client = await this.#pool.connect();
-			} catch (error) {
-				throw new GroupFailure(error, "connect");
-			}
+			let client = attempt === 1 ? this.#takeSpareWriter() : undefined;
+			if (client === undefined)
+				try {
+					client = await this.#pool.connect();
+				} catch (error) {
+					throw new GroupFailure(error, "connect");
+				}
 			guardConnection(client);
 			try {
 				const result = await client.query(config);
-				client.release();
-				return result.rows;
+				return { rows: result.rows, client };
 			} catch (error) {
 				client.release(isConnectionError(error) ? toError(error) : undefined);
 				if (attempt < CONFLICT_TRIES && (isRetryableConflict(error) || isPartial(error))) continue;
 				throw new GroupFailure(error, "write");
 			}
 		}
+	}
+
+	#takeSpareWriter(): PgPoolClient | undefined {
+		const client = this.#spareWriter;
+		this.#spareWriter = undefined;
+		return client;
+	}
+
+	#takeSpareReader(): PgPoolClient | undefined {
+		const client = this.#spareReader;
+		this.#spareReader = undefined;
+		return client;
 	}
 
 	/** A single write's item. */

@@ -202,6 +202,32 @@ describe.skipIf(skip)(`ttlstorage-pg group commit${skip ? ` [skipped: ${skip}]` 
 		expect(text(await storage.get(pKey, utf8("b")))).toBe("theirs");
 	});
 
+	it("the next waiting group is sent before the answered group's callers run, and no connection is kept", async () => {
+		const { pool, schema } = fixture();
+		const held = holdingPool(pool);
+		const events: string[] = [];
+		const recorded = wrappedPool(held.pool, (config, run) => {
+			if (config.text.startsWith("WITH i AS MATERIALIZED")) events.push("group sent");
+			return run();
+		});
+		const storage = createPgTTLStorage({ pool: recorded, schema, writesInFlight: 1 });
+		const gate = held.arm(/^WITH i AS MATERIALIZED/);
+		const first = storage.put(unique("p"), utf8("k"), utf8("v")).then(() => {
+			events.push("first answered");
+		});
+		await gate.reached;
+		const second = storage.put(unique("p"), utf8("k"), utf8("v")).then(() => {
+			events.push("second answered");
+		});
+		gate.release();
+		await Promise.all([first, second]);
+		// The server has the second group while the first one's callers run (before, it waited
+		// for all they did, and for the pool's hand-over).
+		expect(events).toEqual(["group sent", "group sent", "first answered", "second answered"]);
+		expect(pool.idleCount).toBe(pool.totalCount);
+		await storage.close();
+	});
+
 	it("a later write of a key waits for the earlier one's answer: call order is kept", async () => {
 		const { pool, schema } = fixture();
 		const held = holdingPool(pool);

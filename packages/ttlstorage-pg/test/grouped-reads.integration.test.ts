@@ -179,6 +179,27 @@ describe.skipIf(skip)(`ttlstorage-pg grouped reads${skip ? ` [skipped: ${skip}]`
 		expect(closed).toBe(true);
 	});
 
+	it("the next waiting reads are sent before the answered read's caller runs, and no connection is kept", async () => {
+		const { pool, schema } = fixture();
+		const events: string[] = [];
+		const { storage, p, first, release } = await oneReadHeld(pool, schema, (inner) =>
+			wrappedPool(inner, (config, run) => {
+				if (kindOf(config) !== "group") events.push(`${kindOf(config)} sent`); // not its put
+				return run();
+			}),
+		);
+		const answered = first.then(() => {
+			events.push("first answered");
+		});
+		const waiting = [storage.get(p, utf8("c")), storage.get(p, utf8("d"))];
+		release();
+		await answered;
+		expect((await Promise.all(waiting)).map((v) => text(v))).toEqual(["v", undefined]);
+		expect(events).toEqual(["get sent", "gets sent", "first answered"]);
+		expect(pool.idleCount).toBe(pool.totalCount);
+		await storage.close();
+	});
+
 	it("readsInFlight is validated before any I/O", () => {
 		const { pool } = fixture();
 		for (const bad of [0, -1, 1.5, Number.NaN])
