@@ -100,15 +100,17 @@ function codeOf(error: unknown, phase: PgPhase): TTLStorageErrorCode {
 			? "TTLSTORAGE_OUTCOME_UNKNOWN"
 			: "TTLSTORAGE_UNAVAILABLE";
 	}
+	// "Client was closed and is not queryable", "Client has encountered a connection error and is
+	// not queryable" and the like: refused before sending (so before the broken-connection test,
+	// which the second would match).
+	if (/not queryable|after calling end|pool is ending/i.test(message))
+		return "TTLSTORAGE_UNAVAILABLE";
 	if (
 		(code !== undefined && BROKEN_CODES.has(code)) ||
 		/Connection terminated|Query read timeout|connection error|ended unexpectedly/i.test(message)
 	) {
 		return writes ? "TTLSTORAGE_OUTCOME_UNKNOWN" : "TTLSTORAGE_UNAVAILABLE";
 	}
-	// "Client was closed and is not queryable" and the like: refused before sending.
-	if (/not queryable|after calling end|pool is ending/i.test(message))
-		return "TTLSTORAGE_UNAVAILABLE";
 	return "TTLSTORAGE_FAILED";
 }
 

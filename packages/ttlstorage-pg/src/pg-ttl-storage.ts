@@ -33,7 +33,7 @@ import { byteaArray, int4Array, int8Array } from "./binary-arrays.ts";
 import type { PgPhase } from "./errors.ts";
 import { DRIVER_NAME, isConnectionError, isRetryableConflict, mapPgError } from "./errors.ts";
 import type { PgPool, PgPoolClient, PgQueryResult } from "./pool.ts";
-import { guardConnection, guardConnections } from "./pool.ts";
+import { guardConnection, guardConnections, isBroken } from "./pool.ts";
 import { resolveNames } from "./schema.ts";
 import type { ItemKind, LowerBound, PgStatements, Statement } from "./statements.ts";
 import { PARTIAL_MARK, pgStatements } from "./statements.ts";
@@ -100,6 +100,14 @@ export interface PgTTLStorage extends TTLStorage {
 const DEFAULT_SWEEP_INTERVAL_MS = 60_000;
 /** Tries of a statement that the server aborted on a deadlock or serialization failure. */
 const CONFLICT_TRIES = 3;
+/**
+ * Statements in a row one connection carries by handing on (`#spareWriter`) before it goes back to
+ * the pool, so the pool's checks on release (`maxUses`, `maxLifetimeSeconds`) still come round.
+ */
+const HAND_ON_LIMIT = 64;
+/** node-postgres refused the statement before sending it (a client that broke, or was ended). */
+const refusedBeforeSending = (error: unknown): boolean =>
+	error instanceof Error && /not queryable/i.test(error.message);
 
 function positiveInteger(name: string, value: unknown, zero = false): void {
 	if (typeof value !== "number" || !Number.isSafeInteger(value) || value < (zero ? 0 : 1)) {
@@ -308,6 +316,8 @@ class PgTTLStorageImpl implements PgTTLStorage {
 	#spareWriter: PgPoolClient | undefined;
 	/** As `#spareWriter`, for the next waiting reads (`#sendReads`). */
 	#spareReader: PgPoolClient | undefined;
+	/** Statements in a row a connection carried by being handed on (see `HAND_ON_LIMIT`). */
+	readonly #handedOn = new WeakMap<PgPoolClient, number>();
 	#timer: TimerHandle | undefined;
 	#closed = false;
 	#closing: Promise<void> | undefined;
@@ -401,8 +411,9 @@ class PgTTLStorageImpl implements PgTTLStorage {
 			values: this.#values(stmt, args),
 			...(this.#prepare ? { name: stmt.name } : {}),
 		};
+		let handed = spare;
 		for (let attempt = 1; ; attempt++) {
-			let client = attempt === 1 ? spare : undefined;
+			let client = handed;
 			if (client === undefined)
 				try {
 					client = await this.#pool.connect();
@@ -414,6 +425,14 @@ class PgTTLStorageImpl implements PgTTLStorage {
 				return { result: await client.query(config), client };
 			} catch (error) {
 				client.release(isConnectionError(error) ? toError(error) : undefined);
+				if (client === handed) {
+					handed = undefined;
+					// Nothing was sent on the handed-on connection: the same try, from the pool.
+					if (refusedBeforeSending(error)) {
+						attempt--;
+						continue;
+					}
+				}
 				if (attempt < CONFLICT_TRIES && isRetryableConflict(error)) continue;
 				throw mapPgError(error, { operation, phase });
 			}
@@ -469,19 +488,19 @@ class PgTTLStorageImpl implements PgTTLStorage {
 		batch: readonly ReadRequest[],
 		handOn: () => void,
 	): Promise<void> {
-		const spare = this.#takeSpareReader();
 		try {
 			const only = batch.length === 1 ? (batch[0] as ReadRequest) : undefined;
+			const args = only === undefined ? kind.manyArgs(batch.map((r) => r.args)) : only.args;
 			const { result, client } = await this.#statement(
 				kind.operation,
 				"read",
 				only === undefined ? kind.many : kind.one,
-				only === undefined ? kind.manyArgs(batch.map((r) => r.args)) : only.args,
-				spare,
+				args,
+				this.#takeSpareReader(),
 			);
-			this.#spareReader = client;
+			this.#spareReader = this.#spare(client);
 			handOn();
-			this.#takeSpareReader()?.release();
+			this.#release(this.#takeSpareReader());
 			if (only !== undefined) {
 				only.resolve(result.rows);
 				return;
@@ -811,13 +830,13 @@ class PgTTLStorageImpl implements PgTTLStorage {
 		});
 		if (handOn !== undefined && again.length === 0) {
 			const heldOnes = new Set(held);
-			this.#spareWriter = writer;
+			this.#spareWriter = this.#spare(writer);
 			handOn(g.requests.filter((request) => heldOnes.has(request)));
 			// Not taken (the next group waits for a key, or none waits): back to the pool.
-			this.#takeSpareWriter()?.release();
+			this.#release(this.#takeSpareWriter());
 			return [];
 		}
-		writer.release();
+		this.#release(writer);
 		// First writes of a scope: its fence row at epoch 0, then the write goes again.
 		const resend = new Set<WriteRequest>(held);
 		for (const { request, scopes } of again) {
@@ -941,8 +960,9 @@ class PgTTLStorageImpl implements PgTTLStorage {
 			values: this.#values(stmt, a),
 			...(this.#prepare ? { name: stmt.name } : {}),
 		};
+		let spare = this.#takeSpareWriter();
 		for (let attempt = 1; ; attempt++) {
-			let client = attempt === 1 ? this.#takeSpareWriter() : undefined;
+			let client = spare;
 			if (client === undefined)
 				try {
 					client = await this.#pool.connect();
@@ -955,6 +975,14 @@ class PgTTLStorageImpl implements PgTTLStorage {
 				return { rows: result.rows, client };
 			} catch (error) {
 				client.release(isConnectionError(error) ? toError(error) : undefined);
+				if (client === spare) {
+					spare = undefined;
+					// Nothing was sent on the handed-on connection: the same try, from the pool.
+					if (refusedBeforeSending(error)) {
+						attempt--;
+						continue;
+					}
+				}
 				if (attempt < CONFLICT_TRIES && (isRetryableConflict(error) || isPartial(error))) continue;
 				throw new GroupFailure(error, "write");
 			}
@@ -971,6 +999,28 @@ class PgTTLStorageImpl implements PgTTLStorage {
 		const client = this.#spareReader;
 		this.#spareReader = undefined;
 		return client;
+	}
+
+	/**
+	 * `client`, which just answered, if it may be handed on to the next waiting statement; else it
+	 * goes back to the pool now: when it broke meanwhile (the pool drops it), when someone waits
+	 * for a connection of the pool (their turn first), or after `HAND_ON_LIMIT` statements in a row.
+	 */
+	#spare(client: PgPoolClient): PgPoolClient | undefined {
+		const inRow = (this.#handedOn.get(client) ?? 0) + 1;
+		if (isBroken(client) || (this.#pool.waitingCount ?? 0) > 0 || inRow > HAND_ON_LIMIT) {
+			this.#release(client);
+			return undefined;
+		}
+		this.#handedOn.set(client, inRow);
+		return client;
+	}
+
+	/** Back to the pool (destroyed when it broke), its run of statements handed on ended. */
+	#release(client: PgPoolClient | undefined): void {
+		if (client === undefined) return;
+		this.#handedOn.delete(client);
+		client.release(isBroken(client) ? true : undefined);
 	}
 
 	/** A single write's item. */

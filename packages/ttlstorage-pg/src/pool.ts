@@ -41,14 +41,17 @@ export interface PgPoolClient {
 export interface PgPool {
 	connect(): Promise<PgPoolClient>;
 	/**
+	 * Callers waiting for a connection (node-postgres' `waitingCount`). While any wait, a statement
+	 * that answered gives its connection back to the pool instead of handing it on.
+	 */
+	readonly waitingCount?: number;
+	/**
 	 * node-postgres' `acquire` event, emitted as a connection is handed out. The driver listens so
 	 * a connection has an `error` listener before anything can be emitted on it (see
 	 * `guardConnections`); a pool without `on` works too, with that short gap.
 	 */
 	on?(event: "acquire", listener: (client: PgPoolClient) => void): unknown;
 }
-
-const ignore = (): void => {};
 
 const guarded = new WeakSet<PgPoolClient>();
 const guardedPools = new WeakSet<PgPool>();
@@ -64,7 +67,18 @@ const guardedPools = new WeakSet<PgPool>();
 export function guardConnection(client: PgPoolClient): void {
 	if (guarded.has(client)) return;
 	guarded.add(client);
-	client.on("error", ignore);
+	client.on("error", () => broken.add(client));
+}
+
+const broken = new WeakSet<PgPoolClient>();
+
+/**
+ * Whether `client` emitted `error` while the driver held it (e.g. a `FATAL` read in the same chunk
+ * as the answer it just gave): it is not handed on to the next statement, but back to the pool,
+ * which drops it.
+ */
+export function isBroken(client: PgPoolClient): boolean {
+	return broken.has(client);
 }
 
 /** Guards every connection `pool` hands out, at its `acquire` event (once per pool). */

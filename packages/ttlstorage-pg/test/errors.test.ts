@@ -118,6 +118,14 @@ describe("mapPgError", () => {
 			"UNAVAILABLE",
 			"UNAVAILABLE",
 		],
+		[
+			// node-postgres refuses it before sending (a handed-on connection that broke): not unknown.
+			"client broken before sending",
+			new Error("Client has encountered a connection error and is not queryable"),
+			"UNAVAILABLE",
+			"UNAVAILABLE",
+			"UNAVAILABLE",
+		],
 		["anything else", new Error("boom"), "FAILED", "FAILED", "UNAVAILABLE"],
 	])("%s", (_, error, write, read, connect) => {
 		expect(codeOf(error, "write")).toBe(`TTLSTORAGE_${write}`);
