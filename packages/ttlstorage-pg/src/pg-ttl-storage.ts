@@ -101,7 +101,7 @@ const DEFAULT_SWEEP_INTERVAL_MS = 60_000;
 /** Tries of a statement that the server aborted on a deadlock or serialization failure. */
 const CONFLICT_TRIES = 3;
 /**
- * Statements in a row one connection carries by handing on (`#spareWriter`) before it goes back to
+ * Statements in a row one connection carries by handing on (`#spares`) before it goes back to
  * the pool, so the pool's checks on release (`maxUses`, `maxLifetimeSeconds`) still come round.
  */
 const HAND_ON_LIMIT = 64;
@@ -265,11 +265,11 @@ interface ReadRequest {
 /** Most reads in one statement. */
 const MAX_READS_PER_STATEMENT = 256;
 
-/** A group statement that failed: where, and what node-postgres raised. */
-class GroupFailure {
+/** A statement that failed (`#send`): where, and what node-postgres raised. */
+class StatementFailure {
 	readonly error: unknown;
-	readonly phase: "connect" | "write";
-	constructor(error: unknown, phase: "connect" | "write") {
+	readonly phase: PgPhase;
+	constructor(error: unknown, phase: PgPhase) {
 		this.error = error;
 		this.phase = phase;
 	}
@@ -309,13 +309,15 @@ class PgTTLStorageImpl implements PgTTLStorage {
 	readonly #keysInFlight = new Set<string>();
 	#groupsInFlight = 0;
 	/**
-	 * The connection of a group statement that just answered, while its group hands its place on
-	 * (`#settle`): the next waiting group is sent on it at once. From the pool it would wait for the
-	 * pool's hand-over, a tick away, behind everything the answered callers then run.
+	 * The connection of a group statement (`writer`) or read statement (`reader`) that just
+	 * answered, while it hands its place on (`#settle`, `#sendReads`): the next waiting statement
+	 * of its lane is sent on it at once. From the pool it would wait for the pool's hand-over, a
+	 * tick away, behind everything the answered callers then run.
 	 */
-	#spareWriter: PgPoolClient | undefined;
-	/** As `#spareWriter`, for the next waiting reads (`#sendReads`). */
-	#spareReader: PgPoolClient | undefined;
+	readonly #spares: Record<"writer" | "reader", PgPoolClient | undefined> = {
+		writer: undefined,
+		reader: undefined,
+	};
 	/** Statements in a row a connection carried by being handed on (see `HAND_ON_LIMIT`). */
 	readonly #handedOn = new WeakMap<PgPoolClient, number>();
 	#timer: TimerHandle | undefined;
@@ -406,6 +408,28 @@ class PgTTLStorageImpl implements PgTTLStorage {
 		args: Args,
 		spare?: PgPoolClient,
 	): Promise<{ result: PgQueryResult; client: PgPoolClient }> {
+		try {
+			return await this.#send(stmt, args, phase, spare, isRetryableConflict);
+		} catch (failure) {
+			const { error, phase: where } = failure as StatementFailure;
+			throw mapPgError(error, { operation, phase: where });
+		}
+	}
+
+	/**
+	 * `stmt` on `spare` when given (sent before this returns), else on a connection of the pool;
+	 * resolves to the result and the connection, which the caller releases. A statement the server
+	 * aborted in a way `again` accepts wrote nothing and is sent again, `CONFLICT_TRIES` in all, on
+	 * connections of the pool; one node-postgres refused on `spare` before sending it goes on one,
+	 * as the same try. Throws a {@link StatementFailure}.
+	 */
+	async #send(
+		stmt: Statement,
+		args: Args,
+		phase: Exclude<PgPhase, "connect">,
+		spare: PgPoolClient | undefined,
+		again: (error: unknown) => boolean,
+	): Promise<{ result: PgQueryResult; client: PgPoolClient }> {
 		const config = {
 			text: stmt.text,
 			values: this.#values(stmt, args),
@@ -418,23 +442,22 @@ class PgTTLStorageImpl implements PgTTLStorage {
 				try {
 					client = await this.#pool.connect();
 				} catch (error) {
-					throw mapPgError(error, { operation, phase: "connect" });
+					throw new StatementFailure(error, "connect");
 				}
 			guardConnection(client);
 			try {
 				return { result: await client.query(config), client };
 			} catch (error) {
-				client.release(isConnectionError(error) ? toError(error) : undefined);
+				this.#release(client, isConnectionError(error) ? toError(error) : undefined);
 				if (client === handed) {
 					handed = undefined;
-					// Nothing was sent on the handed-on connection: the same try, from the pool.
 					if (refusedBeforeSending(error)) {
 						attempt--;
 						continue;
 					}
 				}
-				if (attempt < CONFLICT_TRIES && isRetryableConflict(error)) continue;
-				throw mapPgError(error, { operation, phase });
+				if (attempt < CONFLICT_TRIES && again(error)) continue;
+				throw new StatementFailure(error, phase);
 			}
 		}
 	}
@@ -496,11 +519,11 @@ class PgTTLStorageImpl implements PgTTLStorage {
 				"read",
 				only === undefined ? kind.many : kind.one,
 				args,
-				this.#takeSpareReader(),
+				this.#takeSpare("reader"),
 			);
-			this.#spareReader = this.#spare(client);
+			this.#spares.reader = this.#spare(client);
 			handOn();
-			this.#release(this.#takeSpareReader());
+			this.#release(this.#takeSpare("reader"));
 			if (only !== undefined) {
 				only.resolve(result.rows);
 				return;
@@ -733,7 +756,7 @@ class PgTTLStorageImpl implements PgTTLStorage {
 			({ rows, client: writer } = await this.#sendGroup(g));
 		} catch (failure) {
 			const { error, phase } =
-				failure instanceof GroupFailure ? failure : new GroupFailure(failure, "write");
+				failure instanceof StatementFailure ? failure : new StatementFailure(failure, "write");
 			const first = g.requests[0] as WriteRequest;
 			const mapped = mapPgError(error, { operation: first.operation, phase });
 			const alone = isPartial(error) || mapped.code === "TTLSTORAGE_FAILED";
@@ -828,17 +851,16 @@ class PgTTLStorageImpl implements PgTTLStorage {
 					}),
 				);
 		});
+		const resend = new Set<WriteRequest>(held);
 		if (handOn !== undefined && again.length === 0) {
-			const heldOnes = new Set(held);
-			this.#spareWriter = this.#spare(writer);
-			handOn(g.requests.filter((request) => heldOnes.has(request)));
+			this.#spares.writer = this.#spare(writer);
+			handOn(g.requests.filter((request) => resend.has(request)));
 			// Not taken (the next group waits for a key, or none waits): back to the pool.
-			this.#release(this.#takeSpareWriter());
+			this.#release(this.#takeSpare("writer"));
 			return [];
 		}
 		this.#release(writer);
 		// First writes of a scope: its fence row at epoch 0, then the write goes again.
-		const resend = new Set<WriteRequest>(held);
 		for (const { request, scopes } of again) {
 			try {
 				await this.#query(request.operation, "write", this.#sql.createFences, { scopes });
@@ -877,11 +899,10 @@ class PgTTLStorageImpl implements PgTTLStorage {
 	}
 
 	/**
-	 * The group statement of `requests` on the spare writer (`#spareWriter`) or a connection of the
-	 * pool; resolves to its rows and that connection, which the caller releases. A statement the
-	 * server aborted (a deadlock, a serialization failure, a request it found written in part)
-	 * wrote nothing and is sent again, 3 tries in all, on connections of the pool. Throws a
-	 * {@link GroupFailure}.
+	 * The group statement of `requests` (`#send`) on the spare writer or a connection of the pool;
+	 * resolves to its rows and that connection, which the caller releases. Sent again when the
+	 * server aborted it (a deadlock, a serialization failure, a request it found written in part:
+	 * nothing written). Throws a {@link StatementFailure}.
 	 */
 	async #sendGroup(
 		g: WriteGroup,
@@ -954,50 +975,19 @@ class PgTTLStorageImpl implements PgTTLStorage {
 			lr: int4Array(lr),
 			la: int4Array(la),
 		};
-		const stmt = this.#sql.group;
-		const config = {
-			text: stmt.text,
-			values: this.#values(stmt, a),
-			...(this.#prepare ? { name: stmt.name } : {}),
-		};
-		let spare = this.#takeSpareWriter();
-		for (let attempt = 1; ; attempt++) {
-			let client = spare;
-			if (client === undefined)
-				try {
-					client = await this.#pool.connect();
-				} catch (error) {
-					throw new GroupFailure(error, "connect");
-				}
-			guardConnection(client);
-			try {
-				const result = await client.query(config);
-				return { rows: result.rows, client };
-			} catch (error) {
-				client.release(isConnectionError(error) ? toError(error) : undefined);
-				if (client === spare) {
-					spare = undefined;
-					// Nothing was sent on the handed-on connection: the same try, from the pool.
-					if (refusedBeforeSending(error)) {
-						attempt--;
-						continue;
-					}
-				}
-				if (attempt < CONFLICT_TRIES && (isRetryableConflict(error) || isPartial(error))) continue;
-				throw new GroupFailure(error, "write");
-			}
-		}
+		const { result, client } = await this.#send(
+			this.#sql.group,
+			a,
+			"write",
+			this.#takeSpare("writer"),
+			(error) => isRetryableConflict(error) || isPartial(error),
+		);
+		return { rows: result.rows, client };
 	}
 
-	#takeSpareWriter(): PgPoolClient | undefined {
-		const client = this.#spareWriter;
-		this.#spareWriter = undefined;
-		return client;
-	}
-
-	#takeSpareReader(): PgPoolClient | undefined {
-		const client = this.#spareReader;
-		this.#spareReader = undefined;
+	#takeSpare(lane: "writer" | "reader"): PgPoolClient | undefined {
+		const client = this.#spares[lane];
+		this.#spares[lane] = undefined;
 		return client;
 	}
 
@@ -1016,11 +1006,11 @@ class PgTTLStorageImpl implements PgTTLStorage {
 		return client;
 	}
 
-	/** Back to the pool (destroyed when it broke), its run of statements handed on ended. */
-	#release(client: PgPoolClient | undefined): void {
+	/** Back to the pool (destroyed with `error`, or when it broke), its run handed on ended. */
+	#release(client: PgPoolClient | undefined, error?: Error): void {
 		if (client === undefined) return;
 		this.#handedOn.delete(client);
-		client.release(isBroken(client) ? true : undefined);
+		client.release(error ?? (isBroken(client) ? true : undefined));
 	}
 
 	/** A single write's item. */

@@ -55,6 +55,8 @@ export interface PgPool {
 
 const guarded = new WeakSet<PgPoolClient>();
 const guardedPools = new WeakSet<PgPool>();
+/** Connections that emitted `error` (see {@link isBroken}). */
+const broken = new WeakSet<PgPoolClient>();
 
 /**
  * Gives a connection one `error` listener for good. node-postgres emits `error` on a connection
@@ -69,8 +71,6 @@ export function guardConnection(client: PgPoolClient): void {
 	guarded.add(client);
 	client.on("error", () => broken.add(client));
 }
-
-const broken = new WeakSet<PgPoolClient>();
 
 /**
  * Whether `client` emitted `error` while the driver held it (e.g. a `FATAL` read in the same chunk
