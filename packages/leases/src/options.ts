@@ -45,9 +45,10 @@ export interface PlacementDriverOptions {
 	/**
 	 * TTL of the placement driver's elections record, whole seconds; default
 	 * `max(1, round(leaseIntervalMs / 5000))`. A failover of the placement driver takes up to this
-	 * plus a tick; survivors' leases do not lapse while this (in ms) `+ 2·tickIntervalMs +
-	 * pollIntervalMs + maxClockSkewMs` + the storage's latency stays below `0.75·leaseIntervalMs`
-	 * (README, "Placement-driver failover").
+	 * plus a tick (plus up to a second on Cassandra, which expires records late); survivors' leases
+	 * do not lapse while this (in ms) `+ 2·tickIntervalMs + pollIntervalMs + maxClockSkewMs` + the
+	 * storage's late expiry and latency stays below `0.75·leaseIntervalMs` (README,
+	 * "Placement-driver failover").
 	 */
 	readonly leadershipSeconds?: number;
 	/**

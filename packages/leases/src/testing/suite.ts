@@ -37,7 +37,7 @@ export interface LeasesSuiteOptions {
 	/**
 	 * `"mock"` (default): one `MockClock` drives every host and the driver, each host with its own
 	 * wall-clock skew. `"real"`: the server enforces TTL in real time (Cassandra); a reduced set of
-	 * cases runs with a 3 s lease interval and real waits.
+	 * cases runs with a 5 s lease interval and real waits.
 	 */
 	readonly time?: "mock" | "real";
 	/** Skip the whole suite with this reason (`false` runs it). */
@@ -60,12 +60,14 @@ interface Params {
 }
 
 const MOCK: Params = { mode: "mock", I: 10_000, S: 500, tick: 1_000, slack: 4_000 };
-// Real time: 3 s leases with a 1 s placement-driver leadership (the TTL floor). A driver's
+// Real time: 5 s leases with a 1 s placement-driver leadership (the TTL floor). A driver's
 // failover must fit in what its last prolongation left (README, "Placement-driver failover"):
-// 1 000 + 2 × 200 + 200 + 100 = 1 700 ms of 0.75 I = 2 250, 550 ms for storage latency. With ticks
-// of 300 and S 200 it was 150 ms, and a loaded CI machine's Cassandra took more (one survivor's
-// 21 leases lapsed in PlacementDriverFailover).
-const REAL: Params = { mode: "real", I: 3_000, S: 100, tick: 200, slack: 2_500 };
+// 1 000 + 1 000 (Cassandra drops a record up to a second late, so the dead driver's leadership
+// lasts up to 2 s) + 2 × 200 + 200 + 100 = 2 700 ms of 0.75 I = 3 750: 1 050 ms for storage
+// latency. At I = 3 s that late second was not counted: the CI's Cassandra made the successor
+// active 2 045 ms after the crash, and the survivors' leases lapsed 160 ms later, before its
+// first prolongation landed.
+const REAL: Params = { mode: "real", I: 5_000, S: 100, tick: 200, slack: 2_500 };
 
 let runCounter = 0;
 const runId = `${process.pid.toString(36)}${Date.now().toString(36)}`;
