@@ -75,9 +75,9 @@ export interface PgTTLStorageOptions {
 	 */
 	readonly writesInFlight?: number;
 	/**
-	 * Reads (`get` and pages of `read`) at the server at once, default 1. Reads of one kind that
-	 * arrive while this many statements are reading wait and then go together, as one statement;
-	 * a read that finds a statement free goes at once, alone.
+	 * Reads (`get` and pages of `read`) at the server at once, default 1. Reads called in one turn
+	 * of the event loop, or while this many statements are reading, go together as one statement
+	 * (the `get`s with the pages of one shape); a read called alone goes alone.
 	 */
 	readonly readsInFlight?: number;
 	/** Items (records written) per group statement at most; default 1000 (a larger batch goes alone). */
@@ -252,6 +252,8 @@ interface ReadKind {
 	readonly one: Statement;
 	readonly many: Statement;
 	manyArgs(args: readonly Args[]): Args;
+	/** A page kind's statement with gets in front (`PgStatements.mixed`); none for gets. */
+	readonly withGets?: Statement;
 }
 
 /** One caller's `get` or page of a `read`, waiting for a statement. */
@@ -302,6 +304,8 @@ class PgTTLStorageImpl implements PgTTLStorage {
 	/** Reads waiting for a statement, in arrival order; and the statements reading now. */
 	#reads: ReadRequest[] = [];
 	#readStatements = 0;
+	/** The end-of-turn pump of reads called this turn (they go together, not the first alone). */
+	#readsScheduled: NodeJS.Immediate | undefined;
 	readonly #readKinds = new Map<string, ReadKind>();
 	/** Groups waiting to be sent, in arrival order. */
 	readonly #queue: WriteGroup[] = [];
@@ -465,10 +469,11 @@ class PgTTLStorageImpl implements PgTTLStorage {
 	// --- grouped reads --------------------------------------------------------------------------
 
 	/**
-	 * A read's rows: sent at once when fewer than `readsInFlight` statements are reading, else
-	 * with the reads of its kind that wait meanwhile, as one statement. Each read is answered from
-	 * that statement's snapshot, taken after every read in it was called: linearizable as a read
-	 * of its own. A failed statement fails the reads in it (nothing was written).
+	 * A read's rows: sent at the end of this turn of the event loop (`setImmediate`) with the
+	 * reads called meanwhile, or once fewer than `readsInFlight` statements are reading, with the
+	 * reads waiting then, as one statement. Each read is answered from that statement's snapshot,
+	 * taken after every read in it was called: linearizable as a read of its own. A failed
+	 * statement fails the reads in it (nothing was written).
 	 */
 	#read(kind: ReadKind, args: Args): Promise<ReadonlyArray<Record<string, unknown>>> {
 		return this.#io(
@@ -476,19 +481,33 @@ class PgTTLStorageImpl implements PgTTLStorage {
 			() =>
 				new Promise((resolve, reject) => {
 					this.#reads.push({ kind, args, resolve, reject });
-					this.#pumpReads();
+					if (this.#readsScheduled === undefined)
+						this.#readsScheduled = setImmediate(() => {
+							this.#readsScheduled = undefined;
+							this.#pumpReads();
+						});
 				}),
 		);
 	}
 
-	/** Sends waiting reads while statements are free: the oldest one's kind, with all of its kind. */
+	/**
+	 * Sends waiting reads while statements are free: the oldest one's kind with all of its kind,
+	 * and the waiting gets with the first waiting kind of page (a cold workspace's page of numbers
+	 * and its log probe then share a round trip, not one each).
+	 */
 	#pumpReads(): void {
 		while (this.#reads.length > 0 && this.#readStatements < this.#readsInFlight) {
-			const kind = (this.#reads[0] as ReadRequest).kind;
-			const batch: ReadRequest[] = [];
+			const getKind = this.#readKind("get", false);
+			const pageKind = this.#reads.find((r) => r.kind !== getKind)?.kind;
+			const gets: ReadRequest[] = [];
+			const pages: ReadRequest[] = [];
 			const rest: ReadRequest[] = [];
-			for (const r of this.#reads)
-				(r.kind === kind && batch.length < MAX_READS_PER_STATEMENT ? batch : rest).push(r);
+			for (const r of this.#reads) {
+				const room = gets.length + pages.length < MAX_READS_PER_STATEMENT;
+				if (room && r.kind === getKind) gets.push(r);
+				else if (room && r.kind === pageKind) pages.push(r);
+				else rest.push(r);
+			}
 			this.#reads = rest;
 			this.#readStatements++;
 			let done = false;
@@ -498,26 +517,53 @@ class PgTTLStorageImpl implements PgTTLStorage {
 				this.#readStatements--;
 				this.#pumpReads();
 			};
-			void this.#sendReads(kind, batch, handOn).finally(handOn);
+			void this.#sendReads(gets, pageKind, pages, handOn).finally(handOn);
 		}
 	}
 
+	/** The statement of the gets and the pages of one read statement, and its arguments. */
+	#readStatement(
+		gets: readonly ReadRequest[],
+		pageKind: ReadKind | undefined,
+		pages: readonly ReadRequest[],
+	): { statement: Statement; args: Args } {
+		const getKind = this.#readKind("get", false);
+		const argsOf = (batch: readonly ReadRequest[]) => batch.map((r) => r.args);
+		if (pages.length > 0 && pageKind?.withGets !== undefined && gets.length > 0) {
+			const { ps, cs } = getKind.manyArgs(argsOf(gets));
+			const statement = pageKind.withGets;
+			return {
+				statement,
+				args: { gps: ps, gcs: cs, gn: gets.length, ...pageKind.manyArgs(argsOf(pages)) },
+			};
+		}
+		const [kind, batch] =
+			pages.length > 0 && pageKind !== undefined ? [pageKind, pages] : [getKind, gets];
+		const only = batch.length === 1 ? (batch[0] as ReadRequest) : undefined;
+		return only === undefined
+			? { statement: kind.many, args: kind.manyArgs(argsOf(batch)) }
+			: { statement: kind.one, args: only.args };
+	}
+
 	/**
-	 * One read statement of `batch`. Once it answered, `handOn` sends the next waiting reads on
-	 * its connection before the readers run (as a write group's `handOn`, see `#settle`).
+	 * One read statement of the gets and the pages (of one kind) in it, answered in that order.
+	 * Once it answered, `handOn` sends the next waiting reads on its connection before the readers
+	 * run (as a write group's `handOn`, see `#settle`).
 	 */
 	async #sendReads(
-		kind: ReadKind,
-		batch: readonly ReadRequest[],
+		gets: readonly ReadRequest[],
+		pageKind: ReadKind | undefined,
+		pages: readonly ReadRequest[],
 		handOn: () => void,
 	): Promise<void> {
+		const batch = pages.length === 0 ? gets : gets.length === 0 ? pages : [...gets, ...pages];
 		try {
 			const only = batch.length === 1 ? (batch[0] as ReadRequest) : undefined;
-			const args = only === undefined ? kind.manyArgs(batch.map((r) => r.args)) : only.args;
+			const { statement, args } = this.#readStatement(gets, pageKind, pages);
 			const { result, client } = await this.#statement(
-				kind.operation,
+				gets.length > 0 ? "get" : "read",
 				"read",
-				only === undefined ? kind.many : kind.one,
+				statement,
 				args,
 				this.#takeSpare("reader"),
 			);
@@ -563,6 +609,7 @@ class PgTTLStorageImpl implements PgTTLStorage {
 							...(upper ? { his: column(all, "hi") } : {}),
 							limit: (all[0] as Args).limit,
 						}),
+						withGets: this.#sql.mixed(lower, upper),
 					};
 		this.#readKinds.set(key, kind);
 		return kind;

@@ -53,13 +53,20 @@ export interface PgStatements {
 	readonly fenceEpoch: Statement;
 	readonly sweep: Statement;
 	read(lower: LowerBound, upper: boolean): Statement;
-	/** Many `get`s in one statement: `:ps`, `:cs` (`bytea[]`); rows `(i, value)`, `i` from 1. */
+	/** Many `get`s in one statement: `:ps`, `:cs` (`bytea[]`); rows `(i, c_cols, value)`, `i` from 1. */
 	readonly gets: Statement;
 	/**
 	 * Many pages of one `read` shape in one statement: `:ps` and, as the shape has them, `:los`,
 	 * `:his` (`bytea[]`), one `:limit`; rows `(i, c_cols, value)` in `(i, c_cols)` order.
 	 */
 	reads(lower: LowerBound, upper: boolean): Statement;
+	/**
+	 * `get`s and pages of one `read` shape in one statement (a cold workspace's two reads, its
+	 * numbers' page and its log probe, wait side by side): the gets' `:gps`, `:gcs`, their count
+	 * `:gn`, then the pages' arrays as in {@link PgStatements.reads}; rows `(i, c_cols, value)` in
+	 * `(i, c_cols)` order, the gets' `i` from 1, the pages' from `:gn + 1`.
+	 */
+	mixed(lower: LowerBound, upper: boolean): Statement;
 }
 
 /**
@@ -187,8 +194,26 @@ export function pgStatements(schema: string, table: string, injectedNow: boolean
 		FROM want JOIN own ON own.r = want.r LEFT JOIN go ON go.r = want.r
 			LEFT JOIN n ON n.r = want.r LEFT JOIN fok ON fok.r = want.r
 		ORDER BY want.r`;
-	const reads = new Map<string, Statement>();
-	const readsMany = new Map<string, Statement>();
+	// A statement per shape of `read` page, made when first asked for.
+	const byShape = (make: (lower: LowerBound, upper: boolean, shape: string) => Statement) => {
+		const made = new Map<string, Statement>();
+		return (lower: LowerBound, upper: boolean): Statement => {
+			const shape = `${lower}_${upper ? "hi" : "open"}`;
+			let s = made.get(shape);
+			if (s === undefined) {
+				s = make(lower, upper, shape);
+				made.set(shape, s);
+			}
+			return s;
+		};
+	};
+	// `get`s of the keys in two arrays: the rows `(i, c_cols, value)` of those found.
+	const lookups = (ps: string, cs: string): string =>
+		`SELECT k.i::int4 AS i, t.c_cols, t.value
+		FROM unnest(${ps}::bytea[], ${cs}::bytea[]) WITH ORDINALITY AS k(p, c, i)
+		CROSS JOIN LATERAL (
+			SELECT t.c_cols, t.value FROM ${T} AS t WHERE t.p_key = k.p AND t.c_cols = k.c AND ${live} LIMIT 1
+		) AS t`;
 	// Many reads in one statement: each key looked up on its own in a LATERAL subquery with LIMIT
 	// (an index scan, whatever the generic plan's row estimate of unnest(), as in the group).
 	const bounds = (lower: LowerBound, upper: boolean, lo: string, hi: string): string =>
@@ -196,6 +221,18 @@ export function pgStatements(schema: string, table: string, injectedNow: boolean
 			lower === "from" ? `AND t.c_cols >= ${lo}` : lower === "after" ? `AND t.c_cols > ${lo}` : "",
 			upper ? `AND t.c_cols < ${hi}` : "",
 		].join(" ");
+	// Pages of one `read` shape, one per key: the rows `(i, c_cols, value)`, unordered.
+	const pages = (lower: LowerBound, upper: boolean, index: string): string => {
+		const columns = ["p", ...(lower === "none" ? [] : ["lo"]), ...(upper ? ["hi"] : [])];
+		const arrays = columns.map((col) => `:${col}s::bytea[]`);
+		return `SELECT (${index})::int4 AS i, t.c_cols, t.value
+			FROM unnest(${arrays.join(", ")}) WITH ORDINALITY AS k(${columns.join(", ")}, i)
+			CROSS JOIN LATERAL (
+				SELECT t.c_cols, t.value FROM ${T} AS t
+				WHERE t.p_key = k.p ${bounds(lower, upper, "k.lo", "k.hi")} AND ${live}
+				ORDER BY t.c_cols LIMIT :limit
+			) AS t`;
+	};
 	return {
 		get: c("get", `SELECT t.value FROM ${T} AS t WHERE t.p_key = :p AND t.c_cols = :c AND ${live}`),
 		queryTTL: c(
@@ -230,48 +267,24 @@ export function pgStatements(schema: string, table: string, injectedNow: boolean
 				ORDER BY s.expire_at LIMIT :limit FOR UPDATE SKIP LOCKED
 			)) AND ${expired}`,
 		),
-		read(lower, upper) {
-			const key = `${lower}/${upper}`;
-			let s = reads.get(key);
-			if (s === undefined) {
-				s = c(
-					`read_${lower}_${upper ? "hi" : "open"}`,
-					`SELECT t.c_cols, t.value FROM ${T} AS t
-					WHERE t.p_key = :p ${bounds(lower, upper, ":lo", ":hi")} AND ${live}
-					ORDER BY t.c_cols LIMIT :limit`,
-				);
-				reads.set(key, s);
-			}
-			return s;
-		},
-		gets: c(
-			"gets",
-			`SELECT k.i::int4 AS i, t.value
-			FROM unnest(:ps::bytea[], :cs::bytea[]) WITH ORDINALITY AS k(p, c, i)
-			CROSS JOIN LATERAL (
-				SELECT t.value FROM ${T} AS t WHERE t.p_key = k.p AND t.c_cols = k.c AND ${live} LIMIT 1
-			) AS t`,
+		read: byShape((lower, upper, shape) =>
+			c(
+				`read_${shape}`,
+				`SELECT t.c_cols, t.value FROM ${T} AS t
+				WHERE t.p_key = :p ${bounds(lower, upper, ":lo", ":hi")} AND ${live}
+				ORDER BY t.c_cols LIMIT :limit`,
+			),
 		),
-		reads(lower, upper) {
-			const key = `${lower}/${upper}`;
-			let s = readsMany.get(key);
-			if (s === undefined) {
-				const columns = ["p", ...(lower === "none" ? [] : ["lo"]), ...(upper ? ["hi"] : [])];
-				const arrays = columns.map((col) => `:${col}s::bytea[]`);
-				s = c(
-					`reads_${lower}_${upper ? "hi" : "open"}`,
-					`SELECT k.i::int4 AS i, t.c_cols, t.value
-					FROM unnest(${arrays.join(", ")}) WITH ORDINALITY AS k(${columns.join(", ")}, i)
-					CROSS JOIN LATERAL (
-						SELECT t.c_cols, t.value FROM ${T} AS t
-						WHERE t.p_key = k.p ${bounds(lower, upper, "k.lo", "k.hi")} AND ${live}
-						ORDER BY t.c_cols LIMIT :limit
-					) AS t
-					ORDER BY k.i, t.c_cols`,
-				);
-				readsMany.set(key, s);
-			}
-			return s;
-		},
+		gets: c("gets", lookups(":ps", ":cs")),
+		reads: byShape((lower, upper, shape) =>
+			c(`reads_${shape}`, `${pages(lower, upper, "k.i")} ORDER BY k.i, t.c_cols`),
+		),
+		mixed: byShape((lower, upper, shape) =>
+			c(
+				`mixed_${shape}`,
+				`${lookups(":gps", ":gcs")} UNION ALL ${pages(lower, upper, "k.i + :gn::int4")}
+				ORDER BY i, c_cols`,
+			),
+		),
 	};
 }

@@ -35,7 +35,9 @@ async function genericPlan(pool: pg.Pool, stmt: Statement): Promise<PlanNode> {
 		await client.query(`PREPARE vvm_gplan AS ${stmt.text}`);
 		try {
 			// A generic plan does not depend on the arguments: empty arrays will do.
-			const args = stmt.params.map((name) => (name === "limit" ? "10" : "'{}'")).join(", ");
+			const args = stmt.params
+				.map((name) => (name === "limit" || name === "gn" ? "10" : "'{}'"))
+				.join(", ");
 			const result = await client.query(`EXPLAIN (FORMAT JSON) EXECUTE vvm_gplan(${args})`);
 			return result.rows[0]["QUERY PLAN"][0].Plan;
 		} finally {
@@ -79,13 +81,14 @@ describe.skipIf(skip)(
 			).toBe(true);
 		});
 
-		it("so do the statements of grouped reads (gets, and pages of each read shape)", async () => {
+		it("so do the statements of grouped reads (gets, pages of each read shape, and both)", async () => {
 			const { pool, schema } = fixture();
 			await pool.query(`ANALYZE "${schema}".vvm_ttl`);
 			const sql = pgStatements(schema, "vvm_ttl", false);
 			const statements = [sql.gets];
 			for (const lower of ["none", "from", "after"] as const)
-				for (const upper of [false, true]) statements.push(sql.reads(lower, upper));
+				for (const upper of [false, true])
+					statements.push(sql.reads(lower, upper), sql.mixed(lower, upper));
 			for (const stmt of statements) expectIndexScansOnly(nodes(await genericPlan(pool, stmt)));
 		});
 	},

@@ -1,7 +1,8 @@
 // Grouped reads on a real PostgreSQL: `get`s and pages of `read` that arrive while `readsInFlight`
-// statements are reading go together, one statement per kind, and each caller gets exactly what a
-// statement of its own would have answered (its rows, its bounds, its page); a failed statement
-// fails the reads in it and no other.
+// statements are reading go together, the gets with the pages of one kind (a cold workspace's
+// log probe and page of numbers), and each caller gets exactly what a statement of its own would
+// have answered (its rows, its bounds, its page); a failed statement fails the reads in it and no
+// other.
 import type { Bytes, StoredRecord } from "@vvm/ttlstorage";
 import { TTLStorageError, utf8 } from "@vvm/ttlstorage";
 import { describe, expect, it } from "vitest";
@@ -56,7 +57,7 @@ const collect = async (it: AsyncIterable<StoredRecord>): Promise<string[]> => {
 };
 
 describe.skipIf(skip)(`ttlstorage-pg grouped reads${skip ? ` [skipped: ${skip}]` : ""}`, () => {
-	it("reads arriving while one is at the server go as one statement per kind, each with its own answer", async () => {
+	it("reads arriving while one is at the server go as one statement per kind of page, with the gets, each with its own answer", async () => {
 		const { pool, schema } = fixture();
 		const held = holdingPool(pool);
 		const recorded = recordingPool(held.pool);
@@ -109,9 +110,10 @@ describe.skipIf(skip)(`ttlstorage-pg grouped reads${skip ? ` [skipped: ${skip}]`
 			["2=a2", "3=a3", "4=a4"],
 			["y=by"],
 		]);
-		// One get alone (the held one), then the waiting gets as one statement, the first pages of
-		// the unbounded reads as one, those of the bounded ones as one; then the later pages.
-		expect(recorded.sent.slice(0, 4)).toEqual(["get", "gets", "reads_none_open", "reads_from_hi"]);
+		// One get alone (the held one), then the waiting gets with the first pages of the unbounded
+		// reads as one statement, those of the bounded ones as one; then the later pages.
+		expect(recorded.sent.slice(0, 3)).toEqual(["get", "mixed_none_open", "reads_from_hi"]);
+		expect(recorded.sent).not.toContain("gets");
 		expect(recorded.sent.filter((k) => k.startsWith("read")).length).toBeLessThan(8);
 		// Each answer is what a read of its own says now (no reads at the server meanwhile).
 		recorded.sent.length = 0;
@@ -124,17 +126,25 @@ describe.skipIf(skip)(`ttlstorage-pg grouped reads${skip ? ` [skipped: ${skip}]`
 		await storage.close();
 	});
 
-	it("a read that finds a statement free goes at once, alone", async () => {
+	it("reads called in one turn of the event loop go as one statement; a read called alone goes alone", async () => {
 		const { pool, schema } = fixture();
 		const recorded = recordingPool(pool);
 		const storage = createPgTTLStorage({ pool: recorded.pool, schema });
 		const p = unique("p");
 		await storage.put(p, utf8("c"), utf8("v"));
 		recorded.sent.length = 0;
-		// Two at once (the default readsInFlight: 2): each alone.
-		const got = await Promise.all([storage.get(p, utf8("c")), collect(storage.read(p))]);
-		expect([text(got[0]), got[1]]).toEqual(["v", ["c=v"]]);
-		expect(recorded.sent.sort()).toEqual(["get", "read_none_open"]);
+		// Called in the same turn with every statement free: they still go together, after it.
+		const got = await Promise.all([
+			storage.get(p, utf8("c")),
+			collect(storage.read(p)),
+			storage.get(p, utf8("none")),
+		]);
+		expect([text(got[0]), got[1], text(got[2])]).toEqual(["v", ["c=v"], undefined]);
+		expect(recorded.sent).toEqual(["mixed_none_open"]);
+		recorded.sent.length = 0;
+		expect(text(await storage.get(p, utf8("c")))).toBe("v");
+		expect(await collect(storage.read(p))).toEqual(["c=v"]);
+		expect(recorded.sent).toEqual(["get", "read_none_open"]);
 		await storage.close();
 	});
 
@@ -144,20 +154,22 @@ describe.skipIf(skip)(`ttlstorage-pg grouped reads${skip ? ` [skipped: ${skip}]`
 		const { storage, p, first, release } = await oneReadHeld(
 			pool,
 			schema,
-			(inner) => recordingPool(inner, { kind: "gets", error: lost }).pool,
+			(inner) => recordingPool(inner, { kind: "mixed_none_open", error: lost }).pool,
 		);
-		const batch = [storage.get(p, utf8("c")), storage.get(p, utf8("d"))];
+		const batch = [storage.get(p, utf8("c")), storage.get(p, utf8("d")), collect(storage.read(p))];
 		const write = storage.put(p, utf8("w"), utf8("written"));
-		const read = collect(storage.read(p));
+		const bounded = collect(storage.read(p, { from: utf8("c"), to: utf8("d") }));
 		release();
 		expect(text(await first)).toBe("v");
 		const settled = await Promise.allSettled(batch);
 		expect(settled.map((s) => (s.status === "rejected" ? code(s.reason) : "ok"))).toEqual([
 			"TTLSTORAGE_UNAVAILABLE",
 			"TTLSTORAGE_UNAVAILABLE",
+			"TTLSTORAGE_UNAVAILABLE",
 		]);
 		await write;
-		expect(await read).toEqual(expect.arrayContaining(["c=v"]));
+		expect(await bounded).toEqual(["c=v"]);
+		expect(await collect(storage.read(p))).toEqual(expect.arrayContaining(["c=v", "w=written"]));
 		expect(text(await storage.get(p, utf8("w")))).toBe("written");
 		await storage.close();
 	});
