@@ -1,3 +1,4 @@
+import { setImmediate as nextTurn } from "node:timers";
 import type { Clock, TimerHandle } from "@vvm/clock";
 import { systemClock } from "@vvm/clock";
 import type { Logger } from "@vvm/log";
@@ -482,7 +483,7 @@ class PgTTLStorageImpl implements PgTTLStorage {
 				new Promise((resolve, reject) => {
 					this.#reads.push({ kind, args, resolve, reject });
 					if (this.#readsScheduled === undefined)
-						this.#readsScheduled = setImmediate(() => {
+						this.#readsScheduled = nextTurn(() => {
 							this.#readsScheduled = undefined;
 							this.#pumpReads();
 						});
@@ -521,34 +522,39 @@ class PgTTLStorageImpl implements PgTTLStorage {
 		}
 	}
 
-	/** The statement of the gets and the pages of one read statement, and its arguments. */
+	/**
+	 * The statement of the gets and the pages of one read statement, its arguments, and the reads
+	 * it answers in the order its rows number them (`i` from 1).
+	 */
 	#readStatement(
 		gets: readonly ReadRequest[],
 		pageKind: ReadKind | undefined,
 		pages: readonly ReadRequest[],
-	): { statement: Statement; args: Args } {
+	): { statement: Statement; args: Args; batch: readonly ReadRequest[] } {
 		const getKind = this.#readKind("get", false);
 		const argsOf = (batch: readonly ReadRequest[]) => batch.map((r) => r.args);
-		if (pages.length > 0 && pageKind?.withGets !== undefined && gets.length > 0) {
+		if (gets.length > 0 && pages.length > 0) {
+			if (pageKind?.withGets === undefined)
+				throw new Error("[@vvm/ttlstorage-pg] pages to read with gets have no statement for both");
 			const { ps, cs } = getKind.manyArgs(argsOf(gets));
-			const statement = pageKind.withGets;
 			return {
-				statement,
+				statement: pageKind.withGets,
 				args: { gps: ps, gcs: cs, gn: gets.length, ...pageKind.manyArgs(argsOf(pages)) },
+				batch: [...gets, ...pages],
 			};
 		}
-		const [kind, batch] =
-			pages.length > 0 && pageKind !== undefined ? [pageKind, pages] : [getKind, gets];
+		const [kind, batch] = pages.length > 0 ? [pageKind, pages] : [getKind, gets];
+		if (kind === undefined) throw new Error("[@vvm/ttlstorage-pg] pages to read have no kind");
 		const only = batch.length === 1 ? (batch[0] as ReadRequest) : undefined;
 		return only === undefined
-			? { statement: kind.many, args: kind.manyArgs(argsOf(batch)) }
-			: { statement: kind.one, args: only.args };
+			? { statement: kind.many, args: kind.manyArgs(argsOf(batch)), batch }
+			: { statement: kind.one, args: only.args, batch };
 	}
 
 	/**
-	 * One read statement of the gets and the pages (of one kind) in it, answered in that order.
-	 * Once it answered, `handOn` sends the next waiting reads on its connection before the readers
-	 * run (as a write group's `handOn`, see `#settle`).
+	 * One read statement of the gets and the pages (of one kind) in it. Once it answered, `handOn`
+	 * sends the next waiting reads on its connection before the readers run (as a write group's
+	 * `handOn`, see `#settle`). A failure fails each read in it, named by its own operation.
 	 */
 	async #sendReads(
 		gets: readonly ReadRequest[],
@@ -556,16 +562,17 @@ class PgTTLStorageImpl implements PgTTLStorage {
 		pages: readonly ReadRequest[],
 		handOn: () => void,
 	): Promise<void> {
-		const batch = pages.length === 0 ? gets : gets.length === 0 ? pages : [...gets, ...pages];
+		let batch: readonly ReadRequest[] = [...gets, ...pages];
 		try {
+			const read = this.#readStatement(gets, pageKind, pages);
+			batch = read.batch;
 			const only = batch.length === 1 ? (batch[0] as ReadRequest) : undefined;
-			const { statement, args } = this.#readStatement(gets, pageKind, pages);
-			const { result, client } = await this.#statement(
-				gets.length > 0 ? "get" : "read",
+			const { result, client } = await this.#send(
+				read.statement,
+				read.args,
 				"read",
-				statement,
-				args,
 				this.#takeSpare("reader"),
+				isRetryableConflict,
 			);
 			this.#spares.reader = this.#spare(client);
 			handOn();
@@ -579,8 +586,13 @@ class PgTTLStorageImpl implements PgTTLStorage {
 			batch.forEach((r, i) => {
 				r.resolve(rows[i] as Array<Record<string, unknown>>);
 			});
-		} catch (error) {
-			for (const r of batch) r.reject(error);
+		} catch (failure) {
+			if (!(failure instanceof StatementFailure)) {
+				for (const r of batch) r.reject(failure);
+				return;
+			}
+			const { error, phase } = failure;
+			for (const r of batch) r.reject(mapPgError(error, { operation: r.kind.operation, phase }));
 		}
 	}
 
@@ -1318,9 +1330,10 @@ class PgTTLStorageImpl implements PgTTLStorage {
 const toError = (e: unknown): Error => (e instanceof Error ? e : new Error(String(e)));
 
 /**
- * Creates the PostgreSQL TTL storage over a caller-owned node-postgres `Pool`. Reads are one
- * statement each, but those (`get`, pages of `read`) that arrive while `readsInFlight` read
- * statements are at the server go together, one statement per kind. Writes go by **group commit**: those that arrive while `writesInFlight`
+ * Creates the PostgreSQL TTL storage over a caller-owned node-postgres `Pool`. Reads (`get`,
+ * pages of `read`) called in one turn of the event loop, or while `readsInFlight` read statements
+ * are at the server, go together as one statement (the gets with the pages of one shape); a read
+ * called alone is a statement of its own. Writes go by **group commit**: those that arrive while `writesInFlight`
  * statements are at the server go together as one statement (one transaction, one commit), each
  * request all or nothing, with its own answer: its fences and conditions are checked on locked
  * rows in that statement, and a false condition, a superseded fence or a refused request never

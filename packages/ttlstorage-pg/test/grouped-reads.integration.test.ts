@@ -5,7 +5,7 @@
 // other.
 import type { Bytes, StoredRecord } from "@vvm/ttlstorage";
 import { TTLStorageError, utf8 } from "@vvm/ttlstorage";
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import type { PgPool, PgQueryConfig } from "../src/index.ts";
 import { createPgTTLStorage } from "../src/index.ts";
 import { holdingPool } from "./held-pool.ts";
@@ -167,6 +167,10 @@ describe.skipIf(skip)(`ttlstorage-pg grouped reads${skip ? ` [skipped: ${skip}]`
 			"TTLSTORAGE_UNAVAILABLE",
 			"TTLSTORAGE_UNAVAILABLE",
 		]);
+		// Each error names its own operation, though the three shared a statement.
+		const operation = (s: PromiseSettledResult<unknown>) =>
+			s.status === "rejected" && TTLStorageError.is(s.reason) ? s.reason.operation : undefined;
+		expect(settled.map(operation)).toEqual(["get", "get", "read"]);
 		await write;
 		expect(await bounded).toEqual(["c=v"]);
 		expect(await collect(storage.read(p))).toEqual(expect.arrayContaining(["c=v", "w=written"]));
@@ -210,6 +214,21 @@ describe.skipIf(skip)(`ttlstorage-pg grouped reads${skip ? ` [skipped: ${skip}]`
 		expect(events).toEqual(["get sent", "gets sent", "first answered"]);
 		expect(pool.idleCount).toBe(pool.totalCount);
 		await storage.close();
+	});
+
+	it("a test's fake timers do not hold reads back (they wait for the event loop's turn, not a faked timer)", async () => {
+		const { pool, schema } = fixture();
+		const storage = createPgTTLStorage({ pool, schema });
+		const p = unique("p");
+		await storage.put(p, utf8("c"), utf8("v"));
+		vi.useFakeTimers();
+		try {
+			const got = await Promise.all([storage.get(p, utf8("c")), collect(storage.read(p))]);
+			expect([text(got[0]), got[1]]).toEqual(["v", ["c=v"]]);
+		} finally {
+			vi.useRealTimers();
+			await storage.close();
+		}
 	});
 
 	it("readsInFlight is validated before any I/O", () => {
