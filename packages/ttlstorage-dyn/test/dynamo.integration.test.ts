@@ -121,7 +121,8 @@ describe.skipIf(skip)(
 			const pKey = utf8(`reaped/${run}`);
 			expect(await storage.insertIfNotExists(pKey, utf8("k"), utf8("v"), 60)).toBe(true);
 			expect(await onTime.insertIfNotExists(pKey, utf8("control"), utf8("c"), 60)).toBe(true);
-			expect(await storage.get(pKey, utf8("k"))).toEqual(utf8("v"));
+			// Not asserted that a get still finds it: DynamoDB Local's reaper may already have run (a
+			// CI run on Node 24 read nothing right after the insert).
 			// Poll the server until its reaper has run; a deadline keeps a changed server from hanging.
 			const deadline = performance.now() + 20_000;
 			while ((await storage.get(pKey, utf8("k"))) !== undefined && performance.now() < deadline)
