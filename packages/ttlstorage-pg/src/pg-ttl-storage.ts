@@ -308,6 +308,8 @@ class PgTTLStorageImpl implements PgTTLStorage {
 	/** The end-of-turn pump of reads called this turn (they go together, not the first alone). */
 	#readsScheduled: NodeJS.Immediate | undefined;
 	readonly #readKinds = new Map<string, ReadKind>();
+	/** The kind of every `get` (made once: each read and each pump of reads asks for it). */
+	readonly #getKind: ReadKind;
 	/** Groups waiting to be sent, in arrival order. */
 	readonly #queue: WriteGroup[] = [];
 	/** Keys of the groups at the server: a group holding one of them waits. */
@@ -343,6 +345,7 @@ class PgTTLStorageImpl implements PgTTLStorage {
 		this.#testClock = options.clock;
 		this.#timers = options.clock ?? systemClock;
 		this.#sql = pgStatements(schema, table, options.clock !== undefined);
+		this.#getKind = this.#readKind("get", false);
 		this.#sweepIntervalMs = options.sweepIntervalMs ?? DEFAULT_SWEEP_INTERVAL_MS;
 		this.#sweepBatchSize = options.sweepBatchSize ?? 1000;
 		this.#pageSize = options.pageSize ?? 1000;
@@ -498,7 +501,7 @@ class PgTTLStorageImpl implements PgTTLStorage {
 	 */
 	#pumpReads(): void {
 		while (this.#reads.length > 0 && this.#readStatements < this.#readsInFlight) {
-			const getKind = this.#readKind("get", false);
+			const getKind = this.#getKind;
 			const pageKind = this.#reads.find((r) => r.kind !== getKind)?.kind;
 			const gets: ReadRequest[] = [];
 			const pages: ReadRequest[] = [];
@@ -531,7 +534,7 @@ class PgTTLStorageImpl implements PgTTLStorage {
 		pageKind: ReadKind | undefined,
 		pages: readonly ReadRequest[],
 	): { statement: Statement; args: Args; batch: readonly ReadRequest[] } {
-		const getKind = this.#readKind("get", false);
+		const getKind = this.#getKind;
 		const argsOf = (batch: readonly ReadRequest[]) => batch.map((r) => r.args);
 		if (gets.length > 0 && pages.length > 0) {
 			if (pageKind?.withGets === undefined)
@@ -562,7 +565,8 @@ class PgTTLStorageImpl implements PgTTLStorage {
 		pages: readonly ReadRequest[],
 		handOn: () => void,
 	): Promise<void> {
-		let batch: readonly ReadRequest[] = [...gets, ...pages];
+		// Until the statement is made, the reads to fail if that throws (in any order).
+		let batch: readonly ReadRequest[] = gets.length === 0 ? pages : gets.concat(pages);
 		try {
 			const read = this.#readStatement(gets, pageKind, pages);
 			batch = read.batch;
@@ -1211,7 +1215,7 @@ class PgTTLStorageImpl implements PgTTLStorage {
 
 	async get(pKey: Bytes, cCols: Bytes): Promise<Bytes | undefined> {
 		validateKey(pKey, cCols);
-		const rows = await this.#read(this.#readKind("get", false), { p: buf(pKey), c: buf(cCols) });
+		const rows = await this.#read(this.#getKind, { p: buf(pKey), c: buf(cCols) });
 		const value = rows[0]?.value;
 		return value instanceof Uint8Array ? own(value) : undefined;
 	}
