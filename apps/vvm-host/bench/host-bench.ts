@@ -4,8 +4,8 @@
 // - the built host (apps/vvm-host/dist) serving one-record creates, per storage (level; Cassandra
 //   and DynamoDB Local when they are listening), per SequencesTrustLevel, with default flags:
 //   "warm" (every workspace touched once before) and "cold" (after a restart of the host on the
-//   same data and the first commands of half the workspaces, the first command of each of the
-//   others: its numbers are not cached, the process is);
+//   same data and the first commands of BENCH_COLD_WORKSPACES workspaces, the first command of
+//   each of as many others: its numbers are not cached, the process is);
 // - @vvm/cp alone on the same built packages and driver, called in process (bench/cp-alone.ts),
 //   and on mem (the processor without storage I/O);
 // rounds interleaved so the machine's noise falls on every row alike; medians of the rounds.
@@ -24,7 +24,7 @@
 //   BENCH_BASELINE=/tmp/old-checkout pnpm bench   # also that checkout's built host, same rounds
 //   BENCH_PIPELINE_DEPTHS=default,1,8 pnpm bench   # host rows at the host's default depth for the
 //     storage (no flag: 8 on level and Redis, 1 on the others), then with --pipeline-depth 1 and 8
-//   BENCH_WORKSPACES=10000 BENCH_REMOTE_WORKSPACES=2000 BENCH_COLD_WORKSPACES=5000 BENCH_CONCURRENCY=16
+//   BENCH_WORKSPACES=10000 BENCH_REMOTE_WORKSPACES=2000 BENCH_COLD_WORKSPACES=15000 BENCH_CONCURRENCY=16
 //   BENCH_EMMETT=0 pnpm bench   # without the Emmett appendToStream reference row (pg; issue 36)
 import { spawn } from "node:child_process";
 import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
@@ -78,15 +78,42 @@ const WORKSPACES = num(env.BENCH_WORKSPACES, QUICK ? 2_000 : 10_000);
 /** Cassandra and DynamoDB Local are slower: fewer workspaces to warm up. */
 const REMOTE_WORKSPACES = num(env.BENCH_REMOTE_WORKSPACES, QUICK ? 300 : 2_000);
 /**
- * Workspaces of a storage's rows: WORKSPACES on the fast ones (level, pg, Redis), so that their
- * cold phase (half of them) lasts seconds, not the start-up of a new process (with 2 000 on pg it
- * was 1 000 commands, ~0.6 s, and measured the restarted host's first second: 41 % of warm, 58 %
- * over 4 000); REMOTE_WORKSPACES on Cassandra and DynamoDB (each first command costs ~3 ms).
+ * Workspaces a storage's warm run spreads over: WORKSPACES on the fast ones (level, pg, Redis),
+ * REMOTE_WORKSPACES on Cassandra and DynamoDB (each first command costs ~3 ms; their cold phases
+ * use half of these each). The cold phases of the fast ones are sized by COLD_WORKSPACES.
  */
 const workspacesOf = (storage: Storage | "mem"): number =>
 	storage === "cas" || storage === "dyn" ? REMOTE_WORKSPACES : WORKSPACES;
-/** Cold rows: at most this many of the half of the workspaces not touched after the restart. */
-const COLD_WORKSPACES = num(env.BENCH_COLD_WORKSPACES, QUICK ? 1_000 : 5_000);
+/**
+ * Cold rows on the fast storages: after the restart, the first commands of this many workspaces
+ * warm the process up, then the first commands of this many others are measured (on Cassandra and
+ * DynamoDB: half of their workspaces each, at most this many measured). 15 000 each, so that both
+ * last about as long as a warm run: with 5 000 each on pg the measured phase was ~1.5 s and the
+ * restarted process was still speeding up in it (creates/s per 0.25 s: 1 856, 2 200, 2 680 ...
+ * 3 012), and a longer warm-up started it at ~3 400 (2026-11-28).
+ */
+const COLD_WORKSPACES = num(env.BENCH_COLD_WORKSPACES, QUICK ? 1_000 : 15_000);
+
+/**
+ * Workspaces a host's data holds (each touched once before the warm run, which uses the first
+ * `workspacesOf` of them), the restarted host's warm-up and its measured cold commands.
+ */
+function coldPlan(storage: Storage): { touched: number; warmup: number; cold: number } {
+	const workspaces = workspacesOf(storage);
+	if (storage === "cas" || storage === "dyn") {
+		const half = Math.floor(workspaces / 2);
+		return {
+			touched: workspaces,
+			warmup: half,
+			cold: Math.min(COLD_WORKSPACES, workspaces - half),
+		};
+	}
+	return {
+		touched: Math.max(workspaces, 2 * COLD_WORKSPACES),
+		warmup: COLD_WORKSPACES,
+		cold: COLD_WORKSPACES,
+	};
+}
 const STORAGES = list(env.BENCH_STORAGES, QUICK ? "level" : "level,cas,dyn,pg,redis") as Storage[];
 /** cp's pipelineDepth per host run (`--pipeline-depth`) and per cp-alone run: each a row. */
 const PIPELINE_DEPTHS: Array<number | undefined> = list(env.BENCH_PIPELINE_DEPTHS, "default").map(
@@ -512,9 +539,12 @@ interface Measured {
 	readonly errors: number;
 	/** PostgreSQL's CPU per request, µs (pg rows, on the repository's server). */
 	readonly pgCpuUs?: number;
-	/** Statements sent to PostgreSQL per command (@vvm/cp alone on pg). */
+	/**
+	 * Statements per command on PostgreSQL: sent by the driver (@vvm/cp alone on pg, by kind), or
+	 * run by the server (host rows on pg: pg_stat_statements, BEGIN and COMMIT count).
+	 */
 	readonly statements?: number;
-	/** The server's WAL fsyncs per command (@vvm/cp alone on pg; server-wide counter). */
+	/** The server's WAL fsyncs per command (pg rows; server-wide counter). */
 	readonly walSyncs?: number;
 }
 
@@ -532,6 +562,7 @@ async function load(
 	let ok = 0;
 	let next = 0;
 	const pg0 = pg ? pgCpuMs() : undefined;
+	const counts0 = pg ? await pgCounts() : undefined;
 	const cpu0 = cpuMsOf(server.pid);
 	const main0 = cpuMsOf(server.pid, true);
 	const client0 = process.cpuUsage();
@@ -560,6 +591,7 @@ async function load(
 	);
 	const elapsed = (performance.now() - t0) / 1000;
 	const pgMs = pg0 === undefined ? undefined : (pgCpuMs() ?? pg0) - pg0;
+	const counts1 = counts0 === undefined ? undefined : await pgCounts();
 	const hostCpuMs = cpuMsOf(server.pid) - cpu0;
 	const hostMainCpuMs = cpuMsOf(server.pid, true) - main0;
 	const client = process.cpuUsage(client0);
@@ -576,7 +608,53 @@ async function load(
 		clientCpuUs: (client.user + client.system) / Math.max(1, total),
 		errors: total - ok,
 		...(pgMs === undefined ? {} : { pgCpuUs: (pgMs * 1000) / Math.max(1, total) }),
+		...(counts0 === undefined || counts1 === undefined || counts1.evictions !== counts0.evictions
+			? {}
+			: {
+					statements: (counts1.statements - counts0.statements) / Math.max(1, total),
+					walSyncs: (counts1.walSyncs - counts0.walSyncs) / Math.max(1, total),
+				}),
 	};
+}
+
+let statsPool: import("pg").Pool | undefined;
+let statsUnavailable = false;
+
+/**
+ * Statements the PostgreSQL server has run so far (pg_stat_statements' calls, every database, its
+ * own queries left out) and its WAL fsyncs (pg_stat_wal): server-wide counters, read before and
+ * after a host's run, so a host's statements per create are counted at the server, not by the
+ * driver. `undefined` where pg_stat_statements is not loaded (the repository's server loads it).
+ * `evictions` counts its deallocations: a run during which entries were evicted (past
+ * pg_stat_statements.max) is not counted, as its sum of calls may have lost some.
+ */
+async function pgCounts(): Promise<
+	{ statements: number; evictions: number; walSyncs: number } | undefined
+> {
+	if (statsUnavailable) return undefined;
+	try {
+		if (statsPool === undefined) {
+			const { default: pg } = await import("pg");
+			statsPool = new pg.Pool({ ...PG, max: 1 });
+			statsPool.on("error", () => {});
+			await statsPool.query("CREATE EXTENSION IF NOT EXISTS pg_stat_statements");
+		}
+		const { rows } = await statsPool.query<{ calls: string; dealloc: string; wal_sync: string }>(
+			"SELECT (SELECT coalesce(sum(calls), 0) FROM pg_stat_statements WHERE query NOT LIKE '%pg_stat_%')::int8 AS calls, (SELECT dealloc FROM pg_stat_statements_info)::int8 AS dealloc, (SELECT wal_sync FROM pg_stat_wal)::int8 AS wal_sync",
+		);
+		const row = rows[0];
+		return row === undefined
+			? undefined
+			: {
+					statements: Number(row.calls),
+					evictions: Number(row.dealloc),
+					walSyncs: Number(row.wal_sync),
+				};
+	} catch (e) {
+		statsUnavailable = true;
+		progress(`statements are not counted at the server: ${(e as Error).message}`);
+		return undefined;
+	}
 }
 
 const range = (n: number): number[] => Array.from({ length: n }, (_, i) => i + 1);
@@ -908,13 +986,14 @@ async function hostRuns(
 	round: number,
 ) {
 	const workspaces = workspacesOf(storage);
+	const plan = coldPlan(storage);
 	const what = `round ${round + 1}/${ROUNDS} host on ${storage}, level ${level}${variantNote(variant)}${depthNote(depth)}`;
 	const data = await newHostData(storage);
 	try {
 		let host = await startHost(data, level, variant, depth);
 		try {
-			progress(`${what}: warm-up, ${workspaces} workspaces once each`);
-			await load(host, workspaces, shuffled(range(workspaces)));
+			progress(`${what}: warm-up, ${plan.touched} workspaces once each`);
+			await load(host, workspaces, shuffled(range(plan.touched)));
 			progress(`${what}: warm, ${SECONDS} s`);
 			record(
 				hostLabel(storage, level, variant, "warm", depth),
@@ -924,16 +1003,17 @@ async function hostRuns(
 			await host.stop();
 		}
 		// The same data, a new host: no workspace's numbers are cached. The new process first runs
-		// the first commands of half the workspaces (its code gets compiled and optimized, as in any
-		// process that has served for a while); then the first command of each of the others is
-		// measured: a cold workspace in a warm process.
-		const order = shuffled(range(workspaces));
-		const half = Math.floor(workspaces / 2);
-		const cold = order.slice(half, half + Math.min(COLD_WORKSPACES, workspaces - half));
+		// the first commands of plan.warmup workspaces (its code gets compiled and optimized, its
+		// heap grows, as in any process that has served for a while); then the first command of each
+		// of plan.cold others is measured: a cold workspace in a warm process.
+		const order = shuffled(range(plan.touched));
+		const cold = order.slice(plan.warmup, plan.warmup + plan.cold);
 		host = await startHost(data, level, variant, depth);
 		try {
-			progress(`${what}: restarted; the first commands of ${half} workspaces warm the process up`);
-			await load(host, workspaces, order.slice(0, half));
+			progress(
+				`${what}: restarted; the first commands of ${plan.warmup} workspaces warm the process up`,
+			);
+			await load(host, workspaces, order.slice(0, plan.warmup));
 			progress(`${what}: cold, the first command of ${cold.length} other workspaces`);
 			record(
 				hostLabel(storage, level, variant, "cold", depth),
@@ -958,7 +1038,7 @@ async function main(): Promise<void> {
 		else progress(`${s} is not listening on ${hostOf(s)}:${portOf[s]}; left out`);
 	}
 	console.log(
-		`host command path: one-record creates through HTTP, concurrency ${CONCURRENCY} keep-alive connections, ${WORKSPACES} workspaces on level, pg and redis (${REMOTE_WORKSPACES} on cas/dyn) each touched once before the warm run, cold = the first command of up to ${COLD_WORKSPACES} workspaces after a restart and the first commands of the other half (@vvm/cp alone: of every workspace, on a new processor over the same storage), ${SECONDS} s per warm run, medians of ${ROUNDS} interleaved rounds; default host flags; ${cpus().length} cores (${cpus()[0]?.model.trim()}), Node ${process.version}${QUICK ? " (--quick)" : ""}`,
+		`host command path: one-record creates through HTTP, concurrency ${CONCURRENCY} keep-alive connections, ${WORKSPACES} workspaces on level, pg and redis (${REMOTE_WORKSPACES} on cas/dyn) each touched once before the warm run, cold = the first command of ${COLD_WORKSPACES} other workspaces after a restart and the first commands of ${COLD_WORKSPACES} (on cas/dyn: half the workspaces each; the data holds up to ${2 * COLD_WORKSPACES}) (@vvm/cp alone: of every workspace, on a new processor over the same storage), ${SECONDS} s per warm run, medians of ${ROUNDS} interleaved rounds; default host flags; ${cpus().length} cores (${cpus()[0]?.model.trim()}), Node ${process.version}${QUICK ? " (--quick)" : ""}`,
 	);
 	for (let round = 0; round < ROUNDS; round++) {
 		progress(`round ${round + 1}/${ROUNDS} bare node:http, ${SECONDS} s`);
@@ -1032,7 +1112,7 @@ async function main(): Promise<void> {
 	const counted = [...rows.values()].filter((r) => r.runs.every((x) => x.statements !== undefined));
 	if (counted.length > 0) {
 		console.log(
-			"PostgreSQL statements per command (each one round trip and one commit; the driver counts them) and the server's WAL fsyncs per command (server-wide, other sessions included), @vvm/cp alone:",
+			"PostgreSQL statements per command (@vvm/cp alone: sent by the driver, each one round trip and one commit; host: run by the server, pg_stat_statements' calls, a BEGIN or COMMIT counts as one) and the server's WAL fsyncs per command (server-wide, other sessions included):",
 		);
 		for (const r of counted)
 			console.log(
@@ -1142,4 +1222,8 @@ async function main(): Promise<void> {
 	);
 }
 
-await main();
+try {
+	await main();
+} finally {
+	await statsPool?.end();
+}
