@@ -82,8 +82,9 @@ const REMOTE_WORKSPACES = num(env.BENCH_REMOTE_WORKSPACES, QUICK ? 300 : 2_000);
  * REMOTE_WORKSPACES on Cassandra and DynamoDB (each first command costs ~3 ms; their cold phases
  * use half of these each). The cold phases of the fast ones are sized by COLD_WORKSPACES.
  */
+const isRemote = (storage: Storage | "mem"): boolean => storage === "cas" || storage === "dyn";
 const workspacesOf = (storage: Storage | "mem"): number =>
-	storage === "cas" || storage === "dyn" ? REMOTE_WORKSPACES : WORKSPACES;
+	isRemote(storage) ? REMOTE_WORKSPACES : WORKSPACES;
 /**
  * Cold rows on the fast storages: after the restart, the first commands of this many workspaces
  * warm the process up, then the first commands of this many others are measured (on Cassandra and
@@ -100,7 +101,7 @@ const COLD_WORKSPACES = num(env.BENCH_COLD_WORKSPACES, QUICK ? 1_000 : 15_000);
  */
 function coldPlan(storage: Storage): { touched: number; warmup: number; cold: number } {
 	const workspaces = workspacesOf(storage);
-	if (storage === "cas" || storage === "dyn") {
+	if (isRemote(storage)) {
 		const half = Math.floor(workspaces / 2);
 		return {
 			touched: workspaces,
@@ -1041,7 +1042,7 @@ async function main(): Promise<void> {
 		else progress(`${s} is not listening on ${hostOf(s)}:${portOf[s]}; left out`);
 	}
 	console.log(
-		`host command path: one-record creates through HTTP, concurrency ${CONCURRENCY} keep-alive connections, ${Math.max(WORKSPACES, 2 * COLD_WORKSPACES)} workspaces on level, pg and redis (${REMOTE_WORKSPACES} on cas/dyn) each touched once, the warm run among the first ${WORKSPACES}; cold: after a restart, the first commands of ${COLD_WORKSPACES} workspaces warm the host up and the first commands of ${COLD_WORKSPACES} others are measured (cas/dyn: half and half) (@vvm/cp alone: of every workspace, on a new processor over the same storage), ${SECONDS} s per warm run, medians of ${ROUNDS} interleaved rounds; default host flags; ${cpus().length} cores (${cpus()[0]?.model.trim()}), Node ${process.version}${QUICK ? " (--quick)" : ""}`,
+		`host command path: one-record creates through HTTP, concurrency ${CONCURRENCY} keep-alive connections, ${coldPlan("level").touched} workspaces on level, pg and redis (${REMOTE_WORKSPACES} on cas/dyn) each touched once, the warm run among the first ${WORKSPACES}; cold: after a restart, the first commands of ${COLD_WORKSPACES} workspaces warm the host up and the first commands of ${COLD_WORKSPACES} others are measured (cas/dyn: half and half) (@vvm/cp alone: of every workspace, on a new processor over the same storage), ${SECONDS} s per warm run, medians of ${ROUNDS} interleaved rounds; default host flags; ${cpus().length} cores (${cpus()[0]?.model.trim()}), Node ${process.version}${QUICK ? " (--quick)" : ""}`,
 	);
 	for (let round = 0; round < ROUNDS; round++) {
 		progress(`round ${round + 1}/${ROUNDS} bare node:http, ${SECONDS} s`);
