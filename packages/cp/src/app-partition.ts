@@ -418,8 +418,9 @@ export class AppPartitionImpl implements AppPartition {
 		// it saw applied (#commit, #recover; README, "Fenced writes", rule 5); fenced, a deposed
 		// holder's late flush is also refused outright on "epoch" drivers, and ordered below the new
 		// holder's flushes on "ordered" ones. (On "ordered" drivers a deposed holder's effect write
-		// can be shadowed without an error, so its flush may pass an event nobody applied if the new
-		// holder dies before applying it and flushing: simulator seed 5696, open; README.)
+		// can be shadowed without an error, so a flush after it could pass an event nobody applied
+		// if the new holder died before applying it: simulator seed 5696. Closed by not flushing once
+		// the lease has ended, see #commit; README, "Fenced writes".)
 		this.#seqStorage = createSeqStorage({
 			storage: writes,
 			// An embedded store that commits in groups (level): a range read there opens an iterator
