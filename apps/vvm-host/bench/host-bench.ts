@@ -23,7 +23,7 @@
 //   BENCH_HOST_NODE_OPTIONS=--perf-basic-prof pnpm bench --quick   # node options of the hosts
 //   BENCH_BASELINE=/tmp/old-checkout pnpm bench   # also that checkout's built host, same rounds
 //   BENCH_PIPELINE_DEPTHS=default,1,8 pnpm bench   # host rows at the host's default depth for the
-//     storage (no flag: 8 on level and Redis, 1 on the others), then with --pipeline-depth 1 and 8
+//     storage (no flag: 8 on level, PostgreSQL and Redis, 1 on the others), then with --pipeline-depth 1 and 8
 //   BENCH_WORKSPACES=10000 BENCH_REMOTE_WORKSPACES=2000 BENCH_COLD_WORKSPACES=15000 BENCH_CONCURRENCY=16
 //   BENCH_EMMETT=0 pnpm bench   # without the Emmett appendToStream reference row (pg; issue 36)
 import { spawn } from "node:child_process";

@@ -362,7 +362,7 @@ const SPECS: readonly SectionSpec[] = [
 			env: ["VVM_PIPELINE_DEPTH"],
 			def: undefined,
 			parse: integer,
-			help: "creates of one partition in flight at once, 1..32: above 1 a create takes its numbers while the previous one's writes are in flight, answered in PLog order (levels 0 and 1 on a storage with putBatchIf; @vvm/cp README, Pipelined numbering); 1: one command at a time; unset: 8 on level and redis (one fsync or round trip covers more creates), 1 on the others",
+			help: "creates of one partition in flight at once, 1..32: above 1 a create takes its numbers while the previous one's writes are in flight, answered in PLog order (levels 0 and 1 on a storage with putBatchIf; @vvm/cp README, Pipelined numbering); 1: one command at a time; unset: 8 on level, pg and redis (one fsync, group statement or round trip covers more creates), 1 on the others",
 		},
 		{
 			key: "maxQueueWaitMs",
