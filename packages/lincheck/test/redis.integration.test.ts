@@ -4,6 +4,7 @@ import { describeWindow, summary, writeFailures } from "../src/report.ts";
 import type { ProxiedStorage } from "../src/servers.ts";
 import { proxiedRedis, redisGate } from "../src/servers.ts";
 import { runLincheck } from "../src/workload.ts";
+import { untilCaught } from "./until-caught.ts";
 
 const skip = await redisGate();
 
@@ -37,21 +38,23 @@ describe.skipIf(skip)("lincheck: redis behind the fault proxy", () => {
 	});
 
 	it("catches a broken driver on the same path (a racy compareAndSwap over redis)", {
-		timeout: 120_000,
+		timeout: 300_000,
 	}, async () => {
-		const report = await runLincheck(mutants.racySwap(s.storage), {
-			fencing: "epoch",
-			atomicBatches: true,
-			seed: 44,
-			prefix: "redis-racy",
-			windows: 8,
-			beforeWindow: () => s.proxy.startFaults(),
-			afterWindow: () => s.proxy.stopFaults(),
+		// Up to 5 runs of 8 windows, stopping at the first violation (./until-caught.ts).
+		const caught = await untilCaught([44, 45, 46, 47, 48], async (seed) => {
+			const report = await runLincheck(mutants.racySwap(s.storage), {
+				fencing: "epoch",
+				atomicBatches: true,
+				seed,
+				prefix: `redis-racy-${seed}`,
+				windows: 8,
+				beforeWindow: () => s.proxy.startFaults(),
+				afterWindow: () => s.proxy.stopFaults(),
+			});
+			console.log(summary(`redis racySwap, seed ${seed}`, report, s.proxy.counts()));
+			return report;
 		});
-		console.log(summary("redis racySwap", report, s.proxy.counts()));
-		expect(
-			report.failed.filter((f) => f.verdict.kind === "not-linearizable").length,
-		).toBeGreaterThan(0);
+		expect(caught).toBeGreaterThan(0);
 	});
 });
 
@@ -72,8 +75,7 @@ describe.skipIf(skip)("lincheck: redis with a resending client (the mutant)", ()
 		// The proxy's faults follow wall time, so whether 20 windows show a resend's effect varies
 		// from run to run (a CI run of 20 windows once showed none): the search goes on, with
 		// another seed, for up to 5 runs of 20 windows, and stops at the first violation.
-		let caught = 0;
-		for (const seed of [43, 44, 45, 46, 47]) {
+		const caught = await untilCaught([43, 44, 45, 46, 47], async (seed) => {
 			const report = await runLincheck(s.storage, {
 				fencing: "epoch",
 				atomicBatches: true,
@@ -84,9 +86,8 @@ describe.skipIf(skip)("lincheck: redis with a resending client (the mutant)", ()
 				afterWindow: () => s.proxy.stopFaults(),
 			});
 			console.log(summary(`redis resending client, seed ${seed}`, report, s.proxy.counts()));
-			caught = report.failed.filter((f) => f.verdict.kind === "not-linearizable").length;
-			if (caught > 0) break;
-		}
+			return report;
+		});
 		expect(caught).toBeGreaterThan(0);
 	});
 });
