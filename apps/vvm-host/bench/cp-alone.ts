@@ -8,7 +8,7 @@
 // BENCH_CP_PIPELINE=N: cp's pipelineDepth (default 1); BENCH_LEVEL_NOSYNC=1: level without fsync;
 // BENCH_CP_COALESCE=0|1: cp's own group commit; BENCH_PG_WRITES_IN_FLIGHT: the pg driver's (default:
 // the host's for the level and depth); BENCH_PG_READS_IN_FLIGHT: its readsInFlight (default: the
-// driver's); BENCH_CP_RESTART=1: a last phase, "restart": a new processor
+// host's); BENCH_CP_RESTART=1: a last phase, "restart": a new processor
 // over the same storage, the first command of every workspace again (as the host's cold rows).
 import { readFileSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
@@ -142,13 +142,15 @@ async function open(): Promise<{
 				{ trustLevel: Number(trust), pipelineDepth: Number(process.env.BENCH_CP_PIPELINE ?? 1) },
 			)?.writesInFlight as number | undefined;
 			const inFlight = process.env.BENCH_PG_WRITES_IN_FLIGHT ?? tuned;
+			// BENCH_PG_READS_IN_FLIGHT: the driver's read statements at once (default: the host's).
+			const reads =
+				process.env.BENCH_PG_READS_IN_FLIGHT ??
+				pgStorage.options.find((o) => o.key === "readsInFlight")?.def;
 			const storage = createPgTTLStorage({
 				pool,
 				schema: tag,
 				...(inFlight === undefined ? {} : { writesInFlight: Number(inFlight) }),
-				...(process.env.BENCH_PG_READS_IN_FLIGHT === undefined
-					? {}
-					: { readsInFlight: Number(process.env.BENCH_PG_READS_IN_FLIGHT) }),
+				...(reads === undefined ? {} : { readsInFlight: Number(reads) }),
 			});
 			return {
 				storage,

@@ -101,6 +101,15 @@ describe("parseHostConfig", () => {
 		expect(() => config(["--storage", "pg", "--pg-writes-in-flight", "two"])).toThrow(
 			/--pg-writes-in-flight must be an integer, got "two"/,
 		);
+		// Read statements at once: the driver's own unless given.
+		const reads = (argv: string[], env = {}) =>
+			config(["--storage", "pg", ...argv], env).storage.settings.readsInFlight;
+		expect(reads([])).toBeUndefined();
+		expect(reads(["--pg-reads-in-flight", "1"])).toBe(1);
+		expect(reads([], { VVM_PG_READS_IN_FLIGHT: "3" })).toBe(3);
+		expect(() => config(["--storage", "pg", "--pg-reads-in-flight", "0"])).toThrow(
+			/--pg-reads-in-flight: readsInFlight must be an integer >= 1, got 0/,
+		);
 	});
 
 	it("reads environment variables and lets flags win", () => {
