@@ -31,10 +31,17 @@ const tag = `cpbench${process.pid}x${Date.now().toString(36)}`;
 const pgCounts = new Map<string, number>();
 
 interface ServerStats {
-	/** WAL fsyncs of the server, and commits in this database, so far (server-wide counters). */
+	/**
+	 * WAL fsyncs, records and bytes of the server, and commits in this database, so far
+	 * (server-wide counters).
+	 */
 	readonly walSync: number;
+	readonly walRecords: number;
+	readonly walBytes: number;
 	readonly commits: number;
 }
+
+const NO_STATS: ServerStats = { walSync: 0, walRecords: 0, walBytes: 0, commits: 0 };
 
 async function open(): Promise<{
 	storage: TTLStorage;
@@ -156,9 +163,15 @@ async function open(): Promise<{
 				storage,
 				stats: async () => {
 					const r = await pool.query(
-						"SELECT (SELECT wal_sync FROM pg_stat_wal)::int8 AS wal_sync, (SELECT xact_commit FROM pg_stat_database WHERE datname = current_database())::int8 AS commits",
+						"SELECT w.wal_sync::int8 AS wal_sync, w.wal_records::int8 AS wal_records, w.wal_bytes::int8 AS wal_bytes, (SELECT xact_commit FROM pg_stat_database WHERE datname = current_database())::int8 AS commits FROM pg_stat_wal AS w",
 					);
-					return { walSync: Number(r.rows[0].wal_sync), commits: Number(r.rows[0].commits) };
+					const row = r.rows[0];
+					return {
+						walSync: Number(row.wal_sync),
+						walRecords: Number(row.wal_records),
+						walBytes: Number(row.wal_bytes),
+						commits: Number(row.commits),
+					};
 				},
 				close: async () => {
 					await storage.close();
@@ -256,6 +269,10 @@ async function main(): Promise<void> {
 							statementsPerCommand: Number((sent / n).toFixed(3)),
 							statements,
 							walSyncsPerCommand: Number(((server1.walSync - server0.walSync) / n).toFixed(3)),
+							walRecordsPerCommand: Number(
+								((server1.walRecords - server0.walRecords) / n).toFixed(2),
+							),
+							walBytesPerCommand: Math.round((server1.walBytes - server0.walBytes) / n),
 							commitsPerCommand: Number(((server1.commits - server0.commits) / n).toFixed(3)),
 						}),
 				phase,
@@ -276,7 +293,7 @@ async function main(): Promise<void> {
 		let ok = 0;
 		let next = 1;
 		const counts0 = new Map(pgCounts);
-		const server0 = (await stats?.()) ?? { walSync: 0, commits: 0 };
+		const server0 = (await stats?.()) ?? NO_STATS;
 		const cpu0 = process.cpuUsage();
 		const main0 = mainThreadCpuUs();
 		const t0 = performance.now();
@@ -299,7 +316,7 @@ async function main(): Promise<void> {
 		const latencies: number[] = [];
 		let ok = 0;
 		const counts0 = new Map(pgCounts);
-		const server0 = (await stats?.()) ?? { walSync: 0, commits: 0 };
+		const server0 = (await stats?.()) ?? NO_STATS;
 		const cpu0 = process.cpuUsage();
 		const main0 = mainThreadCpuUs();
 		const t0 = performance.now();

@@ -547,6 +547,9 @@ interface Measured {
 	readonly statements?: number;
 	/** The server's WAL fsyncs per command (pg rows; server-wide counter). */
 	readonly walSyncs?: number;
+	/** WAL records and bytes the server wrote per command (pg rows; server-wide counters). */
+	readonly walRecords?: number;
+	readonly walBytes?: number;
 }
 
 /**
@@ -610,31 +613,48 @@ async function load(
 		clientCpuUs: (client.user + client.system) / Math.max(1, total),
 		errors: total - ok,
 		...(pgMs === undefined ? {} : { pgCpuUs: (pgMs * 1000) / Math.max(1, total) }),
-		...(counts0 === undefined || counts1 === undefined
-			? {}
-			: {
-					walSyncs: (counts1.walSyncs - counts0.walSyncs) / Math.max(1, total),
-					...(counts1.evictions === counts0.evictions
-						? { statements: (counts1.statements - counts0.statements) / Math.max(1, total) }
-						: {}),
-				}),
+		...pgDelta(counts0, counts1, total),
+	};
+}
+
+/** What the server did per command between two {@link pgCounts}. */
+function pgDelta(
+	c0: PgCounts | undefined,
+	c1: PgCounts | undefined,
+	commands: number,
+): Pick<Measured, "statements" | "walSyncs" | "walRecords" | "walBytes"> {
+	if (c0 === undefined || c1 === undefined) return {};
+	const n = Math.max(1, commands);
+	return {
+		walSyncs: (c1.walSyncs - c0.walSyncs) / n,
+		walRecords: (c1.walRecords - c0.walRecords) / n,
+		walBytes: (c1.walBytes - c0.walBytes) / n,
+		...(c1.evictions === c0.evictions ? { statements: (c1.statements - c0.statements) / n } : {}),
 	};
 }
 
 let statsPool: import("pg").Pool | undefined;
 let statsUnavailable = false;
 
+/** Server-wide counters of the PostgreSQL server so far (see {@link pgCounts}). */
+interface PgCounts {
+	readonly statements: number;
+	readonly evictions: number;
+	readonly walSyncs: number;
+	readonly walRecords: number;
+	readonly walBytes: number;
+}
+
 /**
  * Statements the PostgreSQL server has run so far (pg_stat_statements' calls, every database, its
- * own queries left out) and its WAL fsyncs (pg_stat_wal): server-wide counters, read before and
- * after a host's run, so a host's statements per create are counted at the server, not by the
- * driver. `undefined` where pg_stat_statements is not loaded (the repository's server loads it).
- * `evictions` counts its deallocations: a run during which entries were evicted (past
- * pg_stat_statements.max) is not counted, as its sum of calls may have lost some.
+ * own queries left out) and its WAL fsyncs, records and bytes (pg_stat_wal): server-wide counters,
+ * read before and after a run, so a host's statements per create are counted at the server, not
+ * by the driver, and what every row makes the server write is counted alike. `undefined` where
+ * pg_stat_statements is not loaded (the repository's server loads it). `evictions` counts its
+ * deallocations: a run during which entries were evicted (past pg_stat_statements.max) is not
+ * counted, as its sum of calls may have lost some.
  */
-async function pgCounts(): Promise<
-	{ statements: number; evictions: number; walSyncs: number } | undefined
-> {
+async function pgCounts(): Promise<PgCounts | undefined> {
 	if (statsUnavailable) return undefined;
 	try {
 		if (statsPool === undefined) {
@@ -643,8 +663,14 @@ async function pgCounts(): Promise<
 			statsPool.on("error", () => {});
 			await statsPool.query("CREATE EXTENSION IF NOT EXISTS pg_stat_statements");
 		}
-		const { rows } = await statsPool.query<{ calls: string; dealloc: string; wal_sync: string }>(
-			"SELECT (SELECT coalesce(sum(calls), 0) FROM pg_stat_statements WHERE query NOT LIKE '%pg_stat_%')::int8 AS calls, (SELECT dealloc FROM pg_stat_statements_info)::int8 AS dealloc, (SELECT wal_sync FROM pg_stat_wal)::int8 AS wal_sync",
+		const { rows } = await statsPool.query<{
+			calls: string;
+			dealloc: string;
+			wal_sync: string;
+			wal_records: string;
+			wal_bytes: string;
+		}>(
+			"SELECT (SELECT coalesce(sum(calls), 0) FROM pg_stat_statements WHERE query NOT LIKE '%pg_stat_%')::int8 AS calls, (SELECT dealloc FROM pg_stat_statements_info)::int8 AS dealloc, w.wal_sync::int8 AS wal_sync, w.wal_records::int8 AS wal_records, w.wal_bytes::int8 AS wal_bytes FROM pg_stat_wal AS w",
 		);
 		const row = rows[0];
 		return row === undefined
@@ -653,6 +679,8 @@ async function pgCounts(): Promise<
 					statements: Number(row.calls),
 					evictions: Number(row.dealloc),
 					walSyncs: Number(row.wal_sync),
+					walRecords: Number(row.wal_records),
+					walBytes: Number(row.wal_bytes),
 				};
 	} catch (e) {
 		statsUnavailable = true;
@@ -717,10 +745,14 @@ async function cpAlone(
 			mainCpuUs: number;
 			statementsPerCommand?: number;
 			walSyncsPerCommand?: number;
+			walRecordsPerCommand?: number;
+			walBytesPerCommand?: number;
 		};
 		phases.set(r.phase, {
 			...(r.statementsPerCommand === undefined ? {} : { statements: r.statementsPerCommand }),
 			...(r.walSyncsPerCommand === undefined ? {} : { walSyncs: r.walSyncsPerCommand }),
+			...(r.walRecordsPerCommand === undefined ? {} : { walRecords: r.walRecordsPerCommand }),
+			...(r.walBytesPerCommand === undefined ? {} : { walBytes: r.walBytesPerCommand }),
 			total: r.total,
 			perSecond: r.ok / r.seconds,
 			p50: r.p50,
@@ -841,6 +873,7 @@ async function pgbench(pipelined = false): Promise<Measured | undefined> {
 				"",
 			].join("\n"),
 		);
+		const counts0 = await pgCounts();
 		const pg0 = pgCpuMs();
 		const child = spawn(
 			"pgbench",
@@ -891,6 +924,7 @@ async function pgbench(pipelined = false): Promise<Measured | undefined> {
 			throw new Error(`pgbench failed (${exit}): ${out}`);
 		const total = Number(done[1]);
 		const pgMs = pg0 === undefined ? undefined : (pgCpuMs() ?? pg0) - pg0;
+		const counts1 = await pgCounts();
 		return {
 			total,
 			perSecond: Number(tps[1]),
@@ -901,6 +935,7 @@ async function pgbench(pipelined = false): Promise<Measured | undefined> {
 			clientCpuUs: 0,
 			errors: Number(failed?.[1] ?? 0),
 			...(pgMs === undefined ? {} : { pgCpuUs: (pgMs * 1000) / Math.max(1, total) }),
+			...pgDelta(counts0, counts1, total),
 		};
 	} finally {
 		await pool.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`).catch(() => {});
@@ -948,8 +983,10 @@ async function emmett(): Promise<Measured> {
 	);
 	child.stdin.on("error", () => {}); // it may have exited (failed) before our "go on"
 	let pg0: number | undefined;
+	let counts0: PgCounts | undefined;
 	let warm: Measured | undefined;
-	createInterface({ input: child.stdout }).on("line", (line) => {
+	// The counters are read (a query) before the child is told to go on.
+	createInterface({ input: child.stdout }).on("line", async (line) => {
 		const r = JSON.parse(line) as {
 			phase: string;
 			ok: number;
@@ -959,9 +996,12 @@ async function emmett(): Promise<Measured> {
 			p99: number;
 			cpuUs: number;
 		};
-		if (r.phase === "warmup") pg0 = pgCpuMs();
-		else if (r.phase === "warm") {
+		if (r.phase === "warmup") {
+			counts0 = await pgCounts();
+			pg0 = pgCpuMs();
+		} else if (r.phase === "warm") {
 			const pgMs = pg0 === undefined ? undefined : (pgCpuMs() ?? pg0) - pg0;
+			const counts1 = await pgCounts();
 			warm = {
 				total: r.total,
 				perSecond: r.ok / r.seconds,
@@ -972,6 +1012,7 @@ async function emmett(): Promise<Measured> {
 				clientCpuUs: r.cpuUs,
 				errors: r.total - r.ok,
 				...(pgMs === undefined ? {} : { pgCpuUs: (pgMs * 1000) / Math.max(1, r.total) }),
+				...pgDelta(counts0, counts1, r.total),
 			};
 		}
 		child.stdin.write("go on\n");
@@ -1116,15 +1157,19 @@ async function main(): Promise<void> {
 	// A round whose statements were not counted (pg_stat_statements evicted entries) is left out.
 	const statementsOf = (r: Row): number[] =>
 		r.runs.flatMap((x) => (x.statements === undefined ? [] : [x.statements]));
-	const counted = [...rows.values()].filter((r) => statementsOf(r).length > 0);
+	const counted = [...rows.values()].filter((r) => r.runs.some((x) => x.walSyncs !== undefined));
 	if (counted.length > 0) {
 		console.log(
-			"PostgreSQL statements per command (@vvm/cp alone: sent by the driver, each one round trip and one commit; host: run by the server, pg_stat_statements' calls, a BEGIN or COMMIT counts as one, server-wide) and the server's WAL fsyncs per command (server-wide): other sessions on the server count too",
+			"What PostgreSQL did per command (per transaction for pgbench, per append for Emmett): statements (@vvm/cp alone: sent by the driver, each one round trip and one commit; the others: run by the server, pg_stat_statements' calls, where a BEGIN or COMMIT counts as one, except pgbench's, which it does not count when prepared), the server's WAL fsyncs, and the WAL records and bytes it wrote. Server-wide counters: other sessions on the server count too",
 		);
-		for (const r of counted)
+		const medianOf = (r: Row, f: (m: Measured) => number | undefined): number =>
+			median(r.runs.flatMap((x) => (f(x) === undefined ? [] : [f(x) as number])));
+		for (const r of counted) {
+			const statements = statementsOf(r);
 			console.log(
-				`- ${r.label}: ${median(statementsOf(r)).toFixed(2)} statements, ${median(r.runs.map((x) => x.walSyncs ?? 0)).toFixed(2)} WAL fsyncs`,
+				`- ${r.label}: ${statements.length > 0 ? median(statements).toFixed(2) : "(not counted)"} statements, ${medianOf(r, (x) => x.walSyncs).toFixed(2)} WAL fsyncs, ${medianOf(r, (x) => x.walRecords).toFixed(1)} WAL records, ${Math.round(medianOf(r, (x) => x.walBytes))} WAL bytes`,
 			);
+		}
 		console.log("");
 	}
 	const pgRef = med(PGBENCH, (m) => m.perSecond);
