@@ -7,7 +7,9 @@
 //   node --import tsx --conditions=@vvm/source bench/group-plan.ts
 // Env: PG* (default the repo's server), BENCH_CREATES (default 6000), BENCH_CONCURRENCY (16),
 // BENCH_FILL (records before the run, default 20000; 0 = a fresh table, like a new host's),
-// BENCH_ANALYZE (1: ANALYZE after the fill), BENCH_EXPLAIN (0: skip the plans).
+// BENCH_ANALYZE (1: ANALYZE after the fill), BENCH_EXPLAIN (0: skip the plans),
+// BENCH_SHAPE (puts: the same records as one fenced `putBatch` each, as level 2 writes a create
+// at pipelineDepth 1, which take the puts-only statement).
 import { readFileSync } from "node:fs";
 import pg from "pg";
 // @ts-expect-error: node-postgres' own literal encoder, not in its types
@@ -20,6 +22,7 @@ const concurrency = Number(process.env.BENCH_CONCURRENCY ?? 16);
 const fill = Number(process.env.BENCH_FILL ?? 20000);
 const analyze = process.env.BENCH_ANALYZE === "1";
 const explain = process.env.BENCH_EXPLAIN !== "0";
+const shape = process.env.BENCH_SHAPE === "puts" ? "puts" : "putBatchIf";
 const PARTITIONS = 10;
 const APP = "grpplan";
 
@@ -151,29 +154,25 @@ async function main(): Promise<void> {
 			const ws = 1000 + (n % 97);
 			const fence = fenceOf(p);
 			const event = value(n, 300);
+			const inserted = [
+				{ pKey: pKey(5, p, Math.floor(o / 4096), 18), cCols: u64(o), value: event, fence },
+				{ pKey: pKey(7, ws, 0), cCols: u64(5_000_000 + n), value: value(n, 150), fence },
+				{ pKey: pKey(6, ws, 0), cCols: u64(n), value: event, fence },
+			];
+			const key = {
+				pKey: pKey(8, ws, 0, 20),
+				cCols: Buffer.from(`idem-${n}`),
+				value: value(n, 40),
+				ttlSeconds: 600,
+				fence,
+			};
+			if (shape === "puts") {
+				await storage.putBatch([...inserted, key]);
+				continue;
+			}
 			const ok = await storage.putBatchIf([
-				{
-					pKey: pKey(5, p, Math.floor(o / 4096), 18),
-					cCols: u64(o),
-					value: event,
-					expected: null,
-					fence,
-				},
-				{
-					pKey: pKey(7, ws, 0),
-					cCols: u64(5_000_000 + n),
-					value: value(n, 150),
-					expected: null,
-					fence,
-				},
-				{ pKey: pKey(6, ws, 0), cCols: u64(n), value: event, expected: null, fence },
-				{
-					pKey: pKey(8, ws, 0, 20),
-					cCols: Buffer.from(`idem-${n}`),
-					value: value(n, 40),
-					ttlSeconds: 600,
-					fence,
-				},
+				...inserted.map((item) => ({ ...item, expected: null })),
+				key,
 			]);
 			if (!ok) throw new Error(`create ${n} refused`);
 		}
@@ -188,6 +187,7 @@ async function main(): Promise<void> {
 	console.log(
 		JSON.stringify({
 			schema,
+			shape,
 			fill,
 			analyze,
 			concurrency,

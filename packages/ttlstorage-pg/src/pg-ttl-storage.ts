@@ -1021,25 +1021,27 @@ class PgTTLStorageImpl implements PgTTLStorage {
 				fep.push(f.epoch);
 			}
 		});
+		// Puts without links (level 2's writes, the sequencer's) take the leaner statement, which
+		// needs neither the kinds nor the expected values nor the links.
+		const putsOnly = lr.length === 0 && k.every((kind) => kind === 0);
 		// Binary arrays (see binary-arrays.ts): no hex text to build here or to parse there.
-		const a = {
+		const a: Args = {
 			r: int4Array(r),
-			k: int4Array(k),
 			p: byteaArray(p),
 			c: byteaArray(c),
 			v: byteaArray(v),
-			ex: byteaArray(ex),
 			ttl: int8Array(ttl),
 			fe: int8Array(fe),
 			fs: int8Array(fs),
 			fr: int4Array(fr),
 			fsc: byteaArray(fsc),
 			fep: int8Array(fep),
-			lr: int4Array(lr),
-			la: int4Array(la),
+			...(putsOnly
+				? {}
+				: { k: int4Array(k), ex: byteaArray(ex), lr: int4Array(lr), la: int4Array(la) }),
 		};
 		const { result, client } = await this.#send(
-			this.#sql.group,
+			putsOnly ? this.#sql.puts : this.#sql.group,
 			a,
 			"write",
 			this.#takeSpare("writer"),
