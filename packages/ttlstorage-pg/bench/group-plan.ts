@@ -223,9 +223,15 @@ async function main(): Promise<void> {
 
 type FenceOf = (p: number) => { scope: Buffer; epoch: bigint };
 
+/** The write statement the run's groups took: the general one, or the puts-only one. */
+function statementOf(schema: string) {
+	const sql = pgStatements(schema, "vvm_ttl", false);
+	return shape === "puts" ? sql.puts : sql.group;
+}
+
 /** The group statement's arguments, as SQL literals, for a 3-request group like the run's. */
 function sampleArgs(client: pg.PoolClient, schema: string, fenceOf: FenceOf, seed: number): string {
-	const stmt = pgStatements(schema, "vvm_ttl", false).group;
+	const stmt = statementOf(schema);
 	const a: Record<string, unknown[]> = {};
 	for (const name of stmt.params) a[name] = [];
 	const push = (k: Record<string, unknown>) => {
@@ -260,7 +266,7 @@ function sampleArgs(client: pg.PoolClient, schema: string, fenceOf: FenceOf, see
 
 /** EXPLAIN (ANALYZE, BUFFERS) on every session of `pool` of the statement it prepared, rolled back. */
 async function probeSessions(pool: pg.Pool, schema: string, fenceOf: FenceOf): Promise<void> {
-	const stmt = pgStatements(schema, "vvm_ttl", false).group;
+	const stmt = statementOf(schema);
 	const clients = await Promise.all(Array.from({ length: concurrency }, () => pool.connect()));
 	for (const [j, client] of clients.entries()) {
 		const args = sampleArgs(client, schema, fenceOf, 800_000 + 10 * j);
@@ -286,7 +292,7 @@ async function probeSessions(pool: pg.Pool, schema: string, fenceOf: FenceOf): P
 /** EXPLAIN (ANALYZE, BUFFERS) of a 3-request group like the run's, generic and custom, rolled back. */
 async function explainPlans(admin: pg.Pool, schema: string, fenceOf: FenceOf): Promise<void> {
 	const client = await admin.connect();
-	const stmt = pgStatements(schema, "vvm_ttl", false).group;
+	const stmt = statementOf(schema);
 	try {
 		for (const mode of ["force_generic_plan", "force_custom_plan"]) {
 			await client.query("BEGIN");

@@ -45,13 +45,18 @@ export type LowerBound = "none" | "from" | "after";
 export interface PgStatements {
 	readonly get: Statement;
 	readonly queryTTL: Statement;
-	/** Every write: a group of requests in one statement (see {@link pgStatements}). */
+	/**
+	 * Every write group with an insert, swap or delete, or with links: a group of requests in one
+	 * statement (see {@link pgStatements}).
+	 */
 	readonly group: Statement;
 	/**
-	 * A group of puts only (kind 0) and without links (level 2's writes of a command, the
-	 * sequencer's flushes): the same answer as {@link PgStatements.group} for such a group (`r`,
-	 * `ok`, `fenced_ok`, `held`, `fences`), from the arrays it needs (no `:k`, `:ex`, `:lr`, `:la`)
-	 * and about a quarter less PostgreSQL CPU (no conditions to check, no write count to join).
+	 * A group of puts only (kind 0: `put`, `putBatch`, a `putBatchIf` without expected values)
+	 * and without links (level 2's writes of a command at `pipelineDepth` 1, the sequencer's
+	 * flushes): the same answer as {@link PgStatements.group} for such a group (`r`, `ok`,
+	 * `fenced_ok`, `held`, `fences`), from the arrays it needs (no `:k`, `:ex`, `:lr`, `:la`), and
+	 * 12–21 % less PostgreSQL backend CPU per create in `BENCH_SHAPE=puts pnpm bench:group-plan`
+	 * (no conditions to check, no write count to join).
 	 */
 	readonly puts: Statement;
 	readonly createFences: Statement;
@@ -210,7 +215,8 @@ export function pgStatements(schema: string, table: string, injectedNow: boolean
 		FROM want JOIN own ON own.r = want.r LEFT JOIN go ON go.r = want.r
 			LEFT JOIN n ON n.r = want.r LEFT JOIN fok ON fok.r = want.r
 		ORDER BY want.r`;
-	// A group of puts only, without links (level 2's writes, the sequencer's): steps 1 and 3 of
+	// A group of puts only, without links (level 2's writes at pipelineDepth 1, the sequencer's,
+	// a putBatchIf without expected values): steps 1 and 3 of
 	// the group (no item has a condition, so nothing is locked but the fences). Every array is read
 	// through a scalar subquery, so the planner never sees its length: with the lengths (a custom
 	// plan) a small group looked cheaper planned afresh than on the cached generic plan, and

@@ -11,6 +11,7 @@ import { utf8 } from "@vvm/ttlstorage";
 import { describe, expect, it } from "vitest";
 import type { PgPool, PgQueryConfig, PgTTLStorage } from "../src/index.ts";
 import { createPgTTLStorage } from "../src/index.ts";
+import { pgStatements } from "../src/statements.ts";
 import { readArray } from "./binary-array.ts";
 import { holdingPool } from "./held-pool.ts";
 import { pgGate, usePgSchema } from "./pg-env.ts";
@@ -25,15 +26,24 @@ const text = (b: Uint8Array | undefined) =>
 const isGroup = (config: PgQueryConfig): boolean =>
 	config.text.startsWith("WITH i AS MATERIALIZED");
 
+// Where each write statement takes the items' keys (`c`): the groups of puts have fewer arrays.
+const statements = pgStatements("s", "t", false);
+const keysAt = (config: PgQueryConfig): number =>
+	(config.name?.startsWith("vvm_ttl_puts_") === true
+		? statements.puts
+		: statements.group
+	).params.indexOf("c");
+
 /** A pool that records every group statement sent: the keys (`c` of each item) it carried. */
 function recordingPool(inner: PgPool) {
 	const groups: string[][] = [];
 	const pool = wrappedPool(inner, (config, run) => {
 		if (isGroup(config))
 			groups.push(
-				(config.values === undefined ? [] : (readArray(config.values[3]) as Buffer[])).map(
-					(b) => text(b) ?? "",
-				),
+				(config.values === undefined
+					? []
+					: (readArray(config.values[keysAt(config)]) as Buffer[])
+				).map((b) => text(b) ?? ""),
 			);
 		return run();
 	});
