@@ -3,7 +3,7 @@
 // on the built packages and the same driver. Started by host-bench.ts, which reads this process's
 // CPU from /proc; it prints one JSON line per phase ({ phase, ok, seconds, latencies summary }).
 //
-//   node --import tsx bench/cp-alone.ts <level|mem|cas|dyn|pg|redis> <trustLevel> <seconds> <workspaces> <concurrency>
+//   node bench/cp-alone.ts <level|mem|cas|dyn|pg|redis> <trustLevel> <seconds> <workspaces> <concurrency>
 //
 // BENCH_CP_PIPELINE=N: cp's pipelineDepth (default 1); BENCH_LEVEL_NOSYNC=1: level without fsync;
 // BENCH_CP_COALESCE=0|1: cp's own group commit; BENCH_PG_WRITES_IN_FLIGHT: the pg driver's (default:

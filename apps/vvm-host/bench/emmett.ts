@@ -3,7 +3,7 @@
 // Started by host-bench.ts, which reads PostgreSQL's CPU around the measured phase; it prints one
 // JSON line per phase ({ phase, ok, total, seconds, p50, p99, cpuUs, conflicts }).
 //
-//   node --import tsx bench/emmett.ts <seconds> <streams> <concurrency>
+//   node bench/emmett.ts <seconds> <streams> <concurrency>
 //
 // Emmett's tables and functions go into a schema of this run's own (its SQL names them without a
 // schema, so the pool's search_path places them), dropped at the end. PGHOST, PGPORT, PGUSER,

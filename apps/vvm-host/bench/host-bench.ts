@@ -12,7 +12,10 @@
 // Throughput, p50/p99 latency, the server's CPU per request (from /proc/<pid>/stat of the server
 // process, every thread, not the client's) and the client's own CPU per request. The client is a
 // minimal keep-alive HTTP/1.1 client over node:net (one request at a time per connection), so it
-// costs less than the server it measures.
+// costs less than the server it measures. This file and the processes it starts from TypeScript
+// (the stub, @vvm/cp alone, Emmett) run on Node's own type stripping, not tsx: tsx's transform
+// wraps functions in a naming helper that cost ~10 % of the stub's CPU per request (and the
+// client's, and Emmett's loop), a cost of tsx, not of what is measured.
 //
 //   pnpm bench                       # everything that can run here (level; cas, dyn if listening)
 //   pnpm bench --quick               # level only, shorter runs, 2 000 workspaces: a minute or two
@@ -444,7 +447,7 @@ async function startBare(): Promise<Server> {
 
 /** The host's HTTP layer over a stub partition (bench/http-stub.ts): no processor, no storage. */
 function startStub(): Promise<Server> {
-	return startPrinter(["--import", "tsx", join(HOST_DIR, "bench/http-stub.ts")]);
+	return startPrinter([join(HOST_DIR, "bench/http-stub.ts")]);
 }
 
 /** A server process that prints its port on its first line. */
@@ -710,8 +713,6 @@ async function cpAlone(
 	const child = spawn(
 		process.execPath,
 		[
-			"--import",
-			"tsx",
 			join(HOST_DIR, "bench/cp-alone.ts"),
 			storage,
 			String(level),
@@ -961,8 +962,6 @@ async function emmett(): Promise<Measured> {
 	const child = spawn(
 		process.execPath,
 		[
-			"--import",
-			"tsx",
 			join(HOST_DIR, "bench/emmett.ts"),
 			String(SECONDS),
 			String(EMMETT_STREAMS),
