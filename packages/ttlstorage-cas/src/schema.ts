@@ -1,5 +1,7 @@
+import { createHash } from "node:crypto";
+import { TTLStorageError } from "@vvm/ttlstorage";
 import type { Client } from "cassandra-driver";
-import { mapCassandraError } from "./errors.ts";
+import { DRIVER_NAME, mapCassandraError } from "./errors.ts";
 import { validateCassandraIdentifier } from "./names.ts";
 import { FENCE_STAMP_COLUMN } from "./statements.ts";
 
@@ -21,6 +23,43 @@ export interface CassandraSchemaOptions {
 	 * keyspace keeps its replication.
 	 */
 	readonly replication?: CassandraReplication;
+	/**
+	 * How long {@link ensureCassandraSchema} waits, after a statement that changed the schema, for
+	 * every node to report the same schema version before it gives up with
+	 * `TTLSTORAGE_UNAVAILABLE`; default 120 000 ms. `cassandra-driver` waits
+	 * `maxSchemaAgreementWaitSeconds` (10 s) and then returns as if all was well.
+	 */
+	readonly schemaAgreementTimeoutMs?: number;
+}
+
+const DEFAULT_SCHEMA_AGREEMENT_TIMEOUT_MS = 120_000;
+/** Between two checks of the nodes' schema versions while they disagree. */
+const SCHEMA_AGREEMENT_POLL_MS = 250;
+
+/**
+ * Namespace of the table IDs below. Fixed forever: another value would give another ID to every
+ * table, and a racer of an older version would then create a second table again.
+ */
+const TABLE_ID_NAMESPACE = "424e46e0-5c00-4206-8841-7d915876bb85";
+
+/**
+ * The table ID every caller gives `keyspace.table`: a name-based UUID (version 5) of the two
+ * names. Cassandra (before 5.1's transactional metadata) lets each coordinator create a table of
+ * its own when `CREATE TABLE IF NOT EXISTS` runs on several at once, each with an ID of its own;
+ * the nodes then keep one and drop the others, with whatever was written to them. With one ID
+ * for all, the racers' tables are the same table. Cassandra names its own distributed system
+ * tables the same way, for the same reason.
+ */
+function tableIdOf(keyspace: string, table: string): string {
+	const hash = createHash("sha1")
+		.update(Buffer.from(TABLE_ID_NAMESPACE.replaceAll("-", ""), "hex"))
+		.update(`${keyspace}.${table}`, "utf8")
+		.digest();
+	const b = hash.subarray(0, 16);
+	b[6] = ((b[6] ?? 0) & 0x0f) | 0x50; // version 5
+	b[8] = ((b[8] ?? 0) & 0x3f) | 0x80; // RFC 4122 variant
+	const hex = b.toString("hex");
+	return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
 }
 
 const quote = (s: string): string => `'${s.replaceAll("'", "''")}'`;
@@ -58,6 +97,8 @@ function replicationLiteral(replication: CassandraReplication): string {
 /**
  * The statements {@link ensureCassandraSchema} runs, for review or for migration tools: the
  * keyspace, the table, and the `fence_stamp` column for a table created by an earlier version.
+ * The table is created `WITH ID` a UUID derived from the keyspace and table names, so that
+ * processes creating it at once through different nodes create one table, not one each.
  */
 export function cassandraSchemaStatements(options: CassandraSchemaOptions): readonly string[] {
 	const table = options.table ?? DEFAULT_TABLE;
@@ -68,7 +109,7 @@ export function cassandraSchemaStatements(options: CassandraSchemaOptions): read
 	);
 	return [
 		`CREATE KEYSPACE IF NOT EXISTS ${options.keyspace} WITH replication = ${replication}`,
-		`CREATE TABLE IF NOT EXISTS ${options.keyspace}.${table} (p_key blob, c_col blob, value blob, ${FENCE_STAMP_COLUMN} bigint, PRIMARY KEY ((p_key), c_col))`,
+		`CREATE TABLE IF NOT EXISTS ${options.keyspace}.${table} (p_key blob, c_col blob, value blob, ${FENCE_STAMP_COLUMN} bigint, PRIMARY KEY ((p_key), c_col)) WITH ID = '${tableIdOf(options.keyspace, table)}'`,
 		// Tables created before fenced writes became lightweight transactions (issue 32).
 		`ALTER TABLE ${options.keyspace}.${table} ADD IF NOT EXISTS ${FENCE_STAMP_COLUMN} bigint`,
 	];
@@ -77,9 +118,14 @@ export function cassandraSchemaStatements(options: CassandraSchemaOptions): read
 /**
  * Creates the keyspace and the table if they do not exist, and adds the `fence_stamp` column to a
  * table created by an earlier version; safe to call again (an existing keyspace keeps its
- * replication, an existing table its options). Names are validated with a
- * `RangeError` before any I/O; server errors reject with a `TTLStorageError`. `cassandra-driver`
- * waits for schema agreement after each statement.
+ * replication, an existing table its options), and safe to call from several processes at once
+ * (one table ID for all, see {@link cassandraSchemaStatements}). After each statement it waits
+ * until every node the client is connected to reports the same schema version, for up to
+ * `schemaAgreementTimeoutMs`, so a caller never writes through a node that does not know the
+ * table yet (a node that is down is not waited for: it takes the schema from the others when it
+ * comes back). Options are validated with a `TypeError`/`RangeError` before any I/O; server
+ * errors reject with a `TTLStorageError`, and nodes still disagreeing at the deadline with
+ * `TTLSTORAGE_UNAVAILABLE` (the call can be repeated).
  *
  * @example
  * ```ts
@@ -92,6 +138,12 @@ export async function ensureCassandraSchema(
 	options: CassandraSchemaOptions,
 ): Promise<void> {
 	const statements = cassandraSchemaStatements(options);
+	const timeoutMs = options.schemaAgreementTimeoutMs ?? DEFAULT_SCHEMA_AGREEMENT_TIMEOUT_MS;
+	if (!Number.isInteger(timeoutMs) || timeoutMs < 1) {
+		throw new RangeError(
+			`[@vvm/ttlstorage-cas] schemaAgreementTimeoutMs must be a positive integer (milliseconds), got ${String(timeoutMs)}`,
+		);
+	}
 	if (typeof client?.execute !== "function") {
 		throw new TypeError("[@vvm/ttlstorage-cas] client must be a cassandra-driver Client");
 	}
@@ -101,5 +153,47 @@ export async function ensureCassandraSchema(
 		} catch (error) {
 			throw mapCassandraError(error, { operation: "ensureCassandraSchema", kind: "write" });
 		}
+		await waitForSchemaAgreement(client, timeoutMs, cql);
+	}
+}
+
+/**
+ * Waits until the nodes the client is connected to report one schema version (monotonic
+ * deadline). Not `cassandra-driver`'s own wait: it gives up after `maxSchemaAgreementWaitSeconds`
+ * and returns as if all was well, and it counts nodes that are down, with the version they had.
+ */
+async function waitForSchemaAgreement(
+	client: Client,
+	timeoutMs: number,
+	cql: string,
+): Promise<void> {
+	const deadline = performance.now() + timeoutMs;
+	for (;;) {
+		const versions = new Map<string, string>();
+		let failure: unknown;
+		for (const host of client.getState().getConnectedHosts()) {
+			if (!host.isUp()) continue;
+			try {
+				const result = await client.execute("SELECT schema_version FROM system.local", [], {
+					host,
+					isIdempotent: true,
+				});
+				versions.set(host.address, String(result.first()?.get("schema_version")));
+			} catch (error) {
+				failure = error;
+				versions.set(host.address, "(no answer)");
+			}
+		}
+		if (failure === undefined && new Set(versions.values()).size <= 1) return;
+		const left = deadline - performance.now();
+		if (left <= 0) {
+			const seen = [...versions].map(([host, version]) => `${host} ${version}`).join(", ");
+			throw new TTLStorageError(
+				"TTLSTORAGE_UNAVAILABLE",
+				`the nodes still report different schema versions ${timeoutMs} ms after \`${cql.slice(0, 60)}…\` (${seen}; see \`nodetool describecluster\`); run it again once they agree`,
+				{ driver: DRIVER_NAME, operation: "ensureCassandraSchema", cause: failure },
+			);
+		}
+		await new Promise((resolve) => setTimeout(resolve, Math.min(SCHEMA_AGREEMENT_POLL_MS, left)));
 	}
 }

@@ -9,14 +9,15 @@ import { fromUtf8, utf8 } from "@vvm/ttlstorage";
 import type { Client } from "cassandra-driver";
 import { types } from "cassandra-driver";
 import { expect, it } from "vitest";
-import { createCassandraTTLStorage } from "../src/index.ts";
+import { createCassandraTTLStorage, ensureCassandraSchema } from "../src/index.ts";
 import type { Answer, Condition, Swap } from "./cas-history.ts";
 import { answerOf, checkSwaps, cleanupAll, recordConditions, swapWriters } from "./cas-history.ts";
 import type { CassandraFixture } from "./cassandra-env.ts";
-import { newClusterClient, preferHost } from "./cluster-env.ts";
+import { CLUSTER_REPLICATION, newClusterClient, preferHost } from "./cluster-env.ts";
 import type { NodeNumber } from "./cluster-nodes.ts";
 import {
 	armKill,
+	createdTableIds,
 	killNode,
 	nodeAddress,
 	startNodes,
@@ -145,6 +146,43 @@ export function clusterFaultTests(fixture: () => CassandraFixture): void {
 				`[cluster] node 3 down: rejected passes before the others marked it down: [${before.join(", ")}]; marked down ${Math.round(convictedMs)} ms after the first pass; rejected passes after: [${after.join(", ")}]`,
 			);
 		});
+	}, 300_000);
+
+	it("ensureCassandraSchema with node 3 down creates the table without waiting for that node, which has the same table once back", async () => {
+		const f = fixture();
+		const keyspace = `vvm_down_${process.pid.toString(36)}${Date.now().toString(36)}`;
+		const node3 = newClusterClient({ policies: { loadBalancing: preferHost(nodeAddress(3)) } });
+		try {
+			await withNodesDown(f.client, f.keyspace, [3], async () => {
+				await killNode(3);
+				await waitClientSeesDown(f.client, [3]);
+				// The driver's own wait counts node 3 with its old schema version (10 s per statement,
+				// then it goes on); ours must not wait for it at all: a 60 s deadline would fail.
+				await ensureCassandraSchema(f.client, {
+					keyspace,
+					replication: CLUSTER_REPLICATION,
+					schemaAgreementTimeoutMs: 60_000,
+				});
+				const storage = createCassandraTTLStorage({ client: f.client, keyspace });
+				expect(await storage.insertIfNotExists(utf8("p"), utf8("c"), utf8("v"), 60)).toBe(true);
+			});
+			await node3.connect();
+			const deadline = performance.now() + 60_000;
+			let ids: string[] = [];
+			while (ids.length === 0 && performance.now() < deadline) {
+				const rows = await node3.execute(
+					"SELECT id FROM system_schema.tables WHERE keyspace_name = ? AND table_name = ?",
+					[keyspace, "ttl_values"],
+				);
+				ids = rows.rows.map((r) => String(r.get("id")));
+				if (ids.length === 0) await sleep(250);
+			}
+			expect(ids).toHaveLength(1);
+			expect(createdTableIds(keyspace, "ttl_values")).toEqual(ids);
+		} finally {
+			await f.client.execute(`DROP KEYSPACE IF EXISTS ${keyspace}`).catch(() => {});
+			await node3.shutdown();
+		}
 	}, 300_000);
 
 	it("leadership survives node 1 killed during a renewal and restarted; no condition is answered wrongly", async () => {

@@ -1,7 +1,7 @@
 // Crash and restart nodes of the local cluster (tooling/servers/cassandra-cluster), for the
 // fault tests: SIGKILL by the PID its start.sh recorded, restart with start.sh N (data kept).
 import { execFile } from "node:child_process";
-import { readFileSync } from "node:fs";
+import { readdirSync, readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { isReachable } from "@vvm/vitest-config/servers";
 import type { Client } from "cassandra-driver";
@@ -188,4 +188,30 @@ export async function withNodesDown<T>(
 		if (down.length > 0) await startNodes(down);
 		await waitHealthy(client, keyspace);
 	}
+}
+
+/**
+ * The table IDs that nodes 1-3 ever created for `keyspace.table`, read from their data
+ * directories (`<table>-<id without dashes>`, kept after Cassandra drops a table that lost a
+ * schema conflict), as dashed UUIDs, sorted and without repeats.
+ */
+export function createdTableIds(keyspace: string, table: string): string[] {
+	const ids = new Set<string>();
+	for (const n of [1, 2, 3] as const) {
+		let names: string[] = [];
+		try {
+			names = readdirSync(`${WORK}/node${n}/data/data/${keyspace}`);
+		} catch {
+			// No directory: this node created no table of the keyspace.
+		}
+		for (const name of names) {
+			const hex = /^(.+)-([0-9a-f]{32})$/.exec(name);
+			if (hex?.[1] !== table || hex[2] === undefined) continue;
+			const h = hex[2];
+			ids.add(
+				`${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20)}`,
+			);
+		}
+	}
+	return [...ids].sort();
 }

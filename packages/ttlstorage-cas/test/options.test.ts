@@ -1,3 +1,4 @@
+import { TTLStorageError } from "@vvm/ttlstorage";
 import type { Client } from "cassandra-driver";
 import { errors, types } from "cassandra-driver";
 import { describe, expect, it } from "vitest";
@@ -148,12 +149,25 @@ describe("CQL", () => {
 			}),
 		).toEqual([
 			"CREATE KEYSPACE IF NOT EXISTS sysvvm WITH replication = {'class': 'NetworkTopologyStrategy', 'dc''1': 3}",
-			"CREATE TABLE IF NOT EXISTS sysvvm.ttl_values (p_key blob, c_col blob, value blob, fence_stamp bigint, PRIMARY KEY ((p_key), c_col))",
+			"CREATE TABLE IF NOT EXISTS sysvvm.ttl_values (p_key blob, c_col blob, value blob, fence_stamp bigint, PRIMARY KEY ((p_key), c_col)) WITH ID = '6a1e19bf-e321-5726-8cc9-5cea6e8f9a38'",
 			"ALTER TABLE sysvvm.ttl_values ADD IF NOT EXISTS fence_stamp bigint",
 		]);
 		expect(cassandraSchemaStatements({ keyspace: "ks", table: "t" })[0]).toBe(
 			"CREATE KEYSPACE IF NOT EXISTS ks WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}",
 		);
+	});
+
+	it("the table ID is the version-5 UUID of keyspace.table in our namespace: the same for every caller and every version", () => {
+		// Computed independently (Python's uuid.uuid5 with the namespace in schema.ts). A change
+		// would let hosts of two versions started together create two tables again.
+		const id = (keyspace: string, table?: string): string | undefined =>
+			/WITH ID = '([0-9a-f-]{36})'$/.exec(
+				cassandraSchemaStatements({ keyspace, ...(table === undefined ? {} : { table }) })[1] ?? "",
+			)?.[1];
+		expect(id("sysvvm")).toBe("6a1e19bf-e321-5726-8cc9-5cea6e8f9a38");
+		expect(id("ks", "t")).toBe("64e15074-0365-5666-b245-f43d8f0631eb");
+		expect(id("sysvvm", "ttl_values")).toBe(id("sysvvm"));
+		expect(new Set([id("a", "bc"), id("ab", "c"), id("a", "b"), id("b", "a")]).size).toBe(4);
 	});
 
 	it("conditional writes are UPDATE ... IF, TTL is a bind marker", () => {
@@ -444,5 +458,73 @@ describe("fenced writes are lightweight transactions on the stored stamp", () =>
 		// The record's later item carries the higher stamp and is sent after the earlier one.
 		expect(stampOf(fenced[1]) > stampOf(fenced[0])).toBe(true);
 		expect(fenced[1]?.params[1]).toEqual(Buffer.from(k));
+	});
+});
+
+describe("ensureCassandraSchema waits for schema agreement", () => {
+	/**
+	 * A client of three nodes, the third down: after each DDL statement, node 2 reports an old
+	 * schema version for `lagFor` checks. The down node's old version must not be waited for.
+	 */
+	function laggingClient(lagFor: number): { client: Client; ddl: string[]; checks: () => number } {
+		const ddl: string[] = [];
+		let checks = 0;
+		let lagLeft = 0;
+		const host = (address: string, up: boolean) => ({ address, isUp: () => up });
+		const hosts = [host("n1", true), host("n2", true), host("n3", false)];
+		const client = {
+			getState: () => ({ getConnectedHosts: () => hosts }),
+			execute: async (cql: string, _params?: unknown, options?: { host?: { address: string } }) => {
+				if (!cql.startsWith("SELECT schema_version")) {
+					ddl.push(cql);
+					lagLeft = lagFor;
+					return { rows: [] };
+				}
+				const address = options?.host?.address;
+				if (address === "n3") throw new Error("a down node was asked");
+				let version = `v${ddl.length}`;
+				if (address === "n2") {
+					checks++;
+					if (lagLeft > 0) {
+						lagLeft--;
+						version = "old";
+					}
+				}
+				return { first: () => ({ get: () => version }) };
+			},
+		} as unknown as Client;
+		return { client, ddl, checks: () => checks };
+	}
+
+	it("goes on after each statement only once every connected node that is up reports one version", async () => {
+		const { client, ddl, checks } = laggingClient(2);
+		await ensureCassandraSchema(client, { keyspace: "ks" });
+		expect(ddl).toHaveLength(3);
+		// Per statement: two checks with node 2 behind, then the one where it has caught up.
+		expect(checks()).toBe(9);
+	});
+
+	it("rejects with TTLSTORAGE_UNAVAILABLE, naming the versions, when the nodes still disagree at the deadline", async () => {
+		const { client, ddl } = laggingClient(Number.POSITIVE_INFINITY);
+		const error = await ensureCassandraSchema(client, {
+			keyspace: "ks",
+			schemaAgreementTimeoutMs: 30,
+		}).catch((e: unknown) => e);
+		expect(TTLStorageError.is(error) && error.code).toBe("TTLSTORAGE_UNAVAILABLE");
+		expect(String(error)).toMatch(
+			/different schema versions 30 ms after `CREATE KEYSPACE.*\(n1 v1, n2 old;/,
+		);
+		expect(ddl).toHaveLength(1);
+	});
+
+	it("a bad schemaAgreementTimeoutMs is a RangeError before any I/O", async () => {
+		const { client, calls } = recordingClient();
+		for (const bad of [0, -1, 1.5, Number.NaN, "100" as unknown as number]) {
+			await expect(
+				ensureCassandraSchema(client, { keyspace: "ks", schemaAgreementTimeoutMs: bad }),
+				String(bad),
+			).rejects.toThrow(/schemaAgreementTimeoutMs must be a positive integer/);
+		}
+		expect(calls).toEqual([]);
 	});
 });

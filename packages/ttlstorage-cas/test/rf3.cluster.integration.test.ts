@@ -10,7 +10,7 @@ import { clusterContentionTests } from "./cluster-contention.ts";
 import { CLUSTER_REPLICATION, clusterGate, newClusterClient, preferHost } from "./cluster-env.ts";
 import { clusterFaultTests } from "./cluster-faults.ts";
 import type { NodeNumber } from "./cluster-nodes.ts";
-import { nodeAddress } from "./cluster-nodes.ts";
+import { createdTableIds, nodeAddress } from "./cluster-nodes.ts";
 import { schemaRaceTests } from "./schema-race.ts";
 
 const skip = await clusterGate();
@@ -57,6 +57,7 @@ describe.skipIf(skip)(
 		schemaRaceTests(() => ({
 			nodes: 3,
 			replication: CLUSTER_REPLICATION,
+			createdTableIds,
 			pinnedClient: (i) =>
 				newClusterClient({
 					policies: { loadBalancing: preferHost(nodeAddress(((i % 3) + 1) as NodeNumber)) },
