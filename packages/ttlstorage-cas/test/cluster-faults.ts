@@ -163,8 +163,9 @@ export function clusterFaultTests(fixture: () => CassandraFixture): void {
 					replication: CLUSTER_REPLICATION,
 					schemaAgreementTimeoutMs: 60_000,
 				});
-				const storage = createCassandraTTLStorage({ client: f.client, keyspace });
-				expect(await storage.insertIfNotExists(utf8("p"), utf8("c"), utf8("v"), 60)).toBe(true);
+				// (No write here: a lightweight transaction while node 3 is not yet marked down may time
+				// out, which the first test of this file covers. That the racers' table is one table,
+				// written through one node and read through another, is the schema race tests'.)
 			});
 			await node3.connect();
 			const deadline = performance.now() + 60_000;
