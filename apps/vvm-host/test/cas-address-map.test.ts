@@ -1,9 +1,10 @@
 // --cas-address-map: the nodes a Cassandra cluster reports are reached through the mapped
 // addresses (NAT, or the chaos test's proxy per node). Parsing, and the translator the driver gets.
+// Also the keyspace's replication as the start-up line reports it.
 import { execFileSync } from "node:child_process";
 import { describe, expect, it } from "vitest";
 import { parseHostConfig } from "../src/config.ts";
-import { addressTranslation } from "../src/storage/cas.ts";
+import { addressTranslation, replicationNote } from "../src/storage/cas.ts";
 import { hostConfig as config } from "./support/config.ts";
 import { APP_DIR } from "./support/host-process.ts";
 
@@ -68,5 +69,40 @@ describe("--cas-address-map", () => {
 			{ cwd: APP_DIR, encoding: "utf8" },
 		);
 		expect(out.trim()).toBe("127.0.0.1:19043");
+	});
+});
+
+describe("the keyspace's replication in the storage's start-up line", () => {
+	const ks = "vvm";
+	it("names the strategy and copies; no warning where the local data centre keeps min(3, its nodes) copies", () => {
+		const simple1 = {
+			class: "org.apache.cassandra.locator.SimpleStrategy",
+			replication_factor: "1",
+		};
+		expect(replicationNote(simple1, "dc1", 1, ks)).toBe("SimpleStrategy RF 1");
+		const nts3 = {
+			class: "org.apache.cassandra.locator.NetworkTopologyStrategy",
+			dc1: "3",
+			dc2: "3",
+		};
+		expect(replicationNote(nts3, "dc1", 5, ks)).toBe("NetworkTopologyStrategy dc1=3,dc2=3");
+		expect(replicationNote({ ...nts3, dc1: "2" }, "dc1", 2, ks)).toBe(
+			"NetworkTopologyStrategy dc1=2,dc2=3",
+		);
+	});
+
+	it("says UNSAFE, with the statement that fixes it, where a node's loss can lose acknowledged commands", () => {
+		const simple1 = {
+			class: "org.apache.cassandra.locator.SimpleStrategy",
+			replication_factor: "1",
+		};
+		expect(replicationNote(simple1, "dc1", 3, ks)).toBe(
+			"SimpleStrategy RF 1; UNSAFE: 1 copy in dc1 of 3 nodes, the loss of a node can lose acknowledged commands: ALTER KEYSPACE vvm WITH replication = {'class': 'NetworkTopologyStrategy', 'dc1': 3}, then nodetool repair vvm on every node",
+		);
+		// Copies only in another data centre: none here.
+		const elsewhere = { class: "org.apache.cassandra.locator.NetworkTopologyStrategy", dc2: "3" };
+		expect(replicationNote(elsewhere, "dc1", 2, ks)).toMatch(
+			/^NetworkTopologyStrategy dc2=3; UNSAFE: 0 copies in dc1 of 2 nodes, .*'dc1': 2\}/,
+		);
 	});
 });

@@ -77,6 +77,36 @@ export function addressTranslation(
 	return { policies: { addressResolution: translator } };
 }
 
+/**
+ * How the keyspace is replicated, for the start-up log line: `SimpleStrategy RF 1` or
+ * `NetworkTopologyStrategy datacenter1=3`, and an UNSAFE warning when the local data centre keeps
+ * fewer copies than it could (fewer than its nodes, up to 3): with RF 1 the loss of one node, or a
+ * power cut of it within Cassandra's periodic commit-log sync, loses acknowledged commands (README,
+ * durability table). The host creates a missing keyspace with RF 1, which suits one node only.
+ */
+export function replicationNote(
+	replication: Readonly<Record<string, string>>,
+	localDc: string,
+	nodesInLocalDc: number,
+	keyspace: string,
+): string {
+	const strategy = (replication.class ?? "").replace(/^org\.apache\.cassandra\.locator\./, "");
+	const copies =
+		strategy === "SimpleStrategy"
+			? Number(replication.replication_factor)
+			: Number(replication[localDc] ?? 0);
+	const described =
+		strategy === "SimpleStrategy"
+			? `SimpleStrategy RF ${replication.replication_factor ?? "?"}`
+			: `${strategy} ${Object.entries(replication)
+					.filter(([k]) => k !== "class")
+					.map(([k, v]) => `${k}=${v}`)
+					.join(",")}`;
+	const wanted = Math.min(3, nodesInLocalDc);
+	if (!Number.isInteger(copies) || copies >= wanted) return described;
+	return `${described}; UNSAFE: ${copies} cop${copies === 1 ? "y" : "ies"} in ${localDc} of ${nodesInLocalDc} nodes, the loss of a node can lose acknowledged commands: ALTER KEYSPACE ${keyspace} WITH replication = {'class': 'NetworkTopologyStrategy', '${localDc}': ${wanted}}, then nodetool repair ${keyspace} on every node`;
+}
+
 /** The Cassandra storage: `--cas-contact-points`, `--cas-local-dc`, `--cas-keyspace`, `--cas-address-map`. */
 export const casStorage: StorageEntry = {
 	kind: "cas",
@@ -104,7 +134,7 @@ export const casStorage: StorageEntry = {
 			env: ["VVM_CAS_KEYSPACE"],
 			def: "vvm",
 			parse: nonEmpty,
-			help: "cas: keyspace (created with SimpleStrategy RF 1 if missing)",
+			help: "cas: keyspace (created with SimpleStrategy RF 1 if missing, for one node; the storage-open log line warns when it keeps fewer copies than the cluster could)",
 		},
 		{
 			key: "addressMap",
@@ -155,10 +185,31 @@ export const casStorage: StorageEntry = {
 				cause: error,
 			});
 		}
+		let replication = "replication unknown";
+		try {
+			const row = (
+				await client.execute(
+					"SELECT replication FROM system_schema.keyspaces WHERE keyspace_name = ?",
+					[s.keyspace],
+				)
+			).first();
+			const nodes = client.hosts.values().filter((h) => h.datacenter === s.localDc).length;
+			replication = replicationNote(
+				(row?.get("replication") ?? {}) as Record<string, string>,
+				s.localDc,
+				nodes,
+				s.keyspace,
+			);
+		} catch (error) {
+			await client.shutdown().catch(() => {});
+			throw new StorageOpenError(`cas storage: cannot use ${where}: ${message(error)}`, {
+				cause: error,
+			});
+		}
 		const driver = createCassandraTTLStorage({ client, keyspace: s.keyspace });
 		return {
 			driver,
-			location: where,
+			location: `${where} (${replication})`,
 			close: async () => {
 				await driver.close();
 				await client.shutdown();
