@@ -187,28 +187,16 @@ describe("create and read through the HTTP API", () => {
 	});
 
 	describe.skipIf(skipCas)("on Cassandra", () => {
+		const argv = ["--storage", "cas", "--cas-contact-points", CAS, "--cas-keyspace", KEYSPACE];
+
 		it("create and read", { timeout: 60_000 }, async () => {
-			await createAndRead([
-				"--storage",
-				"cas",
-				"--cas-contact-points",
-				CAS,
-				"--cas-keyspace",
-				KEYSPACE,
-			]);
+			await createAndRead(argv);
 		});
 
 		it("the start-up line gives the keyspace's replication (one node: RF 1 is all it can hold, no warning)", {
 			timeout: 60_000,
 		}, async () => {
-			const h = await start([
-				"--storage",
-				"cas",
-				"--cas-contact-points",
-				CAS,
-				"--cas-keyspace",
-				KEYSPACE,
-			]);
+			const h = await start(argv);
 			const open = await h.host.waitFor((l) => l.event === "storage-open");
 			expect(open.location).toBe(`${CAS} keyspace ${KEYSPACE} (SimpleStrategy RF 1)`);
 			expect(await stop(h)).toBe(0);
