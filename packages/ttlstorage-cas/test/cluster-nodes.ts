@@ -207,10 +207,7 @@ export function createdTableIds(keyspace: string, table: string): string[] {
 		for (const name of names) {
 			const hex = /^(.+)-([0-9a-f]{32})$/.exec(name);
 			if (hex?.[1] !== table || hex[2] === undefined) continue;
-			const h = hex[2];
-			ids.add(
-				`${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20)}`,
-			);
+			ids.add(new types.Uuid(Buffer.from(hex[2], "hex")).toString());
 		}
 	}
 	return [...ids].sort();

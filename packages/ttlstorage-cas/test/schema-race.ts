@@ -5,7 +5,11 @@ import { fromUtf8, utf8 } from "@vvm/ttlstorage";
 import type { Client } from "cassandra-driver";
 import { expect, it } from "vitest";
 import type { CassandraReplication } from "../src/index.ts";
-import { createCassandraTTLStorage, ensureCassandraSchema } from "../src/index.ts";
+import {
+	cassandraSchemaStatements,
+	createCassandraTTLStorage,
+	ensureCassandraSchema,
+} from "../src/index.ts";
 
 /** How the race reaches the server: clients per coordinator, and the keyspace's replication. */
 export interface SchemaRaceSetup {
@@ -22,13 +26,6 @@ export interface SchemaRaceSetup {
 }
 
 const RACERS = 6;
-
-const replicationCql = (replication: CassandraReplication | undefined): string =>
-	replication === undefined
-		? "{'class': 'SimpleStrategy', 'replication_factor': 1}"
-		: `{${Object.entries(replication)
-				.map(([k, v]) => `'${k}': ${typeof v === "number" ? v : `'${v}'`}`)
-				.join(", ")}}`;
 
 /**
  * Registers the tests: racers create one table at once, on a new keyspace and on an existing one
@@ -52,9 +49,12 @@ async function race(
 	try {
 		await Promise.all(clients.map((c) => c.connect()));
 		if (keyspaceExists) {
-			await clients[0]?.execute(
-				`CREATE KEYSPACE ${keyspace} WITH replication = ${replicationCql(replication)}`,
-			);
+			// The helper's own keyspace statement, run alone before the race.
+			const [createKeyspace = ""] = cassandraSchemaStatements({
+				keyspace,
+				...(replication === undefined ? {} : { replication }),
+			});
+			await clients[0]?.execute(createKeyspace);
 		}
 		const results = await Promise.allSettled(
 			clients.map((client) =>

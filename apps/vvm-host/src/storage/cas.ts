@@ -169,39 +169,32 @@ export const casStorage: StorageEntry = {
 			...addressTranslation(casDriver.policies.addressResolution, s.addressMap),
 		});
 		const where = `${s.contactPoints.join(",")} keyspace ${s.keyspace}`;
+		let replication: string;
 		try {
-			await untilStopped(
+			replication = await untilStopped(
 				signal,
 				(async () => {
 					await client.connect();
 					await ensureCassandraSchema(client, { keyspace: s.keyspace });
+					const row = (
+						await client.execute(
+							"SELECT replication FROM system_schema.keyspaces WHERE keyspace_name = ?",
+							[s.keyspace],
+						)
+					).first();
+					const nodes = client.hosts.values().filter((h) => h.datacenter === s.localDc).length;
+					return replicationNote(
+						(row?.get("replication") ?? {}) as Record<string, string>,
+						s.localDc,
+						nodes,
+						s.keyspace,
+					);
 				})(),
 				() => client.shutdown(),
 			);
 		} catch (error) {
 			await client.shutdown().catch(() => {});
 			if (signal?.aborted) throw signal.reason;
-			throw new StorageOpenError(`cas storage: cannot use ${where}: ${message(error)}`, {
-				cause: error,
-			});
-		}
-		let replication = "replication unknown";
-		try {
-			const row = (
-				await client.execute(
-					"SELECT replication FROM system_schema.keyspaces WHERE keyspace_name = ?",
-					[s.keyspace],
-				)
-			).first();
-			const nodes = client.hosts.values().filter((h) => h.datacenter === s.localDc).length;
-			replication = replicationNote(
-				(row?.get("replication") ?? {}) as Record<string, string>,
-				s.localDc,
-				nodes,
-				s.keyspace,
-			);
-		} catch (error) {
-			await client.shutdown().catch(() => {});
 			throw new StorageOpenError(`cas storage: cannot use ${where}: ${message(error)}`, {
 				cause: error,
 			});
