@@ -109,7 +109,7 @@ export function cassandraSchemaStatements(options: CassandraSchemaOptions): read
 	);
 	return [
 		`CREATE KEYSPACE IF NOT EXISTS ${options.keyspace} WITH replication = ${replication}`,
-		`CREATE TABLE IF NOT EXISTS ${options.keyspace}.${table} (p_key blob, c_col blob, value blob, ${FENCE_STAMP_COLUMN} bigint, PRIMARY KEY ((p_key), c_col))`,
+		`CREATE TABLE IF NOT EXISTS ${options.keyspace}.${table} (p_key blob, c_col blob, value blob, ${FENCE_STAMP_COLUMN} bigint, PRIMARY KEY ((p_key), c_col)) WITH ID = '${tableIdOf(options.keyspace, table)}'`,
 		// Tables created before fenced writes became lightweight transactions (issue 32).
 		`ALTER TABLE ${options.keyspace}.${table} ADD IF NOT EXISTS ${FENCE_STAMP_COLUMN} bigint`,
 	];
