@@ -59,3 +59,9 @@ export declare function postgresGate(): Promise<false | string>;
 export declare function redisEnv(): { url: string };
 /** {@link requireServer} for the server of {@link redisEnv}. */
 export declare function redisGate(): Promise<false | string>;
+/**
+ * A port nothing listens on, below the kernel's ephemeral range (where `listen(0)` and outgoing
+ * connections take their ports, so no other test takes it meanwhile): for a server a test starts
+ * in another process, or for a test that needs a refused connection.
+ */
+export declare function unusedPort(): Promise<number>;

@@ -1,7 +1,8 @@
 // Gate for suites that need a real server (Cassandra, DynamoDB Local, PostgreSQL).
 // Locally a missing server skips the suite with a reason; in CI (CI=true) or when the
 // <NAME>_TESTS_ENABLED variable is set, a missing server is an error, so CI never passes by skipping.
-import { connect } from "node:net";
+import { readFileSync } from "node:fs";
+import { connect, createServer } from "node:net";
 
 /** @param {string} host @param {number} port @param {number} timeoutMs */
 export function isReachable(host, port, timeoutMs = 1500) {
@@ -134,4 +135,44 @@ export function redisGate() {
 		enabledVar: "REDIS_TESTS_ENABLED",
 		startHint: "bash tooling/servers/redis/start.sh",
 	});
+}
+
+/** The kernel's ephemeral port range (listen(0) and outgoing connections take their ports there). */
+function ephemeralLow() {
+	try {
+		const low = Number(
+			readFileSync("/proc/sys/net/ipv4/ip_local_port_range", "utf8").trim().split(/\s+/)[0],
+		);
+		if (Number.isInteger(low)) return low;
+	} catch {
+		// not Linux: the IANA range
+	}
+	return 49152;
+}
+
+/** @param {number} port */
+function canListen(port) {
+	return new Promise((resolve) => {
+		const server = createServer();
+		server.once("error", () => resolve(false));
+		server.listen(port, () => server.close(() => resolve(true)));
+	});
+}
+
+/**
+ * A port nothing listens on, below the kernel's ephemeral range: for a server a test starts in
+ * another process, or for a test that needs a refused connection. A port from listen(0) is free
+ * only until it is given back; meanwhile another test's (or a CI job's) listen(0) can take it, as
+ * a fault proxy of CI's Cassandra chaos series once took the port the DynamoDB series had just
+ * picked. No listen(0) and no outgoing connection takes a port below that range.
+ * @returns {Promise<number>}
+ */
+export async function unusedPort() {
+	const below = ephemeralLow();
+	const [from, to] = below > 20_000 ? [20_000, below - 1] : [1024, below - 1];
+	for (let i = 0; i < 100; i++) {
+		const port = from + Math.floor(Math.random() * (to - from + 1));
+		if (await canListen(port)) return port;
+	}
+	throw new Error(`no unused port in ${from}..${to} after 100 tries`);
 }

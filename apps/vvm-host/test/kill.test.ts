@@ -3,12 +3,12 @@
 // acknowledged command, dense PLog and WLog offsets and no record ID handed out twice
 // (`checkCpStorage` of @vvm/cp). VVM_KILL_TEST_KILLS sets the number of kills (200 in CI).
 import { mkdtemp, rm } from "node:fs/promises";
-import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { AcknowledgedCommand } from "@vvm/cp/testing";
 import { checkCpStorage } from "@vvm/cp/testing";
 import { vvmLeadershipStorage } from "@vvm/ielections";
+import { unusedPort } from "@vvm/vitest-config/servers";
 import { afterAll, expect, it } from "vitest";
 import { HOST_APP_ID } from "../src/host.ts";
 import type { HostProcess } from "./support/host-process.ts";
@@ -27,17 +27,6 @@ afterAll(async () => {
 	for (const h of spawned) killHard(h);
 	if (dir !== "") await rm(dir, { recursive: true, force: true });
 });
-
-function freePort(): Promise<number> {
-	return new Promise((resolve, reject) => {
-		const server = createServer();
-		server.once("error", reject);
-		server.listen(0, "127.0.0.1", () => {
-			const { port } = server.address() as { port: number };
-			server.close(() => resolve(port));
-		});
-	});
-}
 
 /**
  * The killed process is provably dead (its exit was observed), so its leader record is deleted
@@ -153,7 +142,7 @@ it(`acknowledged commands survive ${KILLS} SIGKILLs of the host under load`, {
 	timeout: 15 * 60_000,
 }, async () => {
 	dir = await mkdtemp(join(tmpdir(), "vvm-host-kill-"));
-	const port = await freePort();
+	const port = await unusedPort();
 	const base = `http://127.0.0.1:${port}`;
 	const args = [
 		"--storage",

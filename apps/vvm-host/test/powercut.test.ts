@@ -15,13 +15,13 @@ import type { ChildProcess } from "node:child_process";
 import { spawn } from "node:child_process";
 import { existsSync } from "node:fs";
 import { mkdir, mkdtemp, rm } from "node:fs/promises";
-import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { createInterface } from "node:readline";
 import type { AcknowledgedCommand, CheckReport } from "@vvm/cp/testing";
 import { checkCpStorage } from "@vvm/cp/testing";
 import { vvmLeadershipStorage } from "@vvm/ielections";
+import { unusedPort } from "@vvm/vitest-config/servers";
 import { ClassicLevel } from "classic-level";
 import { afterAll, describe, expect, it } from "vitest";
 import { HOST_APP_ID } from "../src/host.ts";
@@ -123,17 +123,6 @@ if (unavailable !== undefined) {
 			`the power-cut test must run in CI, but FUSE cannot be mounted: ${unavailable}`,
 		);
 	console.warn(`[powercut] skipped: FUSE cannot be mounted here: ${unavailable}`);
-}
-
-function freePort(): Promise<number> {
-	return new Promise((resolvePort, reject) => {
-		const server = createServer();
-		server.once("error", reject);
-		server.listen(0, "127.0.0.1", () => {
-			const { port } = server.address() as { port: number };
-			server.close(() => resolvePort(port));
-		});
-	});
 }
 
 /** Concurrent clients creating customers and running sys.CUD (two records), across restarts. */
@@ -241,7 +230,7 @@ async function runPowerCuts(
 		await created.close();
 	}
 	const data = join(mnt, "data");
-	const port = await freePort();
+	const port = await unusedPort();
 	const args = [
 		"--storage",
 		"level",

@@ -3,6 +3,7 @@
 // cp-http.integration.test.ts.
 import type { Server, Socket } from "node:net";
 import { createServer } from "node:net";
+import { unusedPort } from "@vvm/vitest-config/servers";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ConfigError, helpText, parseHostConfig } from "../src/config.ts";
 import { StorageOpenError } from "../src/storage/entry.ts";
@@ -82,17 +83,8 @@ describe("--storage redis: opening", () => {
 	});
 	afterAll(() => new Promise<void>((resolve) => server.close(() => resolve())));
 
-	/** A port nothing listens on (bound, then closed). */
-	async function freePort(): Promise<number> {
-		const s = createServer();
-		await new Promise<void>((resolve) => s.listen(0, "127.0.0.1", resolve));
-		const { port } = s.address() as { port: number };
-		await new Promise<void>((resolve) => s.close(() => resolve()));
-		return port;
-	}
-
 	it("reports `cannot use <where>` with the cause, without the password", async () => {
-		const port = await freePort();
+		const port = await unusedPort();
 		const storage = config([
 			"--storage",
 			"redis",

@@ -10,13 +10,12 @@ import type { ChildProcess } from "node:child_process";
 import { spawn, spawnSync } from "node:child_process";
 import { existsSync } from "node:fs";
 import { mkdir, mkdtemp, rm } from "node:fs/promises";
-import type { AddressInfo } from "node:net";
-import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
 import { TTLStorageError, utf8 } from "@vvm/ttlstorage";
+import { unusedPort } from "@vvm/vitest-config/servers";
 import { Redis } from "ioredis";
 import { afterEach, describe, expect, it } from "vitest";
 import { createRedisTTLStorage, REDIS_CLIENT_OPTIONS } from "../src/index.ts";
@@ -75,17 +74,6 @@ async function mount(backing: string, mountpoint: string, state: string) {
 		},
 		stop,
 	};
-}
-
-function freePort(): Promise<number> {
-	return new Promise((r, reject) => {
-		const server = createServer();
-		server.once("error", reject);
-		server.listen(0, "127.0.0.1", () => {
-			const { port } = server.address() as AddressInfo;
-			server.close(() => r(port));
-		});
-	});
 }
 
 /** redis-server on `dir`, as tooling/servers/redis runs it but with `appendfsync` given. */
@@ -163,7 +151,7 @@ async function run(fsync: "always" | "everysec", acked: number) {
 	// what was synced, a cut then loses the whole directory (this test found it). Created here
 	// beforehand, durable at mount, as tooling/servers/redis/start.sh does.
 	await mkdir(join(disk, "data", "appendonlydir"), { recursive: true });
-	const port = await freePort();
+	const port = await unusedPort();
 	const fs = await mount(disk, mnt, state);
 	const first = await startRedis(join(mnt, "data"), port, fsync, join(base, "redis-1.log"));
 	const storage = createRedisTTLStorage({ client: first.client, sweepIntervalMs: 0 });
