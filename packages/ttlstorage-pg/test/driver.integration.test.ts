@@ -1,8 +1,8 @@
 // Driver-specific behaviour on a real PostgreSQL: the sweep, paging, whose clock decides expiry,
 // and errors of an unreachable server.
-import { createServer } from "node:net";
 import { MockClock } from "@vvm/clock";
 import { TTLStorageError, utf8 } from "@vvm/ttlstorage";
+import { unusedPort } from "@vvm/vitest-config/servers";
 import { describe, expect, it, vi } from "vitest";
 import { createPgTTLStorage } from "../src/index.ts";
 import { newPool, pgGate, pgSettings, usePgSchema } from "./pg-env.ts";
@@ -165,12 +165,7 @@ describe.skipIf(skip)(`ttlstorage-pg driver-specific${skip ? ` [skipped: ${skip}
 	});
 
 	it("a server that refuses connections rejects with TTLSTORAGE_UNAVAILABLE, reads and writes alike", async () => {
-		const closed = createServer();
-		await new Promise<void>((resolve) => closed.listen(0, "127.0.0.1", resolve));
-		const address = closed.address();
-		await new Promise<void>((resolve) => closed.close(() => resolve()));
-		if (address === null || typeof address === "string") throw new Error("no port");
-		const pool = newPool({ port: address.port });
+		const pool = newPool({ port: await unusedPort() });
 		try {
 			const storage = createPgTTLStorage({ pool, schema: fixture().schema, sweepIntervalMs: 0 });
 			expect(

@@ -4,7 +4,6 @@
 // leaders at once, and every error that surfaces carries a code.
 import { execFile } from "node:child_process";
 import { readFile, rm } from "node:fs/promises";
-import { createServer } from "node:net";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
@@ -15,6 +14,7 @@ import { RecordingKiller } from "@vvm/ielections/testing";
 import type { TTLStorage } from "@vvm/ttlstorage";
 import { fromUtf8, TTLStorageError, utf8 } from "@vvm/ttlstorage";
 import { faults, withFaults } from "@vvm/ttlstorage/testing";
+import { unusedPort } from "@vvm/vitest-config/servers";
 import type pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createPgTTLStorage, ensurePgSchema } from "../src/index.ts";
@@ -361,15 +361,6 @@ async function readBack(storage: TTLStorage, pKey: Uint8Array, cCols: Uint8Array
 	}
 }
 
-async function freePort(): Promise<number> {
-	const server = createServer();
-	await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-	const address = server.address();
-	await new Promise<void>((resolve) => server.close(() => resolve()));
-	if (address === null || typeof address === "string") throw new Error("no port");
-	return address.port;
-}
-
 describe.skipIf(skip)(
 	`ttlstorage-pg: server restarted during renewals${skip ? ` [skipped: ${skip}]` : ""}`,
 	() => {
@@ -378,7 +369,7 @@ describe.skipIf(skip)(
 		let env: NodeJS.ProcessEnv = {};
 		let port = 0;
 		beforeAll(async () => {
-			port = await freePort();
+			port = await unusedPort();
 			env = {
 				...process.env,
 				PG_INSTANCE: `postgres-faults-${process.pid}`,
