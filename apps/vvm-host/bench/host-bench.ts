@@ -796,8 +796,8 @@ const med = (label: string, f: (m: Measured) => number): number | undefined => {
 };
 
 /**
- * Issue 36's "≥ 2× Emmett" as a CPU budget. Every process of a pg row (the client, the server or
- * @vvm/cp alone, PostgreSQL) runs on this machine's cores, so a row's creates/s is at most
+ * Issue 36's "≥ 2× Emmett" as a CPU budget. Every process of a pg row (the client, the host,
+ * PostgreSQL) runs on this machine's cores, so a row's creates/s is at most
  * cores / (its CPU per create, all processes together). 2× Emmett's appends/s is therefore out of
  * reach while a create costs more than cores / (2 × Emmett's appends/s) µs of CPU in all, however
  * the work overlaps: the line says how far a row is from that budget, and which part costs what.
@@ -805,13 +805,8 @@ const med = (label: string, f: (m: Measured) => number): number | undefined => {
 function printCpuBudget(emmettRate: number): void {
 	const cores = cpus().length;
 	const budget = (cores * 1e6) / (2 * emmettRate);
-	const labels = [
-		EMMETT,
-		...LEVELS.flatMap((level) => [
-			hostLabel("pg", level, "fenced", "warm"),
-			cpLabel("pg", level, "warm"),
-		]),
-	];
+	// The rows that carry PostgreSQL's CPU (the @vvm/cp alone rows do not).
+	const labels = [EMMETT, ...LEVELS.map((level) => hostLabel("pg", level, "fenced", "warm"))];
 	const lines: string[] = [];
 	for (const label of labels) {
 		const r = rows.get(label);
@@ -824,7 +819,7 @@ function printCpuBudget(emmettRate: number): void {
 	}
 	if (lines.length === 0) return;
 	console.log(
-		`- CPU per create of every process together (client, server or @vvm/cp alone, PostgreSQL; "in process" clients count as 0, their CPU is the server's): 2× Emmett's appends/s (${Math.round(2 * emmettRate)}) fits in ${cores} cores only at ≤ ${Math.round(budget)} µs per create`,
+		`- CPU per create of every process together (client, server, PostgreSQL): 2× Emmett's appends/s (${Math.round(2 * emmettRate)}) fits in ${cores} cores only at ≤ ${Math.round(budget)} µs per create`,
 	);
 	for (const line of lines) console.log(line);
 }
