@@ -10,7 +10,8 @@
 //   and on mem (the processor without storage I/O);
 // rounds interleaved so the machine's noise falls on every row alike; medians of the rounds.
 // Throughput, p50/p99 latency, the server's CPU per request (from /proc/<pid>/stat of the server
-// process, every thread, not the client's) and the client's own CPU per request. The client is a
+// process, every thread, not the client's), the client's own CPU per request, and the share of the
+// machine's cores left idle during the run (/proc/stat). The client is a
 // minimal keep-alive HTTP/1.1 client over node:net (one request at a time per connection), so it
 // costs less than the server it measures. This file and the processes it starts from TypeScript
 // (the stub, @vvm/cp alone, Emmett) run on Node's own type stripping, not tsx: tsx's transform
@@ -24,6 +25,7 @@
 //   BENCH_VARIANTS=fenced,nosync pnpm bench --quick   # also level with --level-durability unsafe-no-sync (fsync cost)
 //   BENCH_PROFILE=/tmp/prof pnpm bench --quick   # each host process writes a V8 CPU profile there
 //   BENCH_HOST_NODE_OPTIONS=--perf-basic-prof pnpm bench --quick   # node options of the hosts
+//   BENCH_HOST_ARGS="--pg-writes-in-flight 2" pnpm bench   # more host flags, after the bench's own
 //   BENCH_BASELINE=/tmp/old-checkout pnpm bench   # also that checkout's built host, same rounds
 //   BENCH_PIPELINE_DEPTHS=default,1,8 pnpm bench   # host rows at the host's default depth for the
 //     storage (no flag: 8 on level, PostgreSQL and Redis, 1 on the others), then with --pipeline-depth 1 and 8
@@ -136,6 +138,8 @@ const defaultDepth = (storage: Storage | "mem"): number =>
 const PARTITIONS = 10;
 /** Where the hosts write V8 CPU profiles (`--cpu-prof`), if set: for "where the time goes". */
 const PROFILE_DIR = env.BENCH_PROFILE;
+/** More host flags, space-separated (`BENCH_HOST_ARGS="--pg-writes-in-flight 2"`), after the bench's own. */
+const HOST_ARGS = (env.BENCH_HOST_ARGS ?? "").split(/\s+/).filter((a) => a !== "");
 const HOST_DIR = join(import.meta.dirname, "..");
 const CLI = join(HOST_DIR, "dist/cli.mjs");
 const BODY = '{"name":"Ada Lovelace"}';
@@ -217,6 +221,37 @@ function cpuMsOf(pid: number, mainThread = false): number {
 	);
 	const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
 	return ((Number(fields[11]) + Number(fields[12])) / CLK_TCK) * 1000;
+}
+
+/** The machine's CPU time so far, in ticks of every core: all of it, and idle (idle + iowait). */
+interface MachineTicks {
+	readonly all: number;
+	readonly idle: number;
+}
+
+/** {@link MachineTicks} from /proc/stat; `undefined` where there is none (not Linux). */
+function machineTicks(): MachineTicks | undefined {
+	try {
+		const cpu = readFileSync("/proc/stat", "utf8").split("\n", 1)[0] ?? "";
+		// cpu user nice system idle iowait irq softirq steal (guest time is inside user already)
+		const t = cpu.trim().split(/\s+/).slice(1, 9).map(Number);
+		if (!cpu.startsWith("cpu ") || t.length < 8 || t.some((x) => !Number.isFinite(x)))
+			return undefined;
+		return { all: t.reduce((a, b) => a + b, 0), idle: (t[3] ?? 0) + (t[4] ?? 0) };
+	} catch {
+		return undefined;
+	}
+}
+
+/**
+ * The share of the machine's cores left idle between two {@link machineTicks}, in %: the room a
+ * row left unused. A row held back by its CPU leaves little; one held back by latency (waiting for
+ * answers with the cores free) leaves more.
+ */
+function idleBetween(t0: MachineTicks | undefined): { idlePct?: number } {
+	const t1 = machineTicks();
+	if (t0 === undefined || t1 === undefined || t1.all <= t0.all) return {};
+	return { idlePct: (100 * (t1.idle - t0.idle)) / (t1.all - t0.all) };
 }
 
 /**
@@ -352,6 +387,7 @@ async function startHost(
 			"--log-level",
 			"info",
 			...(depth === undefined ? [] : ["--pipeline-depth", String(depth)]),
+			...HOST_ARGS,
 			...(variant === "unfenced" ? ["--unsafe-allow-mutants"] : []),
 			...(variant === "nosync" && storage === "level"
 				? ["--level-durability", "unsafe-no-sync"]
@@ -553,6 +589,8 @@ interface Measured {
 	/** WAL records and bytes the server wrote per command (pg rows; server-wide counters). */
 	readonly walRecords?: number;
 	readonly walBytes?: number;
+	/** The share of the machine's cores idle during the run, % (every process on it counts). */
+	readonly idlePct?: number;
 }
 
 /**
@@ -574,6 +612,7 @@ async function load(
 	const cpu0 = cpuMsOf(server.pid);
 	const main0 = cpuMsOf(server.pid, true);
 	const client0 = process.cpuUsage();
+	const machine0 = machineTicks();
 	const t0 = performance.now();
 	const end = t0 + SECONDS * 1000;
 	await Promise.all(
@@ -598,6 +637,7 @@ async function load(
 		}),
 	);
 	const elapsed = (performance.now() - t0) / 1000;
+	const idle = idleBetween(machine0);
 	const pgMs = pg0 === undefined ? undefined : (pgCpuMs() ?? pg0) - pg0;
 	const counts1 = counts0 === undefined ? undefined : await pgCounts();
 	const hostCpuMs = cpuMsOf(server.pid) - cpu0;
@@ -617,6 +657,7 @@ async function load(
 		errors: total - ok,
 		...(pgMs === undefined ? {} : { pgCpuUs: (pgMs * 1000) / Math.max(1, total) }),
 		...pgDelta(counts0, counts1, total),
+		...idle,
 	};
 }
 
@@ -734,6 +775,9 @@ async function cpAlone(
 	);
 	const phases = new Map<string, Measured>();
 	const lines = createInterface({ input: child.stdout });
+	// Each phase starts as the child prints the line of the one before: the machine's ticks at
+	// that line are the start of the next phase's (within the pipe's delay).
+	let machine0 = machineTicks();
 	lines.on("line", (line) => {
 		const r = JSON.parse(line) as {
 			phase: string;
@@ -749,7 +793,10 @@ async function cpAlone(
 			walRecordsPerCommand?: number;
 			walBytesPerCommand?: number;
 		};
+		const idle = idleBetween(machine0);
+		machine0 = machineTicks();
 		phases.set(r.phase, {
+			...idle,
 			...(r.statementsPerCommand === undefined ? {} : { statements: r.statementsPerCommand }),
 			...(r.walSyncsPerCommand === undefined ? {} : { walSyncs: r.walSyncsPerCommand }),
 			...(r.walRecordsPerCommand === undefined ? {} : { walRecords: r.walRecordsPerCommand }),
@@ -813,13 +860,16 @@ function printCpuBudget(emmettRate: number): void {
 		if (r === undefined || r.runs.some((m) => m.pgCpuUs === undefined)) continue;
 		const all = median(r.runs.map((m) => m.clientCpuUs + m.hostCpuUs + (m.pgCpuUs ?? 0)));
 		const part = (f: (m: Measured) => number) => Math.round(median(r.runs.map(f)));
+		const idle = r.runs.every((m) => m.idlePct !== undefined)
+			? `; the cores were ${Math.round(median(r.runs.map((m) => m.idlePct ?? 0)))} % idle`
+			: "";
 		lines.push(
-			`  - ${label}: ${Math.round(all)} µs (client ${part((m) => m.clientCpuUs)}, server ${part((m) => m.hostCpuUs)}, PostgreSQL ${part((m) => m.pgCpuUs ?? 0)}): ${(all / budget).toFixed(2)}× the budget; ${cores} cores allow at most ${Math.round((cores * 1e6) / all)}/s at that cost`,
+			`  - ${label}: ${Math.round(all)} µs (client ${part((m) => m.clientCpuUs)}, server ${part((m) => m.hostCpuUs)}, PostgreSQL ${part((m) => m.pgCpuUs ?? 0)}): ${(all / budget).toFixed(2)}× the budget; ${cores} cores allow at most ${Math.round((cores * 1e6) / all)}/s at that cost${idle}`,
 		);
 	}
 	if (lines.length === 0) return;
 	console.log(
-		`- CPU per create of every process together (client, server, PostgreSQL): 2× Emmett's appends/s (${Math.round(2 * emmettRate)}) fits in ${cores} cores only at ≤ ${Math.round(budget)} µs per create`,
+		`- CPU per create of every process together (client, server, PostgreSQL): 2× Emmett's appends/s (${Math.round(2 * emmettRate)}) fits in ${cores} cores only at ≤ ${Math.round(budget)} µs per create (a row that left its cores idle was held back by latency, not by CPU)`,
 	);
 	for (const line of lines) console.log(line);
 }
@@ -861,10 +911,13 @@ function rowText(r: Row, reference: number): string {
 	const pgCpu = r.runs.every((x) => x.pgCpuUs !== undefined)
 		? Math.round(m((x) => x.pgCpuUs ?? 0))
 		: "";
+	const idle = r.runs.every((x) => x.idlePct !== undefined)
+		? `${Math.round(m((x) => x.idlePct ?? 0))} %`
+		: "";
 	const ref = r.label === PGBENCH || r.label === PGBENCH_PIPELINED;
 	// Emmett's row has no server of ours: its one process is the client (its CPU column).
 	const noServer = ref || r.label === EMMETT;
-	return `| ${r.label} | ${Math.round(perSecond).toLocaleString("en")} | ${r.label === BARE ? "" : `${((100 * perSecond) / reference).toFixed(1)} %`} | ${m((x) => x.p50).toFixed(2)} | ${ref ? "" : m((x) => x.p99).toFixed(2)} | ${noServer ? "" : Math.round(m((x) => x.hostCpuUs))} | ${noServer ? "" : Math.round(m((x) => x.hostMainCpuUs))} | ${ref ? "" : client === 0 ? "(in process)" : Math.round(client)} | ${errors} | ${pgCpu} |`;
+	return `| ${r.label} | ${Math.round(perSecond).toLocaleString("en")} | ${r.label === BARE ? "" : `${((100 * perSecond) / reference).toFixed(1)} %`} | ${m((x) => x.p50).toFixed(2)} | ${ref ? "" : m((x) => x.p99).toFixed(2)} | ${noServer ? "" : Math.round(m((x) => x.hostCpuUs))} | ${noServer ? "" : Math.round(m((x) => x.hostMainCpuUs))} | ${ref ? "" : client === 0 ? "(in process)" : Math.round(client)} | ${errors} | ${pgCpu} | ${idle} |`;
 }
 
 const PGBENCH = `pgbench -M prepared -c ${CONCURRENCY}: BEGIN; INSERT event; INSERT record; COMMIT (reference; p50 column: its mean latency)`;
@@ -905,6 +958,7 @@ async function pgbench(pipelined = false): Promise<Measured | undefined> {
 		);
 		const counts0 = await pgCounts();
 		const pg0 = pgCpuMs();
+		const machine0 = machineTicks();
 		const child = spawn(
 			"pgbench",
 			[
@@ -953,6 +1007,7 @@ async function pgbench(pipelined = false): Promise<Measured | undefined> {
 		if (exit !== 0 || tps === null || done === null)
 			throw new Error(`pgbench failed (${exit}): ${out}`);
 		const total = Number(done[1]);
+		const idle = idleBetween(machine0);
 		const pgMs = pg0 === undefined ? undefined : (pgCpuMs() ?? pg0) - pg0;
 		const counts1 = await pgCounts();
 		return {
@@ -966,6 +1021,7 @@ async function pgbench(pipelined = false): Promise<Measured | undefined> {
 			errors: Number(failed?.[1] ?? 0),
 			...(pgMs === undefined ? {} : { pgCpuUs: (pgMs * 1000) / Math.max(1, total) }),
 			...pgDelta(counts0, counts1, total),
+			...idle,
 		};
 	} finally {
 		await pool.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`).catch(() => {});
@@ -1012,6 +1068,7 @@ async function emmett(): Promise<Measured> {
 	child.stdin.on("error", () => {}); // it may have exited (failed) before our "go on"
 	let pg0: number | undefined;
 	let counts0: PgCounts | undefined;
+	let machine0: MachineTicks | undefined;
 	let warm: Measured | undefined;
 	// The counters are read (a query) before the child is told to go on.
 	createInterface({ input: child.stdout }).on("line", async (line) => {
@@ -1027,7 +1084,9 @@ async function emmett(): Promise<Measured> {
 		if (r.phase === "warmup") {
 			counts0 = await pgCounts();
 			pg0 = pgCpuMs();
+			machine0 = machineTicks();
 		} else if (r.phase === "warm") {
+			const idle = idleBetween(machine0);
 			const pgMs = pg0 === undefined ? undefined : (pgCpuMs() ?? pg0) - pg0;
 			const counts1 = await pgCounts();
 			warm = {
@@ -1041,6 +1100,7 @@ async function emmett(): Promise<Measured> {
 				errors: r.total - r.ok,
 				...(pgMs === undefined ? {} : { pgCpuUs: (pgMs * 1000) / Math.max(1, r.total) }),
 				...pgDelta(counts0, counts1, r.total),
+				...idle,
 			};
 		}
 		child.stdin.write("go on\n");
@@ -1188,9 +1248,9 @@ async function main(): Promise<void> {
 	const reference = med(BARE, (m) => m.perSecond) ?? 0;
 	console.log("");
 	console.log(
-		"| server | creates/s | of bare | p50 ms | p99 ms | server CPU µs/req | of which main thread | client CPU µs/req | non-201 | PostgreSQL CPU µs/req |",
+		"| server | creates/s | of bare | p50 ms | p99 ms | server CPU µs/req | of which main thread | client CPU µs/req | non-201 | PostgreSQL CPU µs/req | cores idle |",
 	);
-	console.log("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |");
+	console.log("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |");
 	for (const r of rows.values()) console.log(rowText(r, reference));
 	console.log("");
 	// A round whose statements were not counted (pg_stat_statements evicted entries) is left out.
