@@ -10,8 +10,9 @@
 //   and on mem (the processor without storage I/O);
 // rounds interleaved so the machine's noise falls on every row alike; medians of the rounds.
 // Throughput, p50/p99 latency, the server's CPU per request (from /proc/<pid>/stat of the server
-// process, every thread, not the client's), the client's own CPU per request, and the share of the
-// machine's cores left idle during the run (/proc/stat). The client is a
+// process, every thread, not the client's), the client's own CPU per request, the share of the
+// machine's cores left idle during the run (/proc/stat), and how busy the host's event loop was
+// (its /metrics). The client is a
 // minimal keep-alive HTTP/1.1 client over node:net (one request at a time per connection), so it
 // costs less than the server it measures. This file and the processes it starts from TypeScript
 // (the stub, @vvm/cp alone, Emmett) run on Node's own type stripping, not tsx: tsx's transform
@@ -255,6 +256,23 @@ function idleBetween(t0: MachineTicks | undefined): { idlePct?: number } {
 }
 
 /**
+ * The seconds a host's event loop has been busy so far (`vvm_http_event_loop_active_seconds_total`
+ * of its /metrics); `undefined` for a host without it (a baseline from before the metric).
+ */
+async function loopActiveSeconds(port: number): Promise<number | undefined> {
+	try {
+		const res = await fetch(`http://127.0.0.1:${port}/metrics`, {
+			signal: AbortSignal.timeout(5_000),
+		});
+		const text = await res.text();
+		const m = /^vvm_http_event_loop_active_seconds_total ([\d.e+-]+)$/m.exec(text);
+		return res.ok && m !== null ? Number(m[1]) : undefined;
+	} catch {
+		return undefined;
+	}
+}
+
+/**
  * The postmaster of the bench's PostgreSQL when it runs on this machine (no PGHOST, or a loopback
  * one): the repository's server (its pid file), else a `postgres` process started with this port
  * (`-c port=N`, `-p N`). Its CPU and its children's is the "PostgreSQL CPU" column.
@@ -311,6 +329,8 @@ function pgCpuMs(): number | undefined {
 interface Server {
 	readonly port: number;
 	readonly pid: number;
+	/** A host, with its /metrics (bare node:http and the stub answer every path as an API call). */
+	readonly host?: true;
 	stop(): Promise<void>;
 }
 
@@ -452,6 +472,7 @@ async function startHost(
 	return {
 		port,
 		pid: child.pid as number,
+		host: true,
 		stop: async () => {
 			child.removeAllListeners("exit");
 			const exited = waitExit(child);
@@ -591,6 +612,8 @@ interface Measured {
 	readonly walBytes?: number;
 	/** The share of the machine's cores idle during the run, % (every process on it counts). */
 	readonly idlePct?: number;
+	/** The share of the run the host's event loop was busy, % (host rows). */
+	readonly loopPct?: number;
 }
 
 /**
@@ -608,6 +631,7 @@ async function load(
 	let next = 0;
 	// The counters first: their query's PostgreSQL CPU then falls outside the measured phase.
 	const counts0 = pg ? await pgCounts() : undefined;
+	const loop0 = server.host ? await loopActiveSeconds(server.port) : undefined;
 	const pg0 = pg ? pgCpuMs() : undefined;
 	const cpu0 = cpuMsOf(server.pid);
 	const main0 = cpuMsOf(server.pid, true);
@@ -638,6 +662,7 @@ async function load(
 	);
 	const elapsed = (performance.now() - t0) / 1000;
 	const idle = idleBetween(machine0);
+	const loop1 = loop0 === undefined ? undefined : await loopActiveSeconds(server.port);
 	const pgMs = pg0 === undefined ? undefined : (pgCpuMs() ?? pg0) - pg0;
 	const counts1 = counts0 === undefined ? undefined : await pgCounts();
 	const hostCpuMs = cpuMsOf(server.pid) - cpu0;
@@ -658,6 +683,9 @@ async function load(
 		...(pgMs === undefined ? {} : { pgCpuUs: (pgMs * 1000) / Math.max(1, total) }),
 		...pgDelta(counts0, counts1, total),
 		...idle,
+		...(loop0 === undefined || loop1 === undefined
+			? {}
+			: { loopPct: (100 * (loop1 - loop0)) / elapsed }),
 	};
 }
 
@@ -863,8 +891,11 @@ function printCpuBudget(emmettRate: number): void {
 		const idle = r.runs.every((m) => m.idlePct !== undefined)
 			? `; the cores were ${Math.round(median(r.runs.map((m) => m.idlePct ?? 0)))} % idle`
 			: "";
+		const loop = r.runs.every((m) => m.loopPct !== undefined)
+			? `, the host's event loop ${Math.round(median(r.runs.map((m) => m.loopPct ?? 0)))} % busy`
+			: "";
 		lines.push(
-			`  - ${label}: ${Math.round(all)} µs (client ${part((m) => m.clientCpuUs)}, server ${part((m) => m.hostCpuUs)}, PostgreSQL ${part((m) => m.pgCpuUs ?? 0)}): ${(all / budget).toFixed(2)}× the budget; ${cores} cores allow at most ${Math.round((cores * 1e6) / all)}/s at that cost${idle}`,
+			`  - ${label}: ${Math.round(all)} µs (client ${part((m) => m.clientCpuUs)}, server ${part((m) => m.hostCpuUs)}, PostgreSQL ${part((m) => m.pgCpuUs ?? 0)}): ${(all / budget).toFixed(2)}× the budget; ${cores} cores allow at most ${Math.round((cores * 1e6) / all)}/s at that cost${idle}${loop}`,
 		);
 	}
 	if (lines.length === 0) return;
@@ -914,10 +945,13 @@ function rowText(r: Row, reference: number): string {
 	const idle = r.runs.every((x) => x.idlePct !== undefined)
 		? `${Math.round(m((x) => x.idlePct ?? 0))} %`
 		: "";
+	const loop = r.runs.every((x) => x.loopPct !== undefined)
+		? `${Math.round(m((x) => x.loopPct ?? 0))} %`
+		: "";
 	const ref = r.label === PGBENCH || r.label === PGBENCH_PIPELINED;
 	// Emmett's row has no server of ours: its one process is the client (its CPU column).
 	const noServer = ref || r.label === EMMETT;
-	return `| ${r.label} | ${Math.round(perSecond).toLocaleString("en")} | ${r.label === BARE ? "" : `${((100 * perSecond) / reference).toFixed(1)} %`} | ${m((x) => x.p50).toFixed(2)} | ${ref ? "" : m((x) => x.p99).toFixed(2)} | ${noServer ? "" : Math.round(m((x) => x.hostCpuUs))} | ${noServer ? "" : Math.round(m((x) => x.hostMainCpuUs))} | ${ref ? "" : client === 0 ? "(in process)" : Math.round(client)} | ${errors} | ${pgCpu} | ${idle} |`;
+	return `| ${r.label} | ${Math.round(perSecond).toLocaleString("en")} | ${r.label === BARE ? "" : `${((100 * perSecond) / reference).toFixed(1)} %`} | ${m((x) => x.p50).toFixed(2)} | ${ref ? "" : m((x) => x.p99).toFixed(2)} | ${noServer ? "" : Math.round(m((x) => x.hostCpuUs))} | ${noServer ? "" : Math.round(m((x) => x.hostMainCpuUs))} | ${ref ? "" : client === 0 ? "(in process)" : Math.round(client)} | ${errors} | ${pgCpu} | ${idle} | ${loop} |`;
 }
 
 const PGBENCH = `pgbench -M prepared -c ${CONCURRENCY}: BEGIN; INSERT event; INSERT record; COMMIT (reference; p50 column: its mean latency)`;
@@ -1248,9 +1282,11 @@ async function main(): Promise<void> {
 	const reference = med(BARE, (m) => m.perSecond) ?? 0;
 	console.log("");
 	console.log(
-		"| server | creates/s | of bare | p50 ms | p99 ms | server CPU µs/req | of which main thread | client CPU µs/req | non-201 | PostgreSQL CPU µs/req | cores idle |",
+		"| server | creates/s | of bare | p50 ms | p99 ms | server CPU µs/req | of which main thread | client CPU µs/req | non-201 | PostgreSQL CPU µs/req | cores idle | server loop busy |",
 	);
-	console.log("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |");
+	console.log(
+		"| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+	);
 	for (const r of rows.values()) console.log(rowText(r, reference));
 	console.log("");
 	// A round whose statements were not counted (pg_stat_statements evicted entries) is left out.

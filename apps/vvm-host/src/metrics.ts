@@ -1,3 +1,4 @@
+import { performance } from "node:perf_hooks";
 import type { VVMEvent, VVMLeadership } from "@vvm/orch";
 import { Counter, Gauge, Histogram, Registry } from "prom-client";
 
@@ -150,7 +151,8 @@ export function createHostMetrics(options: {
  * in-flight bound counts now), `vvm_http_in_flight_limit` (that bound now: lower than
  * configured while `--max-event-loop-utilization` holds it down) and
  * `vvm_http_event_loop_delay_seconds` (the delay the shedder compares with its bound; 0 when
- * off).
+ * off) and `vvm_http_event_loop_active_seconds_total` (the seconds the event loop was busy: its
+ * rate is the loop's utilization).
  *
  * @example
  * ```ts
@@ -198,6 +200,17 @@ export function registerShedMetrics(
 		registers,
 		collect() {
 			this.set(shedder.stats().inFlightLimit);
+		},
+	});
+	new Counter({
+		name: "vvm_http_event_loop_active_seconds_total",
+		help: "Seconds the host's event loop has been busy since the process started: its rate is the loop's utilization (what --max-event-loop-utilization compares); a loop busy most of the time delays every answer it reads, the storage's included",
+		registers,
+		collect() {
+			// Node's own count (performance.eventLoopUtilization().active, ms): a counter, so
+			// any scraper takes its own rate, unlike a utilization since the previous scrape.
+			this.reset();
+			this.inc(performance.eventLoopUtilization().active / 1000);
 		},
 	});
 	new Gauge({

@@ -2,6 +2,7 @@
 // "no", nothing written) before their body is read, while /metrics and the probes are served.
 // First with an injected delay (deterministic), then with the real sampler and a CPU hog that
 // makes every event-loop turn long.
+import { performance } from "node:perf_hooks";
 import { afterEach, describe, expect, it } from "vitest";
 import { startHost } from "../src/host.ts";
 import type { LoopDelaySource } from "../src/http/overload.ts";
@@ -99,6 +100,15 @@ describe("the host under an overloaded event loop", () => {
 		const text = await metrics.text();
 		expect(text).toMatch(/^vvm_http_shed_total\{reason="event_loop"\} 2$/m);
 		expect(text).toMatch(/^vvm_http_event_loop_delay_seconds 0\.4$/m);
+		// The loop's busy seconds: Node's own count, which only grows from one scrape to the next.
+		const busy = (t: string): number =>
+			Number(/^vvm_http_event_loop_active_seconds_total ([\d.e+-]+)$/m.exec(t)?.[1]);
+		const before = busy(text);
+		expect(before).toBeGreaterThan(0);
+		const spin = performance.now() + 30;
+		while (performance.now() < spin); // 30 ms of busy loop, counted by the next scrape
+		const after = busy(await (await fetch(`${base}/metrics`)).text());
+		expect(after - before).toBeGreaterThanOrEqual(0.03);
 		expect((await fetch(`${base}/healthz`)).status).toBe(200);
 		expect((await fetch(`${base}/readyz`)).status).toBe(200);
 		expect((await fetch(`${base}/status`)).status).toBe(200);
