@@ -12,9 +12,8 @@
 // Throughput, p50/p99 latency, the server's CPU per request (from /proc/<pid>/stat of the server
 // process, every thread, not the client's), the client's own CPU per request, the share of the
 // machine's cores left idle during the run (/proc/stat), and how busy the host's event loop was
-// (its /metrics). The client is a
-// minimal keep-alive HTTP/1.1 client over node:net (one request at a time per connection), so it
-// costs less than the server it measures. This file and the processes it starts from TypeScript
+// (its /metrics). The client is a minimal keep-alive HTTP/1.1 client over node:net (one request at
+// a time per connection), so it costs less than the server it measures. This file and the processes it starts from TypeScript
 // (the stub, @vvm/cp alone, Emmett) run on Node's own type stripping, not tsx: tsx's transform
 // wraps functions in a naming helper that cost ~10 % of the stub's CPU per request (and the
 // client's, and Emmett's loop), a cost of tsx, not of what is measured.
@@ -246,8 +245,8 @@ function machineTicks(): MachineTicks | undefined {
 
 /**
  * The share of the machine's cores left idle between two {@link machineTicks}, in %: the room a
- * row left unused. A row held back by its CPU leaves little; one held back by latency (waiting for
- * answers with the cores free) leaves more.
+ * row left unused. A row held back by the cores' CPU leaves little; one held back by waiting (for
+ * answers, with the cores free) or by one thread (a single event loop near 100 % busy) more.
  */
 function idleBetween(t0: MachineTicks | undefined): { idlePct?: number } {
 	const t1 = machineTicks();
@@ -900,7 +899,7 @@ function printCpuBudget(emmettRate: number): void {
 	}
 	if (lines.length === 0) return;
 	console.log(
-		`- CPU per create of every process together (client, server, PostgreSQL): 2× Emmett's appends/s (${Math.round(2 * emmettRate)}) fits in ${cores} cores only at ≤ ${Math.round(budget)} µs per create (a row that left its cores idle was held back by latency, not by CPU)`,
+		`- CPU per create of every process together (client, server, PostgreSQL): 2× Emmett's appends/s (${Math.round(2 * emmettRate)}) fits in ${cores} cores only at ≤ ${Math.round(budget)} µs per create (a row that left its cores idle was held back by something else than their CPU: waiting, or one thread, such as a host's event loop near 100 % busy)`,
 	);
 	for (const line of lines) console.log(line);
 }
