@@ -26,6 +26,16 @@ export interface CassandraFixture {
 	readonly keyspace: string;
 }
 
+/**
+ * How long the fixture's `ensureCassandraSchema` waits for the nodes to agree on the new keyspace
+ * (its own default), and the `beforeAll` bound above it (plus the connection). The hook once had
+ * the preset's 60 s: in a CI run on a loaded machine node 1's push of a new RF 3 keyspace reached
+ * node 2 60.4 s later (their internode connection was opened again only then), and the hook was
+ * cut 0.4 s before the agreement `ensureCassandraSchema` was still rightly waiting for.
+ */
+const SCHEMA_AGREEMENT_MS = 120_000;
+const KEYSPACE_HOOK_MS = SCHEMA_AGREEMENT_MS + 30_000;
+
 /** Which cluster a fixture uses: default the single node, RF 1. */
 export interface KeyspaceSetup {
 	/** The file's client, not connected yet; default {@link newClient}. */
@@ -51,9 +61,10 @@ export function useCassandraKeyspace(
 			await client.connect();
 			await ensureCassandraSchema(client, {
 				keyspace,
+				schemaAgreementTimeoutMs: SCHEMA_AGREEMENT_MS,
 				...(setup.replication === undefined ? {} : { replication: setup.replication }),
 			});
-		});
+		}, KEYSPACE_HOOK_MS);
 		afterAll(async () => {
 			if (client === undefined) return;
 			try {
