@@ -661,12 +661,13 @@ async function load(
 	);
 	const elapsed = (performance.now() - t0) / 1000;
 	const idle = idleBetween(machine0);
-	const loop1 = loop0 === undefined ? undefined : await loopActiveSeconds(server.port);
 	const pgMs = pg0 === undefined ? undefined : (pgCpuMs() ?? pg0) - pg0;
 	const counts1 = counts0 === undefined ? undefined : await pgCounts();
 	const hostCpuMs = cpuMsOf(server.pid) - cpu0;
 	const hostMainCpuMs = cpuMsOf(server.pid, true) - main0;
 	const client = process.cpuUsage(client0);
+	// After the host's CPU is read: serving this scrape is not the row's work.
+	const loop1 = loop0 === undefined ? undefined : await loopActiveSeconds(server.port);
 	latencies.sort((a, b) => a - b);
 	const q = (p: number): number => latencies[Math.floor(p * (latencies.length - 1))] ?? 0;
 	const total = latencies.length;
@@ -869,6 +870,12 @@ const med = (label: string, f: (m: Measured) => number): number | undefined => {
 	return r === undefined ? undefined : median(r.runs.map(f));
 };
 
+/** The median of an optional measure over a row's runs, rounded; `undefined` unless every run has it. */
+function roundedMedianOf(r: Row, f: (m: Measured) => number | undefined): number | undefined {
+	const xs = r.runs.map(f);
+	return xs.every((x) => x !== undefined) ? Math.round(median(xs as number[])) : undefined;
+}
+
 /**
  * Issue 36's "≥ 2× Emmett" as a CPU budget. Every process of a pg row (the client, the host,
  * PostgreSQL) runs on this machine's cores, so a row's creates/s is at most
@@ -887,12 +894,10 @@ function printCpuBudget(emmettRate: number): void {
 		if (r === undefined || r.runs.some((m) => m.pgCpuUs === undefined)) continue;
 		const all = median(r.runs.map((m) => m.clientCpuUs + m.hostCpuUs + (m.pgCpuUs ?? 0)));
 		const part = (f: (m: Measured) => number) => Math.round(median(r.runs.map(f)));
-		const idle = r.runs.every((m) => m.idlePct !== undefined)
-			? `; the cores were ${Math.round(median(r.runs.map((m) => m.idlePct ?? 0)))} % idle`
-			: "";
-		const loop = r.runs.every((m) => m.loopPct !== undefined)
-			? `, the host's event loop ${Math.round(median(r.runs.map((m) => m.loopPct ?? 0)))} % busy`
-			: "";
+		const idlePct = roundedMedianOf(r, (m) => m.idlePct);
+		const loopPct = roundedMedianOf(r, (m) => m.loopPct);
+		const idle = idlePct === undefined ? "" : `; the cores were ${idlePct} % idle`;
+		const loop = loopPct === undefined ? "" : `, the host's event loop ${loopPct} % busy`;
 		lines.push(
 			`  - ${label}: ${Math.round(all)} µs (client ${part((m) => m.clientCpuUs)}, server ${part((m) => m.hostCpuUs)}, PostgreSQL ${part((m) => m.pgCpuUs ?? 0)}): ${(all / budget).toFixed(2)}× the budget; ${cores} cores allow at most ${Math.round((cores * 1e6) / all)}/s at that cost${idle}${loop}`,
 		);
@@ -938,15 +943,10 @@ function rowText(r: Row, reference: number): string {
 	const perSecond = m((x) => x.perSecond);
 	const errors = r.runs.reduce((n, x) => n + x.errors, 0);
 	const client = m((x) => x.clientCpuUs);
-	const pgCpu = r.runs.every((x) => x.pgCpuUs !== undefined)
-		? Math.round(m((x) => x.pgCpuUs ?? 0))
-		: "";
-	const idle = r.runs.every((x) => x.idlePct !== undefined)
-		? `${Math.round(m((x) => x.idlePct ?? 0))} %`
-		: "";
-	const loop = r.runs.every((x) => x.loopPct !== undefined)
-		? `${Math.round(m((x) => x.loopPct ?? 0))} %`
-		: "";
+	const pgCpu = roundedMedianOf(r, (x) => x.pgCpuUs) ?? "";
+	const percent = (p: number | undefined): string => (p === undefined ? "" : `${p} %`);
+	const idle = percent(roundedMedianOf(r, (x) => x.idlePct));
+	const loop = percent(roundedMedianOf(r, (x) => x.loopPct));
 	const ref = r.label === PGBENCH || r.label === PGBENCH_PIPELINED;
 	// Emmett's row has no server of ours: its one process is the client (its CPU column).
 	const noServer = ref || r.label === EMMETT;
