@@ -15,6 +15,8 @@ import { createEventLog } from "./events.ts";
 import { startFaults } from "./fault-injector.ts";
 import type { FinalRecovery } from "./final-recovery.ts";
 import { recoverAllPartitions } from "./final-recovery.ts";
+import type { FirstServeState } from "./first-serve.ts";
+import { FIRST_SERVE_PROGRESS_MS, FirstServeWait, firstServeText } from "./first-serve.ts";
 import type { HostClocks } from "./host-clocks.ts";
 import { createHostClocks } from "./host-clocks.ts";
 import type { ClusterShape } from "./host-command.ts";
@@ -43,6 +45,8 @@ export interface RunResult {
 	readonly elapsedMs: number;
 	/** Why the run ended: `duration`, `changes`, `interrupted`, `no-leader`, `host-config-error`. */
 	readonly stopReason: string;
+	/** `no-leader`: where the wait for the first leaders stood when it gave up. */
+	readonly firstServe?: FirstServeState;
 	/** Whether the requested number of changes was reached (always true without `--changes`). */
 	readonly targetReached: boolean;
 	readonly load: LoadStats;
@@ -77,9 +81,6 @@ export function runPassed(result: RunResult): boolean {
 		result.stopReason !== "interrupted"
 	);
 }
-
-/** How long the first leaders of every slot may take to appear (JVM warm-up, tsx start-up). */
-const FIRST_LEADERS_TIMEOUT_MS = 90_000;
 
 function defaultOutDir(options: ChaosOptions): string {
 	const stamp = new Date().toISOString().replace(/[:.]/g, "-").slice(0, 19);
@@ -141,6 +142,7 @@ export async function runChaos(
 	});
 
 	let storage: StorageBackend | undefined;
+	let gaveUp: FirstServeState | undefined;
 	const hosts: ChaosHost[] = [];
 	const emergency = (): void => {
 		for (const h of hosts) h.killNow();
@@ -171,6 +173,8 @@ export async function runChaos(
 			`[chaos] ${options.hosts} hosts (${build === "dist" ? "built apps/vvm-host/dist" : "sources via tsx"}), ${options.numVVM} slot(s), d = ${options.leadershipSeconds} s, on ${backend.description}${options.unsafeMutants.length > 0 ? `; UNSAFE MUTANTS ${options.unsafeMutants.join("+")}` : ""}`,
 		);
 		const restartRng = rng.fork("restarts");
+		// Created before the hosts: their lines report progress to it from their first one.
+		const wait = new FirstServeWait(commands ? options.partitions : options.numVVM, monoMs());
 		// What the operator actions change between starts (placement, --num-vvm, --num-vvm-from).
 		const cluster: { current: ClusterShape } = {
 			current: { placement: options.placement, numVVM: options.numVVM, numVVMFrom: undefined },
@@ -196,11 +200,16 @@ export async function runChaos(
 						operator?.onLine(h, line);
 						if (line.event === "acquired" && typeof line.slot === "number") {
 							acquisitions.set(line.slot, (acquisitions.get(line.slot) ?? 0) + 1);
+							if (!commands) wait.progress(monoMs(), acquisitions.size);
 						}
 						if (line.event === "partition-ready" && typeof line.partition === "number") {
 							if (partitionsReady.size >= options.partitions) partitionMoves++;
 							partitionsReady.add(line.partition);
+							if (commands) wait.progress(monoMs(), partitionsReady.size);
 						}
+						// A lease granted is progress too: on a slow storage leases may lapse and be
+						// granted again more than once before a partition is first served.
+						if (line.event === "leases.granted") wait.progress(monoMs());
 					},
 				}),
 			);
@@ -209,19 +218,26 @@ export async function runChaos(
 		for (const h of hosts) h.start();
 
 		let stopReason = "";
-		const firstDeadline = monoMs() + FIRST_LEADERS_TIMEOUT_MS;
 		const fatal = (): string | undefined => hosts.find((h) => h.fatal !== undefined)?.fatal;
+		let lastWaitLine = monoMs();
 		while (!ready() && !stop.aborted) {
 			if (fatal() !== undefined) {
 				stopReason = "host-config-error";
 				break;
 			}
-			if (monoMs() > firstDeadline) {
+			const now = monoMs();
+			if (wait.expired(now)) {
 				stopReason = "no-leader";
+				gaveUp = wait.state(now);
 				break;
+			}
+			if (now - lastWaitLine >= FIRST_SERVE_PROGRESS_MS) {
+				lastWaitLine = now;
+				say(`[chaos] waiting for the first leaders: ${firstServeText(wait.state(now), commands)}`);
 			}
 			await sleep(100, stop);
 		}
+		if (gaveUp !== undefined) say(`[chaos] no leader: ${firstServeText(gaveUp, commands)}`);
 		const answers = open(join(outDir, RUN_FILES.answers));
 		const load = commands ? undefined : startLoad(hosts, answers, options.loadIntervalMs);
 		const clients: CommandLoad | undefined =
@@ -328,6 +344,7 @@ export async function runChaos(
 			storage: backend.description,
 			elapsedMs: monoMs() - started,
 			stopReason,
+			...(gaveUp === undefined ? {} : { firstServe: gaveUp }),
 			targetReached:
 				stopReason !== "no-leader" &&
 				stopReason !== "host-config-error" &&

@@ -3,6 +3,7 @@ import type { CheckReport, Distribution, Overlap } from "./checker.ts";
 import type { CommandReport } from "./command-checker.ts";
 import { FAULT_KINDS } from "./faults-catalog.ts";
 import type { FinalRecovery } from "./final-recovery.ts";
+import { FIRST_SERVE_CAP_MS, FIRST_SERVE_QUIET_MS, firstServeText } from "./first-serve.ts";
 import type { RunResult } from "./run.ts";
 
 const ms = (v: number | undefined): string => (v === undefined ? "-" : `${Math.round(v)} ms`);
@@ -97,6 +98,14 @@ function epochLines(result: RunResult): string[] {
 	];
 }
 
+/** What ran: the commands workload's partitions and leases, or the elections' slots. */
+function clusterLine(result: RunResult): string {
+	const o = result.options;
+	return o.workload === "commands"
+		? `cluster:             ${o.hosts} hosts (${result.build}), --placement ${o.placement}${o.placement === "static" ? ` (--num-vvm ${o.numVVM})` : ""}, ${o.partitions} partitions, lease ${o.leaseIntervalMs} ms (skew ${o.leaseMaxClockSkewMs} ms), trust level ${o.trustLevel}${o.pipelineDepth === undefined ? "" : `, pipeline depth ${o.pipelineDepth}`}, ${result.hostStarts} host starts; ${result.storage}`
+		: `cluster:             ${o.hosts} hosts (${result.build}), ${o.numVVM} slot(s), d = ${o.leadershipSeconds} s, ${result.hostStarts} host starts; ${result.storage}`;
+}
+
 /** The summary of a run: what ran, for how long, and the checker's findings. */
 export function summaryText(result: RunResult): string {
 	const o = result.options;
@@ -104,7 +113,7 @@ export function summaryText(result: RunResult): string {
 		return [
 			`=== chaos summary, commands workload (seed ${o.seed}) ===`,
 			`run:                 ${(result.elapsedMs / 1000).toFixed(1)} s, ended by ${result.stopReason}`,
-			`cluster:             ${o.hosts} hosts (${result.build}), --placement ${o.placement}${o.placement === "static" ? ` (--num-vvm ${o.numVVM})` : ""}, ${o.partitions} partitions, lease ${o.leaseIntervalMs} ms (skew ${o.leaseMaxClockSkewMs} ms), trust level ${o.trustLevel}${o.pipelineDepth === undefined ? "" : `, pipeline depth ${o.pipelineDepth}`}, ${result.hostStarts} host starts; ${result.storage}`,
+			clusterLine(result),
 			`clients:             ${o.clients} over ${o.workspaces} workspaces`,
 			...commandLines(result.commands, result.partitionMoves, result.finalRecovery),
 			...epochLines(result),
@@ -114,7 +123,12 @@ export function summaryText(result: RunResult): string {
 	return [
 		`=== chaos summary (seed ${o.seed}) ===`,
 		`run:                 ${(result.elapsedMs / 1000).toFixed(1)} s, ended by ${result.stopReason}${o.changes === undefined ? "" : `; target ${o.changes} changes ${result.targetReached ? "reached" : "NOT reached"}`}`,
-		`cluster:             ${o.hosts} hosts (${result.build}), ${o.numVVM} slot(s), d = ${o.leadershipSeconds} s, ${result.hostStarts} host starts; ${result.storage}`,
+		...(result.firstServe === undefined
+			? []
+			: [
+					`first leaders:       ${firstServeText(result.firstServe, o.workload === "commands")} (the run gives up after ${FIRST_SERVE_QUIET_MS / 1000} s without a lease granted or a ${o.workload === "commands" ? "partition" : "slot"} newly served, or ${FIRST_SERVE_CAP_MS / 1000} s in all)`,
+				]),
+		clusterLine(result),
 		`load:                ${result.load.accepted} accepted, ${result.load.refused} refused, ${result.load.failed} without answer`,
 		...reportLines(result.report),
 		`logs:                ${result.outDir}`,
