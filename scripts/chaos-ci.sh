@@ -10,10 +10,10 @@
 #   7. the commands workload at levels 0, 1 and 2 over the repository's Redis (REDIS_PORT, 6390;
 #      a key prefix of its own per run), in the dyn_main series.
 # Each run prints its seed; `pnpm chaos --seed <seed> ...` repeats its decisions.
-# Two series run side by side (CI time: the runs are mostly waiting for leases and faults): steps
-# 1-4 over DynamoDB Local, step 5 over the cluster. Each series is sequential; its lines are
-# prefixed ([dyn] / [cas]) and kept whole in .test-results/chaos-<series>.log. Each run's time is
-# printed. CHAOS_PARALLEL=0 runs the series one after the other. The 100-change runs stop at 100
+# Two series run side by side (the runs are mostly waiting for leases and faults): steps 1-4
+# over DynamoDB Local, step 5 over the cluster. Each series is sequential; its lines are prefixed
+# ([dyn] / [cas]) and kept whole in .test-results/chaos-<series>.log. Each run's time is printed.
+# CHAOS_PARALLEL=0 runs the series one after the other, as .ci/run does beside the rehearsal. The 100-change runs stop at 100
 # changes; their --duration is only the deadline (side by side on 2 cores they take ~7 min).
 # Arguments name the series to run (`chaos-ci.sh cas`; dyn is dyn_main and dyn_more), whatever
 # CHAOS_CAS_CLUSTER says.
@@ -111,8 +111,15 @@ if [ "$#" -gt 0 ]; then
 elif [ "${CHAOS_CAS_CLUSTER:-0}" != 1 ]; then
 	series dyn
 elif [ "${CHAOS_PARALLEL:-1}" = 0 ]; then
-	series dyn
-	series cas
+	# Both series run even when the first fails: one CI run reports every failed series. Each in
+	# the background and waited for, as side by side: called in a `||` list, a series' function
+	# would run with `set -e` off and go on past a failed run.
+	status=0
+	series dyn & dyn_pid=$!
+	wait "$dyn_pid" || { echo "chaos-ci: the DynamoDB Local series FAILED (.test-results/chaos-dyn.log)" >&2; status=1; }
+	series cas & cas_pid=$!
+	wait "$cas_pid" || { echo "chaos-ci: the Cassandra cluster series FAILED (.test-results/chaos-cas.log)" >&2; status=1; }
+	[ "$status" = 0 ] || exit 1
 else
 	series dyn & dyn_pid=$!
 	series cas & cas_pid=$!
