@@ -134,8 +134,6 @@ export async function runChaos(
 	// commands: partitions served at least once, and deployments after all were.
 	const partitionsReady = new Set<number>();
 	let partitionMoves = 0;
-	const ready = (): boolean =>
-		commands ? partitionsReady.size >= options.partitions : acquisitions.size >= options.numVVM;
 	let faultsStarted = 0;
 	events.onEvent((e) => {
 		if (e.event === "fault") faultsStarted++;
@@ -173,7 +171,8 @@ export async function runChaos(
 			`[chaos] ${options.hosts} hosts (${build === "dist" ? "built apps/vvm-host/dist" : "sources via tsx"}), ${options.numVVM} slot(s), d = ${options.leadershipSeconds} s, on ${backend.description}${options.unsafeMutants.length > 0 ? `; UNSAFE MUTANTS ${options.unsafeMutants.join("+")}` : ""}`,
 		);
 		const restartRng = rng.fork("restarts");
-		// Created before the hosts: their lines report progress to it from their first one.
+		// Created before the hosts: their lines report progress to it from their first one, and the
+		// run begins once it is complete (every slot led, or every partition served once).
 		const wait = new FirstServeWait(commands ? options.partitions : options.numVVM, monoMs());
 		// What the operator actions change between starts (placement, --num-vvm, --num-vvm-from).
 		const cluster: { current: ClusterShape } = {
@@ -220,7 +219,7 @@ export async function runChaos(
 		let stopReason = "";
 		const fatal = (): string | undefined => hosts.find((h) => h.fatal !== undefined)?.fatal;
 		let lastWaitLine = monoMs();
-		while (!ready() && !stop.aborted) {
+		while (!wait.complete && !stop.aborted) {
 			if (fatal() !== undefined) {
 				stopReason = "host-config-error";
 				break;
