@@ -222,11 +222,23 @@ describe.skipIf(reason !== undefined)("Redis at a power cut (powercutfs)", () =>
 		}
 	});
 
+	// Not every cut loses (CI, on a loaded machine, once saw 0 of 300 lost): Redis starts an fsync
+	// about once a second, right after a write to the file; when one starts after the last
+	// acknowledged write and SIGKILL comes before the next, the disk keeps them all. So up to five
+	// cuts, of which one must lose an acknowledged write; on an idle machine the first does.
 	it("appendfsync everysec: acknowledged writes are lost (what the README warns of)", {
-		timeout: 120_000,
+		timeout: 300_000,
 	}, async () => {
-		const r = await run("everysec", 300);
-		console.log(`everysec: ${r.acked} acknowledged, ${r.missing.length} lost; ${r.line}`);
-		expect(r.missing.length).toBeGreaterThan(0);
+		const runs = [];
+		for (let cut = 0; cut < 5; cut++) {
+			const r = await run("everysec", 300);
+			console.log(`everysec: ${r.acked} acknowledged, ${r.missing.length} lost; ${r.line}`);
+			runs.push(r.missing.length);
+			if (r.missing.length > 0) break;
+		}
+		expect(
+			runs.some((lost) => lost > 0),
+			`lost per cut: ${runs.join(", ")}`,
+		).toBe(true);
 	});
 });
