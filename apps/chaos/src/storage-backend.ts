@@ -8,7 +8,11 @@ import { join } from "node:path";
 import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import type { TTLStorage } from "@vvm/ttlstorage";
 import { createCassandraTTLStorage, ensureCassandraSchema } from "@vvm/ttlstorage-cas";
-import { createDynamoTTLStorage, ensureDynamoTTLTable } from "@vvm/ttlstorage-dyn";
+import {
+	createDynamoTTLStorage,
+	DYNAMO_CLIENT_OPTIONS,
+	ensureDynamoTTLTable,
+} from "@vvm/ttlstorage-dyn";
 import { createPgTTLStorage, ensurePgSchema } from "@vvm/ttlstorage-pg";
 import { createRedisTTLStorage, REDIS_CLIENT_OPTIONS } from "@vvm/ttlstorage-redis";
 import cassandra from "cassandra-driver";
@@ -117,6 +121,7 @@ async function openDynamo(
 					endpoint: server.endpoint,
 					region: "us-east-1",
 					credentials: { accessKeyId: "local", secretAccessKey: "local" },
+					...DYNAMO_CLIENT_OPTIONS,
 				});
 				return {
 					storage: createDynamoTTLStorage({

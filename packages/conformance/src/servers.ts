@@ -4,7 +4,7 @@
 import { randomBytes } from "node:crypto";
 import { DeleteTableCommand, DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { ensureCassandraSchema } from "@vvm/ttlstorage-cas";
-import { ensureDynamoTTLTable } from "@vvm/ttlstorage-dyn";
+import { DYNAMO_CLIENT_OPTIONS, ensureDynamoTTLTable } from "@vvm/ttlstorage-dyn";
 import { ensurePgSchema } from "@vvm/ttlstorage-pg";
 import { REDIS_CLIENT_OPTIONS } from "@vvm/ttlstorage-redis";
 import { cassandraEnv, dynamoEnv, postgresEnv, redisEnv } from "@vvm/vitest-config/servers";
@@ -69,7 +69,7 @@ export interface DynamoServer {
 /** A table on DynamoDB Local, deleted with its client afterwards. */
 export const dynamoTable: ServerSetup<DynamoServer> = {
 	async open() {
-		const client = new DynamoDBClient(dynamoEnv());
+		const client = new DynamoDBClient({ ...dynamoEnv(), ...DYNAMO_CLIENT_OPTIONS });
 		const tableName = uniqueName("vvm_matrix");
 		try {
 			// A generous request timeout: DynamoDB Local shares a saturated CI machine with the chaos

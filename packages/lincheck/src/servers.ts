@@ -5,7 +5,11 @@ import { randomBytes } from "node:crypto";
 import { DeleteTableCommand, DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import type { TTLStorage } from "@vvm/ttlstorage";
 import { createCassandraTTLStorage, ensureCassandraSchema } from "@vvm/ttlstorage-cas";
-import { createDynamoTTLStorage, ensureDynamoTTLTable } from "@vvm/ttlstorage-dyn";
+import {
+	createDynamoTTLStorage,
+	DYNAMO_CLIENT_OPTIONS,
+	ensureDynamoTTLTable,
+} from "@vvm/ttlstorage-dyn";
 import { createPgTTLStorage, ensurePgSchema } from "@vvm/ttlstorage-pg";
 import { createRedisTTLStorage, REDIS_CLIENT_OPTIONS } from "@vvm/ttlstorage-redis";
 import {
@@ -122,7 +126,11 @@ export async function proxiedDynamo(seed: number): Promise<ProxiedStorage> {
 	const tableName = uniqueName("vvm_lincheck");
 	await ensureDynamoTTLTable(admin, tableName, { requestTimeoutMs: 60_000 });
 	const proxy = await startFaultProxy(host, port, { seed, holdMs: HOLD_MS });
-	const client = new DynamoDBClient({ ...env, endpoint: `http://127.0.0.1:${proxy.port}` });
+	const client = new DynamoDBClient({
+		...env,
+		...DYNAMO_CLIENT_OPTIONS,
+		endpoint: `http://127.0.0.1:${proxy.port}`,
+	});
 	const storage = createDynamoTTLStorage({
 		client,
 		tableName,

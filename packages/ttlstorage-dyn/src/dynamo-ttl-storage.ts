@@ -624,8 +624,8 @@ class DynamoTTLStorageImpl implements TTLStorage {
  * @example
  * ```ts
  * import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
- * import { createDynamoTTLStorage, ensureDynamoTTLTable } from "@vvm/ttlstorage-dyn";
- * const client = new DynamoDBClient({ region: "eu-west-1" });
+ * import { createDynamoTTLStorage, DYNAMO_CLIENT_OPTIONS, ensureDynamoTTLTable } from "@vvm/ttlstorage-dyn";
+ * const client = new DynamoDBClient({ region: "eu-west-1", ...DYNAMO_CLIENT_OPTIONS });
  * await ensureDynamoTTLTable(client, "sysvvm");
  * const storage = createDynamoTTLStorage({ client, tableName: "sysvvm" });
  * await storage.insertIfNotExists(pKey, cCols, value, 20);

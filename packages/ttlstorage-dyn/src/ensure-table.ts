@@ -50,7 +50,7 @@ export interface EnsureDynamoTTLTableOptions {
  * @returns `"created"` or `"exists"`.
  * @example
  * ```ts
- * const client = new DynamoDBClient({ region: "eu-west-1" });
+ * const client = new DynamoDBClient({ region: "eu-west-1", ...DYNAMO_CLIENT_OPTIONS });
  * await ensureDynamoTTLTable(client, "sysvvm");
  * const storage = createDynamoTTLStorage({ client, tableName: "sysvvm" });
  * ```

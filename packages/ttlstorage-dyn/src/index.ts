@@ -1,3 +1,4 @@
+export { DYNAMO_CLIENT_OPTIONS, DYNAMO_IDLE_SOCKET_MS } from "./client-options.ts";
 export {
 	createDynamoTTLStorage,
 	type DynamoTTLStorageOptions,

@@ -2,12 +2,12 @@
 import { DeleteTableCommand, DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { dynamoEnv } from "@vvm/vitest-config/servers";
 import { afterAll, beforeAll } from "vitest";
-import { ensureDynamoTTLTable } from "../src/index.ts";
+import { DYNAMO_CLIENT_OPTIONS, ensureDynamoTTLTable } from "../src/index.ts";
 
 export { dynamoGate } from "@vvm/vitest-config/servers";
 
 export function newClient(): DynamoDBClient {
-	return new DynamoDBClient(dynamoEnv());
+	return new DynamoDBClient({ ...dynamoEnv(), ...DYNAMO_CLIENT_OPTIONS });
 }
 
 /** A table name unique to this run. */

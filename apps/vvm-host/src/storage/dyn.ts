@@ -62,17 +62,22 @@ export const dynStorage: StorageEntry = {
 	},
 	async open(settings, signal) {
 		const s = settings as unknown as DynSettings;
-		const [{ DynamoDBClient }, { createDynamoTTLStorage, ensureDynamoTTLTable }] =
-			await Promise.all([
-				load("@aws-sdk/client-dynamodb", "dyn storage", () => import("@aws-sdk/client-dynamodb")),
-				load("@vvm/ttlstorage-dyn", "dyn storage", () => import("@vvm/ttlstorage-dyn")),
-			]);
+		const [
+			{ DynamoDBClient },
+			{ createDynamoTTLStorage, DYNAMO_CLIENT_OPTIONS, ensureDynamoTTLTable },
+		] = await Promise.all([
+			load("@aws-sdk/client-dynamodb", "dyn storage", () => import("@aws-sdk/client-dynamodb")),
+			load("@vvm/ttlstorage-dyn", "dyn storage", () => import("@vvm/ttlstorage-dyn")),
+		]);
 		const local = s.endpoint !== undefined && process.env.AWS_ACCESS_KEY_ID === undefined;
 		const client = new DynamoDBClient({
 			region: s.region,
 			...(s.endpoint === undefined ? {} : { endpoint: s.endpoint }),
 			// DynamoDB Local accepts any credentials; real AWS uses the default provider chain.
 			...(local ? { credentials: { accessKeyId: "local", secretAccessKey: "local" } } : {}),
+			// Idle connections closed before the server closes them: else a write sent on one just
+			// as it closes is reset and reported OUTCOME_UNKNOWN though it never arrived.
+			...DYNAMO_CLIENT_OPTIONS,
 		});
 		const where = `${s.endpoint ?? `AWS ${s.region}`} table ${s.table}`;
 		try {
