@@ -33,6 +33,8 @@ import type { PartitionEpochReport } from "./partition-epochs.ts";
 import { checkPartitionEpochs } from "./partition-epochs.ts";
 import { createRng } from "./rng.ts";
 import { checkRunDir, hostLogFile, RUN_FILES, readHistory } from "./run-files.ts";
+import type { SlowLoopsReport } from "./slow-loops.ts";
+import { SlowLoops } from "./slow-loops.ts";
 import type { StorageBackend } from "./storage-backend.ts";
 import { openStorageBackend } from "./storage-backend.ts";
 
@@ -47,6 +49,8 @@ export interface RunResult {
 	readonly stopReason: string;
 	/** `no-leader`: where the wait for the first leaders stood when it gave up. */
 	readonly firstServe?: FirstServeState;
+	/** The hosts' `leases.slow-loop` warnings (storage too slow for the lease interval), if any. */
+	readonly slowLoops?: SlowLoopsReport;
 	/** Whether the requested number of changes was reached (always true without `--changes`). */
 	readonly targetReached: boolean;
 	readonly load: LoadStats;
@@ -141,6 +145,7 @@ export async function runChaos(
 
 	let storage: StorageBackend | undefined;
 	let gaveUp: FirstServeState | undefined;
+	const slowLoops = new SlowLoops();
 	const hosts: ChaosHost[] = [];
 	const emergency = (): void => {
 		for (const h of hosts) h.killNow();
@@ -209,6 +214,7 @@ export async function runChaos(
 						// A lease granted is progress too: on a slow storage leases may lapse and be
 						// granted again more than once before a partition is first served.
 						if (line.event === "leases.granted") wait.progress(monoMs());
+						slowLoops.record(line);
 					},
 				}),
 			);
@@ -336,6 +342,7 @@ export async function runChaos(
 		storage = undefined;
 		const report = await checkRunDir(outDir);
 		const epochs = commands ? await checkPartitionEpochs(outDir) : undefined;
+		const slowReport = slowLoops.report();
 		const result: RunResult = {
 			options,
 			outDir,
@@ -344,6 +351,7 @@ export async function runChaos(
 			elapsedMs: monoMs() - started,
 			stopReason,
 			...(gaveUp === undefined ? {} : { firstServe: gaveUp }),
+			...(slowReport === undefined ? {} : { slowLoops: slowReport }),
 			targetReached:
 				stopReason !== "no-leader" &&
 				stopReason !== "host-config-error" &&

@@ -5,6 +5,7 @@ import { FAULT_KINDS } from "./faults-catalog.ts";
 import type { FinalRecovery } from "./final-recovery.ts";
 import { FIRST_SERVE_CAP_MS, FIRST_SERVE_QUIET_MS, firstServeText } from "./first-serve.ts";
 import type { RunResult } from "./run.ts";
+import { slowLoopsText } from "./slow-loops.ts";
 
 const ms = (v: number | undefined): string => (v === undefined ? "-" : `${Math.round(v)} ms`);
 const dist = (d: Distribution): string =>
@@ -106,6 +107,13 @@ function clusterLine(result: RunResult): string {
 		: `cluster:             ${o.hosts} hosts (${result.build}), ${o.numVVM} slot(s), d = ${o.leadershipSeconds} s, ${result.hostStarts} host starts; ${result.storage}`;
 }
 
+/** The hosts' slow-loop warnings, when there were any. */
+function slowLine(result: RunResult): string[] {
+	return result.slowLoops === undefined
+		? []
+		: [`slow storage:        ${slowLoopsText(result.slowLoops)}`];
+}
+
 /** The summary of a run: what ran, for how long, and the checker's findings. */
 export function summaryText(result: RunResult): string {
 	const o = result.options;
@@ -114,6 +122,7 @@ export function summaryText(result: RunResult): string {
 			`=== chaos summary, commands workload (seed ${o.seed}) ===`,
 			`run:                 ${(result.elapsedMs / 1000).toFixed(1)} s, ended by ${result.stopReason}`,
 			clusterLine(result),
+			...slowLine(result),
 			`clients:             ${o.clients} over ${o.workspaces} workspaces`,
 			...commandLines(result.commands, result.partitionMoves, result.finalRecovery),
 			...epochLines(result),
@@ -129,6 +138,7 @@ export function summaryText(result: RunResult): string {
 					`first leaders:       ${firstServeText(result.firstServe, o.workload === "commands")} (the run gives up after ${FIRST_SERVE_QUIET_MS / 1000} s without a lease granted or a ${o.workload === "commands" ? "partition" : "slot"} newly served, or ${FIRST_SERVE_CAP_MS / 1000} s in all)`,
 				]),
 		clusterLine(result),
+		...slowLine(result),
 		`load:                ${result.load.accepted} accepted, ${result.load.refused} refused, ${result.load.failed} without answer`,
 		...reportLines(result.report),
 		`logs:                ${result.outDir}`,

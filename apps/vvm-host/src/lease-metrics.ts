@@ -40,6 +40,11 @@ const COUNTERS: ReadonlyArray<readonly [name: string, key: keyof LeaseMetrics, h
 		"Failed storage calls of the lease loops (heartbeat, polls, ticks, campaigns)",
 	],
 	[
+		"vvm_leases_slow_runs_total",
+		"slowRuns",
+		"Heartbeats, polls and ticks of the lease loops that took longer than their interval (storage too slow for the lease interval)",
+	],
+	[
 		"vvm_leases_batch_faults_total",
 		"batchFaults",
 		"Lease batch reads that found its root missing or corrupt (granting stops; see @vvm/leases, Operator recovery)",
@@ -55,7 +60,7 @@ const TICK_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25
  * - `vvm_leases_{granted,prolonged,expired}_total`, `vvm_leases_batch_conflicts_total`,
  *   `vvm_leases_ticks_total`, `vvm_leases_batch_writes_total`,
  *   `vvm_leases_batch_written_bytes_total`, `vvm_leases_storage_errors_total`,
- *   `vvm_leases_batch_faults_total`; `vvm_leases_batch_fault` (1 while the batch's root is missing
+ *   `vvm_leases_slow_runs_total`, `vvm_leases_batch_faults_total`; `vvm_leases_batch_fault` (1 while the batch's root is missing
  *   or corrupt: nothing is granted);
  * - `vvm_leases_placement_driver_active` (1 on the active placement driver's host) and
  *   `vvm_leases_active_actor{actor="address/incarnation"}` (1, the driver this host last saw);

@@ -1,4 +1,4 @@
-import type { LeaseEvent } from "@vvm/leases";
+import type { LeaseEvent, SlowLoop } from "@vvm/leases";
 import type { VVMEvent } from "@vvm/orch";
 import { parseLeaderValue } from "@vvm/orch";
 import type { DestinationStream, Logger } from "pino";
@@ -236,5 +236,21 @@ export function logLeaseEvent(logger: Logger, event: LeaseEvent): void {
 				"leases: another process took over this address",
 			);
 			return;
+		case "slow-loop": {
+			// At most one per loop per lease interval (the leases package throttles it).
+			const what = SLOW_LOOP_LABEL[event.loop];
+			const more = event.runs > 1 ? ` (${event.runs} runs over it since the last warning)` : "";
+			logger.warn(
+				{ ...event, event: name, type: undefined },
+				`leases: ${what} took ${Math.round(event.durationMs)} ms, longer than its ${event.intervalMs} ms interval${more}; storage this slow for --lease-interval-ms ${event.leaseIntervalMs} lets leases lapse and partitions go dark (@vvm/leases README, "Slow storage")`,
+			);
+			return;
+		}
 	}
 }
+
+const SLOW_LOOP_LABEL: Readonly<Record<SlowLoop, string>> = {
+	heartbeat: "a heartbeat write",
+	poll: "a read of the lease batch",
+	tick: "a placement-driver tick",
+};

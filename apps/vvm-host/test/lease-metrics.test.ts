@@ -32,6 +32,7 @@ function nodeMetrics(over: Partial<LeaseMetrics>): LeaseMetrics {
 		placementDriverActive: false,
 		activeActor: undefined,
 		storageErrors: 0,
+		slowRuns: 0,
 		batchFaults: 0,
 		batchFault: undefined,
 		...over,
@@ -59,6 +60,7 @@ describe("createLeaseMetrics", () => {
 			writes: 85,
 			writtenBytes: 51_000,
 			storageErrors: 2,
+			slowRuns: 7,
 			placementDriverActive: true,
 			activeActor: "127.0.0.1:8081/abc",
 		});
@@ -87,6 +89,7 @@ describe("createLeaseMetrics", () => {
 		expect(sample(text, "vvm_leases_batch_writes_total")).toBe(85);
 		expect(sample(text, "vvm_leases_batch_written_bytes_total")).toBe(51_000);
 		expect(sample(text, "vvm_leases_storage_errors_total")).toBe(2);
+		expect(sample(text, "vvm_leases_slow_runs_total")).toBe(7);
 		expect(sample(text, "vvm_leases_placement_driver_active")).toBe(1);
 		expect(sample(text, 'vvm_leases_active_actor{actor="127.0.0.1:8081/abc"}')).toBe(1);
 		expect(sample(text, "vvm_leases_tick_duration_seconds_count")).toBe(1);

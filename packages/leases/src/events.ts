@@ -45,6 +45,17 @@ export interface TickSummary {
 }
 
 /**
+ * A background loop of a lease node: the heartbeat write, the poll of the lease batch, the
+ * placement driver's tick (its read of the members, campaign and batch write).
+ *
+ * @example
+ * ```ts
+ * const label: Record<SlowLoop, string> = { heartbeat: "heartbeat", poll: "poll", tick: "tick" };
+ * ```
+ */
+export type SlowLoop = "heartbeat" | "poll" | "tick";
+
+/**
  * Everything that happens, for logs and metrics. `at` is wall time (`clock.now()`, for logs).
  *
  * - `granted`: this node, as placement driver, stored a new lease.
@@ -58,6 +69,10 @@ export interface TickSummary {
  *   placement driver, which then grants and prolongs nothing) or `read` (a poll). Emitted at every
  *   such read until the batch is repaired; an operator has to act (README, "Operator recovery").
  * - `replaced`: another incarnation took this node's address; the node stopped.
+ * - `slow-loop`: a run of a background loop took longer than the loop's interval, so the
+ *   timings the lease interval was chosen for do not hold: storage this slow makes leases lapse
+ *   and partitions go dark (README, "Slow storage"). At most one per loop per lease interval:
+ *   `durationMs` is the longest such run and `runs` their count since the last one.
  *
  * @example
  * ```ts
@@ -99,4 +114,16 @@ export type LeaseEvent =
 			readonly operation: "tick" | "read";
 			readonly error: unknown;
 	  }
-	| { readonly type: "replaced"; readonly at: number; readonly by: string };
+	| { readonly type: "replaced"; readonly at: number; readonly by: string }
+	| {
+			readonly type: "slow-loop";
+			readonly at: number;
+			readonly loop: SlowLoop;
+			/** The longest run longer than `intervalMs` since this loop's last such event (monotonic ms). */
+			readonly durationMs: number;
+			/** Runs longer than `intervalMs` since this loop's last such event, this one included. */
+			readonly runs: number;
+			/** The loop's interval (`heartbeatIntervalMs`, `pollIntervalMs` or `tickIntervalMs`). */
+			readonly intervalMs: number;
+			readonly leaseIntervalMs: number;
+	  };

@@ -1,5 +1,5 @@
 export { LEASES_ERROR_CODES, LeasesError, type LeasesErrorCode } from "./errors.ts";
-export type { LeaseEndReason, LeaseEvent, TickSummary } from "./events.ts";
+export type { LeaseEndReason, LeaseEvent, SlowLoop, TickSummary } from "./events.ts";
 export type { LeaseEnd, LeaseGrant } from "./holder.ts";
 export { MAX_ADDRESS_BYTES, MAX_NAMESPACE_BYTES } from "./keys.ts";
 export type { LeaseTable, LeaseView } from "./lease-table.ts";

@@ -10,22 +10,28 @@ export class Loop {
 	readonly #intervalMs: number;
 	readonly #run: () => Promise<void>;
 	readonly #onError: (error: unknown) => void;
+	readonly #onDone: ((durationMs: number) => void) | undefined;
 	#timer: TimerHandle | undefined;
 	#running: Promise<void> | undefined;
 	#pending = false;
 	#stopped = true;
 
-	/** `run` should handle its own errors; anything it throws goes to `onError`. */
+	/**
+	 * `run` should handle its own errors; anything it throws goes to `onError`. `onDone` gets each
+	 * run's duration on the clock's monotonic time (to tell a loop slower than its interval).
+	 */
 	constructor(
 		clock: Clock,
 		intervalMs: number,
 		run: () => Promise<void>,
 		onError: (error: unknown) => void,
+		onDone?: (durationMs: number) => void,
 	) {
 		this.#clock = clock;
 		this.#intervalMs = intervalMs;
 		this.#run = run;
 		this.#onError = onError;
+		this.#onDone = onDone;
 	}
 
 	/** Arms the first run `intervalMs` from now (or runs at once with `immediately`). */
@@ -58,11 +64,13 @@ export class Loop {
 			try {
 				do {
 					this.#pending = false;
+					const started = this.#clock.monotonic();
 					try {
 						await this.#run();
 					} catch (error) {
 						this.#onError(error);
 					}
+					this.#onDone?.(this.#clock.monotonic() - started);
 				} while (this.#pending && !this.#stopped);
 			} finally {
 				this.#running = undefined;

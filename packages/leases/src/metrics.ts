@@ -41,6 +41,11 @@ export interface LeaseMetrics {
 	/** Failed storage calls of the background loops (heartbeat, polls, ticks, campaigns). */
 	readonly storageErrors: number;
 	/**
+	 * Runs of the background loops (heartbeat, polls, ticks) that took longer than their interval
+	 * (`slow-loop` events): the storage is too slow for the lease interval.
+	 */
+	readonly slowRuns: number;
+	/**
 	 * Reads of the lease batch that found it unusable (`batch-fault` events): its root missing
 	 * (`LEASES_BATCH_ROOT_MISSING`) or a record that cannot be decoded (`LEASES_CORRUPT_RECORD`).
 	 */
@@ -70,6 +75,7 @@ export interface Counters {
 	lastTickCpuMs: number | undefined;
 	maxTickMs: number | undefined;
 	storageErrors: number;
+	slowRuns: number;
 	batchFaults: number;
 	batchFault: LeaseMetrics["batchFault"];
 }
@@ -91,6 +97,7 @@ export function newCounters(): Counters {
 		lastTickCpuMs: undefined,
 		maxTickMs: undefined,
 		storageErrors: 0,
+		slowRuns: 0,
 		batchFaults: 0,
 		batchFault: undefined,
 	};

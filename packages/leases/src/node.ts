@@ -4,7 +4,7 @@ import { systemClock } from "@vvm/clock";
 import type { BatchState, StoredShard } from "./batch-store.ts";
 import { BatchStore } from "./batch-store.ts";
 import { LeasesError } from "./errors.ts";
-import type { LeaseEvent } from "./events.ts";
+import type { LeaseEvent, SlowLoop } from "./events.ts";
 import { Heartbeat } from "./heartbeat.ts";
 import { LocalLeases } from "./holder.ts";
 import { leaseKeys } from "./keys.ts";
@@ -18,6 +18,7 @@ import type { LeaseNodeOptions, ResolvedOptions } from "./options.ts";
 import { resolveOptions } from "./options.ts";
 import { PlacementActor } from "./placement-actor.ts";
 import { NO_KILLER, PlacementDriverCandidate } from "./placement-driver.ts";
+import { SlowRuns } from "./slow-runs.ts";
 
 /** Waits until no background work of a node is in flight (test suites only). @internal */
 export const kIdle: unique symbol = Symbol("vvm.leases.idle");
@@ -157,17 +158,32 @@ class LeaseNodeImpl implements LeaseNode {
 			accepting: () => this.#accepting(),
 			clock: this.#clock,
 		});
+		const slow = (loop: SlowLoop, intervalMs: number): SlowRuns =>
+			new SlowRuns({
+				loop,
+				intervalMs,
+				leaseIntervalMs: o.leaseIntervalMs,
+				clock: this.#clock,
+				emit: (e) => this.#emit(e),
+				count: () => {
+					this.#counters.slowRuns++;
+				},
+			});
+		const slowBeats = slow("heartbeat", o.heartbeatIntervalMs);
 		this.#heartbeatLoop = new Loop(
 			this.#clock,
 			o.heartbeatIntervalMs,
 			() => this.#beat(),
 			(e) => this.#storageError("heartbeat", e),
+			(ms) => slowBeats.record(ms),
 		);
+		const slowPolls = slow("poll", o.pollIntervalMs);
 		this.#pollLoop = new Loop(
 			this.#clock,
 			o.pollIntervalMs,
 			() => this.#poll(),
 			(e) => this.#storageError("read", e),
+			(ms) => slowPolls.record(ms),
 		);
 		const pd = o.placementDriver;
 		if (pd !== undefined) {
@@ -193,6 +209,7 @@ class LeaseNodeImpl implements LeaseNode {
 				clock: this.#clock,
 				actor,
 				tickMs: o.tickIntervalMs,
+				slowTicks: slow("tick", o.tickIntervalMs),
 				leadershipSeconds: pd.leadershipSeconds,
 				killer: pd.killer ?? NO_KILLER,
 				counters: this.#counters,

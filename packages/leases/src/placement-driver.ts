@@ -10,6 +10,7 @@ import { MemberView } from "./member-view.ts";
 import type { Counters } from "./metrics.ts";
 import { noteBatchRead } from "./metrics.ts";
 import type { PlacementActor } from "./placement-actor.ts";
+import type { SlowRuns } from "./slow-runs.ts";
 
 /** The elections key of the active placement driver. @internal */
 const ACTIVE_KEY = "active";
@@ -36,6 +37,8 @@ export interface CandidateOptions {
 	readonly keys: LeaseKeys;
 	readonly actor: PlacementActor;
 	readonly tickMs: number;
+	/** Reports ticks longer than `tickMs`. */
+	readonly slowTicks: SlowRuns;
 	readonly leadershipSeconds: number;
 	readonly killer: Killer;
 	readonly counters: Counters;
@@ -81,6 +84,7 @@ export class PlacementDriverCandidate {
 			options.tickMs,
 			() => this.#run(),
 			(error) => this.#error("tick", error),
+			(ms) => options.slowTicks.record(ms),
 		);
 	}
 
