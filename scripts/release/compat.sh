@@ -51,8 +51,10 @@ for pkg in @vvm/ttlstorage @vvm/ttlstorage-mem @vvm/ttlstorage-level @vvm/ttlsto
 done
 npm init -y >/dev/null
 npm pkg set type=module
+# @types/redis-errors: ioredis 6.1's own declarations import redis-errors, which ships no types
+# (the ttlstorage-redis README tells users the same).
 npm install "${npm_quiet[@]}" "${deps[@]}" classic-level cassandra-driver @aws-sdk/client-dynamodb \
-	pg @types/pg@8 ioredis vitest typescript @types/node@22
+	pg @types/pg@8 ioredis @types/redis-errors vitest typescript @types/node@22
 
 # <label> <test file> <install args...>: install, type-check, run; prints one summary line.
 results=()
