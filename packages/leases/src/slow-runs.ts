@@ -3,7 +3,7 @@ import type { LeaseEvent, SlowLoop } from "./events.ts";
 
 /**
  * Turns the slow runs of one background loop (a run longer than the loop's interval) into at
- * most one `slow-loop` event per `reportEveryMs`: the first at once, then the longest run and the
+ * most one `slow-loop` event per lease interval: the first at once, then the longest run and the
  * count since the last event. A storage that is slow stays slow for a while; one warning per
  * lease interval says so without flooding a log.
  * @internal

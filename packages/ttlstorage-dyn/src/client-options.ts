@@ -6,6 +6,13 @@
  */
 export const DYNAMO_IDLE_SOCKET_MS = 15_000;
 
+/** The agent options of both protocols (the SDK's handler copies them into its `Agent`). */
+type IdleAgentOptions = Readonly<{ keepAlive: true; timeout: number }>;
+const IDLE_AGENT: IdleAgentOptions = Object.freeze({
+	keepAlive: true,
+	timeout: DYNAMO_IDLE_SOCKET_MS,
+});
+
 /**
  * Options to spread into your `DynamoDBClient`'s configuration: its HTTP(S) connection pool
  * closes a connection after {@link DYNAMO_IDLE_SOCKET_MS} idle (Node's `Agent` `timeout`, which
@@ -25,13 +32,7 @@ export const DYNAMO_IDLE_SOCKET_MS = 15_000;
  * ```
  */
 export const DYNAMO_CLIENT_OPTIONS: Readonly<{
-	requestHandler: Readonly<{
-		httpAgent: Readonly<{ keepAlive: true; timeout: number }>;
-		httpsAgent: Readonly<{ keepAlive: true; timeout: number }>;
-	}>;
+	requestHandler: Readonly<{ httpAgent: IdleAgentOptions; httpsAgent: IdleAgentOptions }>;
 }> = Object.freeze({
-	requestHandler: Object.freeze({
-		httpAgent: Object.freeze({ keepAlive: true, timeout: DYNAMO_IDLE_SOCKET_MS }),
-		httpsAgent: Object.freeze({ keepAlive: true, timeout: DYNAMO_IDLE_SOCKET_MS }),
-	}),
+	requestHandler: Object.freeze({ httpAgent: IDLE_AGENT, httpsAgent: IDLE_AGENT }),
 });

@@ -165,7 +165,7 @@ function renderLeases(s, p) {
 	rows.push(row(["lease table read", p.table.updatedAt === undefined ? "never"
 		: secs(Math.max(0, p.now - p.table.updatedAt)) + " ago (" + p.table.shards + " shard" + (p.table.shards === 1 ? "" : "s") + ")"]),
 		row(["storage errors", m.storageErrors]),
-		row(["loop runs over their interval", m.slowRuns === undefined ? "n/a" : m.slowRuns
+		row(["loop runs over their interval", m.slowRuns
 			+ (m.slowRuns > 0 ? " (storage too slow for the lease interval: see the log's leases.slow-loop)" : "")]));
 	$("placement-driver").replaceChildren(...rows);
 	const byGroup = new Map(p.table.leases.map((l) => [l.group, l]));
