@@ -23,6 +23,8 @@
 //   BENCH_STORAGES=level BENCH_LEVELS=0 BENCH_SECONDS=6 BENCH_ROUNDS=3 pnpm bench
 //   BENCH_VARIANTS=fenced,unfenced pnpm bench   # also the test-only unfenced mutant (fence cost)
 //   BENCH_VARIANTS=fenced,nosync pnpm bench --quick   # also level with --level-durability unsafe-no-sync (fsync cost)
+//   BENCH_VARIANTS=fenced,two-vvms pnpm bench   # also a cluster of two host processes on this machine
+//     (--num-vvm 2; the client sends each workspace's requests to its partition's host); not on level
 //   BENCH_PROFILE=/tmp/prof pnpm bench --quick   # each host process writes a V8 CPU profile there
 //   BENCH_HOST_NODE_OPTIONS=--perf-basic-prof pnpm bench --quick   # node options of the hosts
 //   BENCH_HOST_ARGS="--pg-writes-in-flight 2" pnpm bench   # more host flags, after the bench's own
@@ -56,7 +58,7 @@ const portOf: Record<Exclude<Storage, "level">, number> = {
 };
 const hostOf = (s: Exclude<Storage, "level">): string =>
 	s === "pg" ? PG.host : s === "redis" ? new URL(REDIS_URL).hostname : "127.0.0.1";
-type Variant = "fenced" | "unfenced" | "nosync" | "baseline";
+type Variant = "fenced" | "unfenced" | "nosync" | "baseline" | "two-vvms";
 
 const env = process.env;
 const QUICK = process.argv.includes("--quick");
@@ -79,6 +81,11 @@ const VARIANTS = [
 	...(list(env.BENCH_VARIANTS, "fenced") as Variant[]),
 	...(BASELINE === undefined ? [] : (["baseline"] as const)),
 ];
+for (const v of VARIANTS)
+	if (!["fenced", "unfenced", "nosync", "baseline", "two-vvms"].includes(v))
+		throw new Error(
+			`BENCH_VARIANTS: unknown variant ${JSON.stringify(v)} (fenced, unfenced, nosync, two-vvms; baseline comes with BENCH_BASELINE)`,
+		);
 const WORKSPACES = num(env.BENCH_WORKSPACES, QUICK ? 2_000 : 10_000);
 /** Cassandra and DynamoDB Local are slower: fewer workspaces to warm up. */
 const REMOTE_WORKSPACES = num(env.BENCH_REMOTE_WORKSPACES, QUICK ? 300 : 2_000);
@@ -223,6 +230,10 @@ function cpuMsOf(pid: number, mainThread = false): number {
 	return ((Number(fields[11]) + Number(fields[12])) / CLK_TCK) * 1000;
 }
 
+/** {@link cpuMsOf} summed over a cluster's hosts. */
+const cpuMsOfAll = (members: readonly { pid: number }[], mainThread = false): number =>
+	members.reduce((sum, m) => sum + cpuMsOf(m.pid, mainThread), 0);
+
 /** The machine's CPU time so far, in ticks of every core: all of it, and idle (idle + iowait). */
 interface MachineTicks {
 	readonly all: number;
@@ -269,6 +280,19 @@ async function loopActiveSeconds(port: number): Promise<number | undefined> {
 	} catch {
 		return undefined;
 	}
+}
+
+/** {@link loopActiveSeconds} summed over a cluster's hosts; `undefined` if one has none. */
+async function loopsActiveSeconds(
+	members: readonly { port: number }[],
+): Promise<number | undefined> {
+	let sum = 0;
+	for (const m of members) {
+		const s = await loopActiveSeconds(m.port);
+		if (s === undefined) return undefined;
+		sum += s;
+	}
+	return sum;
 }
 
 /**
@@ -330,6 +354,10 @@ interface Server {
 	readonly pid: number;
 	/** A host, with its /metrics (bare node:http and the stub answer every path as an API call). */
 	readonly host?: true;
+	/** A cluster's hosts (`port` and `pid` are the first's): the CPU and loop columns sum them. */
+	readonly members?: readonly Member[];
+	/** Where a workspace's requests go in a cluster (its partition's host); else `port`. */
+	readonly portOf?: (wsid: number) => number;
 	stop(): Promise<void>;
 }
 
@@ -360,12 +388,82 @@ function waitExit(child: ReturnType<typeof spawn>): Promise<void> {
 	});
 }
 
+/**
+ * The built host on `data`: one process, or with the `two-vvms` variant a cluster of two
+ * (`--num-vvm 2`, static placement: partition p is served by the leader of slot (p mod 2) + 1),
+ * started one after the other so that neither races the other's schema creation. Resolves once
+ * every partition is deployed and actualized.
+ */
 async function startHost(
 	data: HostData,
 	level: number,
 	variant: Variant,
 	depth: number | undefined,
 ): Promise<Server> {
+	const cluster = variant === "two-vvms" ? ["--num-vvm", "2", "--acquire-retry-ms", "200"] : [];
+	const members: Member[] = [];
+	try {
+		members.push(await startMember(data, level, variant, depth, cluster));
+		if (variant === "two-vvms")
+			members.push(await startMember(data, level, variant, depth, cluster));
+		// Ready (/readyz 200), and every partition deployed and actualized (the metrics say so: /readyz
+		// does not wait for a partition's actualization, which after a restart replays the PLog tail).
+		const slots = new Map<number, number>();
+		for (;;) {
+			let ready = 0;
+			let served = 0;
+			let actualizing = 0;
+			slots.clear();
+			for (const m of members) {
+				const r = await httpGet(m.port, "/readyz");
+				if (r.status !== 200) continue;
+				ready++;
+				// A cluster's requests go by slot: /readyz names the one each host leads.
+				const slot = (JSON.parse(r.body) as { slot?: number | null }).slot;
+				if (typeof slot === "number") slots.set(slot, m.port);
+				const { body } = await httpGet(m.port, "/metrics");
+				served += gauge(body, "vvm_cp_partitions_served") ?? 0;
+				actualizing += gauge(body, "vvm_cp_actualizing_partitions") ?? 1;
+			}
+			const routed = members.length === 1 || slots.size === members.length;
+			if (ready === members.length && routed && served === PARTITIONS && actualizing === 0) break;
+			await new Promise((r) => setTimeout(r, 50));
+		}
+		const first = members[0] as Member;
+		const stop = async (): Promise<void> => {
+			await Promise.all(members.map((m) => m.stop()));
+		};
+		if (members.length === 1) return { port: first.port, pid: first.pid, host: true, stop };
+		const portOfSlot = (slot: number): number => slots.get(slot) as number;
+		return {
+			port: first.port,
+			pid: first.pid,
+			host: true,
+			stop,
+			members,
+			portOf: (wsid) => portOfSlot(((wsid % PARTITIONS) % members.length) + 1),
+		};
+	} catch (e) {
+		await Promise.all(members.map((m) => m.stop()));
+		throw e;
+	}
+}
+
+/** One host process of {@link startHost}. */
+interface Member {
+	readonly port: number;
+	readonly pid: number;
+	stop(): Promise<void>;
+}
+
+/** Starts one host process; resolves once it serves (its slot's leader, or its leases granted). */
+async function startMember(
+	data: HostData,
+	level: number,
+	variant: Variant,
+	depth: number | undefined,
+	extraArgs: readonly string[],
+): Promise<Member> {
 	const { storage, dir, tag } = data;
 	const storageArgs =
 		storage === "level"
@@ -406,6 +504,7 @@ async function startHost(
 			"--log-level",
 			"info",
 			...(depth === undefined ? [] : ["--pipeline-depth", String(depth)]),
+			...extraArgs,
 			...HOST_ARGS,
 			...(variant === "unfenced" ? ["--unsafe-allow-mutants"] : []),
 			...(variant === "nosync" && storage === "level"
@@ -438,40 +537,9 @@ async function startHost(
 			if (l.event === "services-started" || l.event === "partitions-granted") resolve(p);
 		});
 	});
-	// Ready (/readyz 200), and every partition deployed and actualized (the metrics say so: /readyz
-	// does not wait for a partition's actualization, which after a restart replays the PLog tail).
-	const get = (path: string): Promise<{ status: number; body: string }> =>
-		new Promise((resolve) => {
-			const req = request({ host: "127.0.0.1", port, path }, (res) => {
-				let body = "";
-				res.setEncoding("utf8");
-				res.on("data", (c: string) => {
-					body += c;
-				});
-				res.on("end", () => resolve({ status: res.statusCode ?? 0, body }));
-			});
-			req.once("error", () => resolve({ status: 0, body: "" }));
-			req.end();
-		});
-	const gauge = (body: string, name: string): number | undefined => {
-		const m = new RegExp(`^${name} (\\S+)$`, "m").exec(body);
-		return m === null ? undefined : Number(m[1]);
-	};
-	for (;;) {
-		if ((await get("/readyz")).status === 200) {
-			const { body } = await get("/metrics");
-			if (
-				gauge(body, "vvm_cp_partitions_served") === PARTITIONS &&
-				gauge(body, "vvm_cp_actualizing_partitions") === 0
-			)
-				break;
-		}
-		await new Promise((r) => setTimeout(r, 50));
-	}
 	return {
 		port,
 		pid: child.pid as number,
-		host: true,
 		stop: async () => {
 			child.removeAllListeners("exit");
 			const exited = waitExit(child);
@@ -479,6 +547,28 @@ async function startHost(
 			await exited;
 		},
 	};
+}
+
+/** A GET of a host's operator route; status 0 when it did not answer. */
+function httpGet(port: number, path: string): Promise<{ status: number; body: string }> {
+	return new Promise((resolve) => {
+		const req = request({ host: "127.0.0.1", port, path }, (res) => {
+			let body = "";
+			res.setEncoding("utf8");
+			res.on("data", (c: string) => {
+				body += c;
+			});
+			res.on("end", () => resolve({ status: res.statusCode ?? 0, body }));
+		});
+		req.once("error", () => resolve({ status: 0, body: "" }));
+		req.end();
+	});
+}
+
+/** A gauge's value in a /metrics text (one without labels). */
+function gauge(body: string, name: string): number | undefined {
+	const m = new RegExp(`^${name} (\\S+)$`, "m").exec(body);
+	return m === null ? undefined : Number(m[1]);
 }
 
 /** The reference: node:http alone, answering the create's request shape with a same-size body. */
@@ -611,7 +701,7 @@ interface Measured {
 	readonly walBytes?: number;
 	/** The share of the machine's cores idle during the run, % (every process on it counts). */
 	readonly idlePct?: number;
-	/** The share of the run the host's event loop was busy, % (host rows). */
+	/** The share of the run the host's event loop was busy, % (host rows; a cluster's: its hosts' mean). */
 	readonly loopPct?: number;
 }
 
@@ -630,17 +720,27 @@ async function load(
 	let next = 0;
 	// The counters first: their query's PostgreSQL CPU then falls outside the measured phase.
 	const counts0 = pg ? await pgCounts() : undefined;
-	const loop0 = server.host ? await loopActiveSeconds(server.port) : undefined;
+	const members = server.members ?? [server];
+	const loop0 = server.host ? await loopsActiveSeconds(members) : undefined;
 	const pg0 = pg ? pgCpuMs() : undefined;
-	const cpu0 = cpuMsOf(server.pid);
-	const main0 = cpuMsOf(server.pid, true);
+	const cpu0 = cpuMsOfAll(members);
+	const main0 = cpuMsOfAll(members, true);
 	const client0 = process.cpuUsage();
 	const machine0 = machineTicks();
 	const t0 = performance.now();
 	const end = t0 + SECONDS * 1000;
 	await Promise.all(
 		Array.from({ length: CONCURRENCY }, async () => {
-			let c = new Connection(server.port);
+			// One connection per host the client has sent to (a cluster's: its workspace's host).
+			const connections = new Map<number, Connection>();
+			const connectionTo = (port: number): Connection => {
+				let c = connections.get(port);
+				if (c === undefined || c.dead) {
+					c = new Connection(port);
+					connections.set(port, c);
+				}
+				return c;
+			};
 			for (;;) {
 				let wsid: number;
 				if (order !== undefined) {
@@ -650,24 +750,24 @@ async function load(
 					if (performance.now() >= end) break;
 					wsid = 1 + Math.floor(Math.random() * workspaces);
 				}
-				if (c.dead) c = new Connection(server.port);
+				const c = connectionTo(server.portOf?.(wsid) ?? server.port);
 				const s = performance.now();
 				const status = await c.post(pathOf(wsid));
 				latencies.push(performance.now() - s);
 				if (status === 201) ok++;
 			}
-			c.close();
+			for (const c of connections.values()) c.close();
 		}),
 	);
 	const elapsed = (performance.now() - t0) / 1000;
 	const idle = idleBetween(machine0);
 	const pgMs = pg0 === undefined ? undefined : (pgCpuMs() ?? pg0) - pg0;
 	const counts1 = counts0 === undefined ? undefined : await pgCounts();
-	const hostCpuMs = cpuMsOf(server.pid) - cpu0;
-	const hostMainCpuMs = cpuMsOf(server.pid, true) - main0;
+	const hostCpuMs = cpuMsOfAll(members) - cpu0;
+	const hostMainCpuMs = cpuMsOfAll(members, true) - main0;
 	const client = process.cpuUsage(client0);
 	// After the host's CPU is read: serving this scrape is not the row's work.
-	const loop1 = loop0 === undefined ? undefined : await loopActiveSeconds(server.port);
+	const loop1 = loop0 === undefined ? undefined : await loopsActiveSeconds(members);
 	latencies.sort((a, b) => a - b);
 	const q = (p: number): number => latencies[Math.floor(p * (latencies.length - 1))] ?? 0;
 	const total = latencies.length;
@@ -685,7 +785,7 @@ async function load(
 		...idle,
 		...(loop0 === undefined || loop1 === undefined
 			? {}
-			: { loopPct: (100 * (loop1 - loop0)) / elapsed }),
+			: { loopPct: (100 * (loop1 - loop0)) / elapsed / members.length }),
 	};
 }
 
@@ -928,7 +1028,9 @@ const variantNote = (variant: Variant): string =>
 			? ", unsafe-no-sync (writes not fsynced)"
 			: variant === "baseline"
 				? ", baseline (BENCH_BASELINE)"
-				: "";
+				: variant === "two-vvms"
+					? ", two VVMs (two processes, --num-vvm 2)"
+					: "";
 const cpLabel = (
 	s: Storage | "mem",
 	level: number,
@@ -1239,7 +1341,9 @@ async function main(): Promise<void> {
 				const variants = round % 2 === 0 ? VARIANTS : [...VARIANTS].reverse();
 				for (const depth of PIPELINE_DEPTHS)
 					for (const variant of variants)
-						if (variant !== "baseline") await hostRuns(storage, level, variant, depth, round);
+						if (variant === "two-vvms" && storage === "level")
+							continue; // one process per level directory: no cluster on it
+						else if (variant !== "baseline") await hostRuns(storage, level, variant, depth, round);
 						else if (depth === PIPELINE_DEPTHS[0])
 							await hostRuns(storage, level, variant, undefined, round);
 				if (storage === "level" || storage === "pg" || level === 0) {
