@@ -58,7 +58,9 @@ const portOf: Record<Exclude<Storage, "level">, number> = {
 };
 const hostOf = (s: Exclude<Storage, "level">): string =>
 	s === "pg" ? PG.host : s === "redis" ? new URL(REDIS_URL).hostname : "127.0.0.1";
-type Variant = "fenced" | "unfenced" | "nosync" | "baseline" | "two-vvms";
+/** The host configurations a run can measure (`BENCH_VARIANTS`; `baseline` comes with BENCH_BASELINE). */
+const VARIANT_NAMES = ["fenced", "unfenced", "nosync", "baseline", "two-vvms"] as const;
+type Variant = (typeof VARIANT_NAMES)[number];
 
 const env = process.env;
 const QUICK = process.argv.includes("--quick");
@@ -82,9 +84,9 @@ const VARIANTS = [
 	...(BASELINE === undefined ? [] : (["baseline"] as const)),
 ];
 for (const v of VARIANTS)
-	if (!["fenced", "unfenced", "nosync", "baseline", "two-vvms"].includes(v))
+	if (!VARIANT_NAMES.includes(v))
 		throw new Error(
-			`BENCH_VARIANTS: unknown variant ${JSON.stringify(v)} (fenced, unfenced, nosync, two-vvms; baseline comes with BENCH_BASELINE)`,
+			`BENCH_VARIANTS: unknown variant ${JSON.stringify(v)} (one of ${VARIANT_NAMES.join(", ")})`,
 		);
 const WORKSPACES = num(env.BENCH_WORKSPACES, QUICK ? 2_000 : 10_000);
 /** Cassandra and DynamoDB Local are slower: fewer workspaces to warm up. */
@@ -430,18 +432,20 @@ async function startHost(
 			await new Promise((r) => setTimeout(r, 50));
 		}
 		const first = members[0] as Member;
-		const stop = async (): Promise<void> => {
-			await Promise.all(members.map((m) => m.stop()));
-		};
-		if (members.length === 1) return { port: first.port, pid: first.pid, host: true, stop };
-		const portOfSlot = (slot: number): number => slots.get(slot) as number;
 		return {
 			port: first.port,
 			pid: first.pid,
 			host: true,
-			stop,
-			members,
-			portOf: (wsid) => portOfSlot(((wsid % PARTITIONS) % members.length) + 1),
+			stop: async () => {
+				await Promise.all(members.map((m) => m.stop()));
+			},
+			...(members.length === 1
+				? {}
+				: {
+						members,
+						portOf: (wsid: number) =>
+							slots.get(((wsid % PARTITIONS) % members.length) + 1) as number,
+					}),
 		};
 	} catch (e) {
 		await Promise.all(members.map((m) => m.stop()));
