@@ -141,16 +141,6 @@ describe.skipIf(skip)("the Redis driver on a real server", () => {
 		await s.close();
 	});
 
-	it("after SCRIPT FLUSH (a restarted server) every operation loads its script again", async () => {
-		const { client, admin, prefix } = redis();
-		const s = createRedisTTLStorage({ client, keyPrefix: `${prefix}flush:`, sweepIntervalMs: 0 });
-		await s.put(utf8("p"), utf8("c"), utf8("v1"));
-		await admin.script("FLUSH");
-		expect(await s.compareAndSwap(utf8("p"), utf8("c"), utf8("v1"), utf8("v2"), 0)).toBe(true);
-		expect(text(await s.get(utf8("p"), utf8("c")))).toBe("v2");
-		await s.close();
-	});
-
 	it("waitForReplicas on a server without replicas: applied, but OUTCOME_UNKNOWN", async () => {
 		const { client, prefix } = redis();
 		const s = createRedisTTLStorage({

@@ -129,4 +129,18 @@ describe.skipIf(skip)("a lost answer on a real server", () => {
 			raw.disconnect();
 		}
 	});
+
+	// Here, not in driver.integration.test.ts: SCRIPT FLUSH empties the shared server's script cache,
+	// and the tests above count what the driver sends and hold warmed scripts under a pause. Test
+	// files run side by side, a file's tests one at a time; a flush from another file once made
+	// the last read above go out again as EVAL (NOSCRIPT) and failed its count.
+	it("after SCRIPT FLUSH (a restarted server) every operation loads its script again", async () => {
+		const { client, admin, prefix } = redis();
+		const s = createRedisTTLStorage({ client, keyPrefix: `${prefix}flush:`, sweepIntervalMs: 0 });
+		await s.put(utf8("p"), utf8("c"), utf8("v1"));
+		await admin.script("FLUSH");
+		expect(await s.compareAndSwap(utf8("p"), utf8("c"), utf8("v1"), utf8("v2"), 0)).toBe(true);
+		expect(text(await s.get(utf8("p"), utf8("c")))).toBe("v2");
+		await s.close();
+	});
 });
