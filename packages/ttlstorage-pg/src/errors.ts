@@ -26,16 +26,22 @@ const shape = (error: unknown): PgErrorShape =>
 /** A five-character SQLSTATE, as node-postgres puts a server error's code. */
 const SQLSTATE = /^[0-9A-Z]{5}$/;
 
-/** Node socket errors that only opening a connection raises: nothing reached the server. */
+/** Node socket errors that opening a connection raises (told apart by `syscall` when it is set). */
 const CONNECT_CODES = new Set(["ECONNREFUSED", "ENOTFOUND", "EAI_AGAIN"]);
-/**
- * Node socket errors that show nothing was sent only when `connect` raised them: an open
- * connection can raise them too, after a statement was sent.
- */
+/** Node socket errors that show nothing was sent only when `connect` raised them. */
 const UNREACHABLE_CODES = new Set(["EHOSTUNREACH", "ENETUNREACH", "EADDRNOTAVAIL"]);
 
 /** Node socket errors that break an open connection (a statement may have reached the server). */
 const BROKEN_CODES = new Set(["ECONNRESET", "EPIPE", "ETIMEDOUT", "ECONNABORTED"]);
+
+/** The system calls whose errors come before anything is sent: opening a socket, resolving. */
+const BEFORE_SENDING_SYSCALLS = new Set(["connect", "getaddrinfo"]);
+
+/**
+ * SQLSTATEs that only a connection's start-up raises (it is refused), so a session that ran a
+ * statement never gets them.
+ */
+const STARTUP_STATES = new Set(["57P03", "53300", "08001", "08004"]);
 
 /**
  * `true` when the connection that raised `error` must not go back to the pool: anything but a
@@ -80,38 +86,50 @@ function sqlStateCode(code: string, message: string, writes: boolean): TTLStorag
 	return "TTLSTORAGE_FAILED";
 }
 
-/** The code for one error of node-postgres (or of the server through it) in `phase`. */
+/**
+ * The code for one error of node-postgres (or of the server through it) in `phase`. Once a write
+ * was sent, only the server's `ERROR` (its statement rolled back, the session alive) or an error
+ * raised before sending says nothing was written: every other failure of a write, one this
+ * mapping does not know included, is `OUTCOME_UNKNOWN`.
+ */
 function codeOf(error: unknown, phase: PgPhase): TTLStorageErrorCode {
 	const e = shape(error);
 	const message = typeof e.message === "string" ? e.message : "";
 	const code = typeof e.code === "string" ? e.code : undefined;
 	const writes = phase === "write";
+	const unsure = writes ? "TTLSTORAGE_OUTCOME_UNKNOWN" : "TTLSTORAGE_UNAVAILABLE";
 	if (code !== undefined && SQLSTATE.test(code)) {
 		// Authentication, a missing database or role: configuration, not availability.
 		if (code.startsWith("28") || code === "3D000") return "TTLSTORAGE_FAILED";
 		if (phase === "connect" && sqlStateCode(code, message, false) !== "TTLSTORAGE_FAILED")
 			return code.startsWith("53") ? "TTLSTORAGE_THROTTLED" : "TTLSTORAGE_UNAVAILABLE";
+		// The session ended (FATAL) or the server went down (PANIC) under a write: the commit may
+		// have come first (a PANIC in the commit's critical section, after its WAL record).
+		if (writes && (e.severity === "FATAL" || e.severity === "PANIC") && !STARTUP_STATES.has(code))
+			return "TTLSTORAGE_OUTCOME_UNKNOWN";
 		return sqlStateCode(code, message, writes);
 	}
 	if (phase === "connect") return "TTLSTORAGE_UNAVAILABLE";
-	if (code !== undefined && CONNECT_CODES.has(code)) return "TTLSTORAGE_UNAVAILABLE";
-	if (code !== undefined && UNREACHABLE_CODES.has(code)) {
-		return writes && e.syscall !== "connect"
-			? "TTLSTORAGE_OUTCOME_UNKNOWN"
-			: "TTLSTORAGE_UNAVAILABLE";
-	}
 	// "Client was closed and is not queryable", "Client has encountered a connection error and is
 	// not queryable" and the like: refused before sending (so before the broken-connection test,
 	// which the second would match).
 	if (/not queryable|after calling end|pool is ending/i.test(message))
 		return "TTLSTORAGE_UNAVAILABLE";
+	if (typeof e.syscall === "string") {
+		// A system call's error (node names the call on each). On an open connection any code can
+		// come after the statement was sent: Linux ends a connection that timed out with the last
+		// ICMP error it had (ECONNREFUSED for a port unreachable, EHOSTDOWN, ENONET, ...).
+		return BEFORE_SENDING_SYSCALLS.has(e.syscall) ? "TTLSTORAGE_UNAVAILABLE" : unsure;
+	}
 	if (
-		(code !== undefined && BROKEN_CODES.has(code)) ||
+		(code !== undefined &&
+			(CONNECT_CODES.has(code) || UNREACHABLE_CODES.has(code) || BROKEN_CODES.has(code))) ||
 		/Connection terminated|Query read timeout|connection error|ended unexpectedly/i.test(message)
 	) {
-		return writes ? "TTLSTORAGE_OUTCOME_UNKNOWN" : "TTLSTORAGE_UNAVAILABLE";
+		return unsure;
 	}
-	return "TTLSTORAGE_FAILED";
+	// An error this mapping does not know: a write may have landed.
+	return writes ? "TTLSTORAGE_OUTCOME_UNKNOWN" : "TTLSTORAGE_FAILED";
 }
 
 /**
@@ -122,12 +140,14 @@ function codeOf(error: unknown, phase: PgPhase): TTLStorageErrorCode {
  * | error | write | read | taking a connection |
  * | --- | --- | --- | --- |
  * | connection lost after sending (`Connection terminated…`, `ECONNRESET`), client `query_timeout` (`Query read timeout`), `57P01` (`pg_terminate_backend`), `57P02`, class `08` | OUTCOME_UNKNOWN | UNAVAILABLE | UNAVAILABLE |
+ * | any socket error on an open connection (`syscall` not `connect`: `ECONNREFUSED`, `EHOSTDOWN`, `EHOSTUNREACH`, … after a timeout), a socket code without `syscall` | OUTCOME_UNKNOWN | UNAVAILABLE | UNAVAILABLE |
+ * | the server's `FATAL` or `PANIC` (other than start-up's `57P03`, `53300`, `08001`, `08004`, class `28`, `3D000`) | OUTCOME_UNKNOWN | as its SQLSTATE | as its SQLSTATE |
  * | `57014` by `statement_timeout` or `lock_timeout`, `55P03`, `40001`, `40P01` (after 3 tries), `25006`, `57P03` | UNAVAILABLE | UNAVAILABLE | UNAVAILABLE |
  * | `57014` by a cancel request | OUTCOME_UNKNOWN | UNAVAILABLE | – |
  * | class `53` (too many connections, out of memory, disk full) | THROTTLED | THROTTLED | THROTTLED |
- * | host unreachable (`EHOSTUNREACH`, `ENETUNREACH`) on an open connection | OUTCOME_UNKNOWN | UNAVAILABLE | UNAVAILABLE |
- * | refused connection (`ECONNREFUSED`, DNS, unreachable at `connect`), pool timeout, pool ended | UNAVAILABLE | UNAVAILABLE | UNAVAILABLE |
- * | class `28` (authentication), `3D000` (no such database), anything else (`42P01`: run `ensurePgSchema`) | FAILED | FAILED | FAILED |
+ * | a socket error of `connect` or `getaddrinfo` (refused, DNS, unreachable), pool timeout, pool ended, a client that refused before sending | UNAVAILABLE | UNAVAILABLE | UNAVAILABLE |
+ * | class `28` (authentication), `3D000` (no such database), any other server `ERROR` (`42P01`: run `ensurePgSchema`) | FAILED | FAILED | FAILED |
+ * | any other error (one this mapping does not know) | OUTCOME_UNKNOWN | FAILED | UNAVAILABLE |
  *
  * @example
  * ```ts

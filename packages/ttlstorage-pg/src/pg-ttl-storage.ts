@@ -33,7 +33,7 @@ import {
 import { byteaArray, int4Array, int8Array } from "./binary-arrays.ts";
 import type { PgPhase } from "./errors.ts";
 import { DRIVER_NAME, isConnectionError, isRetryableConflict, mapPgError } from "./errors.ts";
-import type { PgPool, PgPoolClient, PgQueryResult } from "./pool.ts";
+import type { PgPool, PgPoolClient, PgQueryConfig, PgQueryResult } from "./pool.ts";
 import { guardConnection, guardConnections, isBroken } from "./pool.ts";
 import { resolveNames } from "./schema.ts";
 import type { ItemKind, LowerBound, PgStatements, Statement } from "./statements.ts";
@@ -268,6 +268,21 @@ interface ReadRequest {
 /** Most reads in one statement. */
 const MAX_READS_PER_STATEMENT = 256;
 
+/**
+ * An error raised before a statement was sent (building its values): nothing was written, so it
+ * is `TTLSTORAGE_FAILED` whatever its kind, and a group it failed goes again request by request.
+ * (`mapPgError` would call an error it does not know in a write `OUTCOME_UNKNOWN`.)
+ */
+function unsent(error: unknown): TTLStorageError {
+	if (TTLStorageError.is(error)) return error;
+	const detail = error instanceof Error ? error.message : String(error);
+	return new TTLStorageError("TTLSTORAGE_FAILED", `${detail}; nothing was sent`, {
+		driver: DRIVER_NAME,
+		operation: "write",
+		cause: error,
+	});
+}
+
 /** A statement that failed (`#send`): where, and what node-postgres raised. */
 class StatementFailure {
 	readonly error: unknown;
@@ -438,11 +453,16 @@ class PgTTLStorageImpl implements PgTTLStorage {
 		spare: PgPoolClient | undefined,
 		again: (error: unknown) => boolean,
 	): Promise<{ result: PgQueryResult; client: PgPoolClient }> {
-		const config = {
-			text: stmt.text,
-			values: this.#values(stmt, args),
-			...(this.#prepare ? { name: stmt.name } : {}),
-		};
+		let config: PgQueryConfig;
+		try {
+			config = {
+				text: stmt.text,
+				values: this.#values(stmt, args),
+				...(this.#prepare ? { name: stmt.name } : {}),
+			};
+		} catch (error) {
+			throw new StatementFailure(unsent(error), phase);
+		}
 		let handed = spare;
 		for (let attempt = 1; ; attempt++) {
 			let client = handed;
@@ -819,7 +839,9 @@ class PgTTLStorageImpl implements PgTTLStorage {
 			({ rows, client: writer } = await this.#sendGroup(g));
 		} catch (failure) {
 			const { error, phase } =
-				failure instanceof StatementFailure ? failure : new StatementFailure(failure, "write");
+				failure instanceof StatementFailure
+					? failure
+					: new StatementFailure(unsent(failure), "write");
 			const first = g.requests[0] as WriteRequest;
 			const mapped = mapPgError(error, { operation: first.operation, phase });
 			const alone = isPartial(error) || mapped.code === "TTLSTORAGE_FAILED";

@@ -28,7 +28,72 @@ describe("mapPgError", () => {
 			"UNAVAILABLE",
 		],
 		["ECONNRESET", socket("ECONNRESET"), "OUTCOME_UNKNOWN", "UNAVAILABLE", "UNAVAILABLE"],
-		["ECONNREFUSED", socket("ECONNREFUSED"), "UNAVAILABLE", "UNAVAILABLE", "UNAVAILABLE"],
+		[
+			"ECONNREFUSED while connecting",
+			Object.assign(socket("ECONNREFUSED"), { syscall: "connect" }),
+			"UNAVAILABLE",
+			"UNAVAILABLE",
+			"UNAVAILABLE",
+		],
+		[
+			"DNS",
+			Object.assign(socket("ENOTFOUND"), { syscall: "getaddrinfo" }),
+			"UNAVAILABLE",
+			"UNAVAILABLE",
+			"UNAVAILABLE",
+		],
+		// Linux ends a connection that timed out (retransmissions, keepalive) with the last ICMP
+		// error it had: after the statement was sent, so the write may have committed.
+		[
+			"ECONNREFUSED on an open connection (an ICMP port unreachable, then a timeout)",
+			Object.assign(socket("ECONNREFUSED"), { syscall: "read" }),
+			"OUTCOME_UNKNOWN",
+			"UNAVAILABLE",
+			"UNAVAILABLE",
+		],
+		[
+			"EHOSTDOWN on an open connection",
+			Object.assign(socket("EHOSTDOWN"), { syscall: "read" }),
+			"OUTCOME_UNKNOWN",
+			"UNAVAILABLE",
+			"UNAVAILABLE",
+		],
+		[
+			"ENONET writing to an open connection",
+			Object.assign(socket("ENONET"), { syscall: "write" }),
+			"OUTCOME_UNKNOWN",
+			"UNAVAILABLE",
+			"UNAVAILABLE",
+		],
+		// Without `syscall` nobody can tell when it came.
+		[
+			"ECONNREFUSED, no syscall",
+			socket("ECONNREFUSED"),
+			"OUTCOME_UNKNOWN",
+			"UNAVAILABLE",
+			"UNAVAILABLE",
+		],
+		[
+			"PANIC in the commit (its WAL record may be on disk)",
+			server("58030", 'could not fsync file "pg_wal/x": Input/output error', "PANIC"),
+			"OUTCOME_UNKNOWN",
+			"FAILED",
+			"FAILED",
+		],
+		[
+			"FATAL of another class (the session ended under the statement)",
+			server("XX000", "internal error", "FATAL"),
+			"OUTCOME_UNKNOWN",
+			"FAILED",
+			"FAILED",
+		],
+		[
+			"the same as an ERROR: rolled back",
+			server("XX000", "internal error"),
+			"FAILED",
+			"FAILED",
+			"FAILED",
+		],
 		[
 			"EHOSTUNREACH on an open connection (a statement may have been sent)",
 			Object.assign(socket("EHOSTUNREACH"), { syscall: "read" }),
@@ -126,7 +191,8 @@ describe("mapPgError", () => {
 			"UNAVAILABLE",
 			"UNAVAILABLE",
 		],
-		["anything else", new Error("boom"), "FAILED", "FAILED", "UNAVAILABLE"],
+		// An error this mapping does not know: a write may have landed.
+		["anything else", new Error("boom"), "OUTCOME_UNKNOWN", "FAILED", "UNAVAILABLE"],
 	])("%s", (_, error, write, read, connect) => {
 		expect(codeOf(error, "write")).toBe(`TTLSTORAGE_${write}`);
 		expect(codeOf(error, "read")).toBe(`TTLSTORAGE_${read}`);
@@ -149,6 +215,7 @@ describe("mapPgError", () => {
 		expect(unknown.message).toMatch(/re-read before deciding/);
 		const own = new TTLStorageError("TTLSTORAGE_FENCED", "x");
 		expect(mapPgError(own, { operation: "put", phase: "write" })).toBe(own);
-		expect(codeOf("a string", "write")).toBe("TTLSTORAGE_FAILED");
+		expect(codeOf("a string", "write")).toBe("TTLSTORAGE_OUTCOME_UNKNOWN");
+		expect(codeOf("a string", "read")).toBe("TTLSTORAGE_FAILED");
 	});
 });
