@@ -12,3 +12,4 @@ export {
 	type RedisTTLStorageOptions,
 	validateRedisTTLStorageOptions,
 } from "./redis-ttl-storage.ts";
+export { checkRedisServer, type RedisServerCheck } from "./server-check.ts";

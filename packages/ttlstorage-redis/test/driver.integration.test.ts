@@ -4,7 +4,7 @@ import { TTLStorageError, utf8 } from "@vvm/ttlstorage";
 import { Redis } from "ioredis";
 import { Redis as FloorRedis } from "ioredis-floor";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { createRedisTTLStorage, REDIS_CLIENT_OPTIONS } from "../src/index.ts";
+import { checkRedisServer, createRedisTTLStorage, REDIS_CLIENT_OPTIONS } from "../src/index.ts";
 import { gate, newClient, redisUrl, useRedis } from "./redis-env.ts";
 
 const skip = await gate();
@@ -154,6 +154,13 @@ describe.skipIf(skip)("the Redis driver on a real server", () => {
 		);
 		expect(text(await s.get(utf8("p"), utf8("c")))).toBe("v");
 		await s.close();
+	});
+
+	it("checkRedisServer reads the server's maxmemory-policy (the test server's: noeviction)", async () => {
+		const { client, admin } = redis();
+		const [, policy] = (await admin.config("GET", "maxmemory-policy")) as [string, string];
+		expect(await checkRedisServer(client)).toEqual({ maxmemoryPolicy: policy });
+		expect(policy).toBe("noeviction");
 	});
 
 	it("an unreachable server: UNAVAILABLE, nothing sent", async () => {

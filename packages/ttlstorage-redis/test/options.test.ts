@@ -4,13 +4,14 @@ import { Redis } from "ioredis";
 import { describe, expect, it } from "vitest";
 import {
 	checkRedisClient,
+	checkRedisServer,
 	createRedisTTLStorage,
 	DEFAULT_KEY_PREFIX,
 	REDIS_CLIENT_OPTIONS,
 	validateRedisKeyPrefix,
 	validateRedisTTLStorageOptions,
 } from "../src/index.ts";
-import { fakeClient } from "./fake-client.ts";
+import { fakeClient, replyError } from "./fake-client.ts";
 
 const p = utf8("p");
 const c = utf8("c");
@@ -153,5 +154,48 @@ describe("arguments", () => {
 		const s = createRedisTTLStorage({ client: fakeClient(), sweepIntervalMs: 0 });
 		expect(s.supports).toEqual({ atomicBatches: true, fencing: "epoch" });
 		expect(typeof s.putBatchIf).toBe("function");
+	});
+});
+
+describe("checkRedisServer", () => {
+	const info = (policy: string) =>
+		Buffer.from(`# Memory\r\nused_memory:1000\r\nmaxmemory:0\r\nmaxmemory_policy:${policy}\r\n`);
+
+	it("accepts noeviction and the volatile-* policies (every key of the driver has no expiry)", async () => {
+		for (const policy of [
+			"noeviction",
+			"volatile-lru",
+			"volatile-lfu",
+			"volatile-ttl",
+			"volatile-random",
+		]) {
+			const client = fakeClient();
+			client.replies.push(info(policy));
+			expect(await checkRedisServer(client)).toEqual({ maxmemoryPolicy: policy });
+			expect(client.sent).toEqual([{ command: "INFO", args: ["memory"] }]);
+		}
+	});
+
+	it("refuses an allkeys-* policy, naming it and the fix", async () => {
+		for (const policy of ["allkeys-lru", "allkeys-lfu", "allkeys-random"]) {
+			const client = fakeClient();
+			client.replies.push(info(policy));
+			const error = await checkRedisServer(client).catch((e: unknown) => e);
+			expect(TTLStorageError.is(error) && error.code).toBe("TTLSTORAGE_FAILED");
+			expect((error as Error).message).toContain(`maxmemory-policy is ${policy}`);
+			expect((error as Error).message).toContain("set maxmemory-policy noeviction");
+		}
+	});
+
+	it("a reply without the field: undefined; a failed INFO: the mapped error", async () => {
+		const client = fakeClient();
+		client.replies.push(Buffer.from("# Memory\r\nused_memory:1000\r\n"));
+		expect(await checkRedisServer(client)).toEqual({ maxmemoryPolicy: undefined });
+		client.replies.push(
+			replyError("NOPERM this user has no permissions to run the 'info' command"),
+		);
+		expect(await codeOf(() => checkRedisServer(client))).toBe("TTLSTORAGE_FAILED");
+		client.replies.push(new Error("Connection is closed."));
+		expect(await codeOf(() => checkRedisServer(client))).toBe("TTLSTORAGE_UNAVAILABLE");
 	});
 });

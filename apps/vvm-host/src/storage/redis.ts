@@ -99,10 +99,11 @@ export const redisStorage: StorageEntry = {
 	},
 	async open(settings, signal) {
 		const s = settings as unknown as RedisSettings;
-		const [ioredis, { createRedisTTLStorage, REDIS_CLIENT_OPTIONS }] = await Promise.all([
-			load("ioredis", "redis storage", () => import("ioredis")),
-			load("@vvm/ttlstorage-redis", "redis storage", () => import("@vvm/ttlstorage-redis")),
-		]);
+		const [ioredis, { checkRedisServer, createRedisTTLStorage, REDIS_CLIENT_OPTIONS }] =
+			await Promise.all([
+				load("ioredis", "redis storage", () => import("ioredis")),
+				load("@vvm/ttlstorage-redis", "redis storage", () => import("@vvm/ttlstorage-redis")),
+			]);
 		const at = where(s);
 		signal?.throwIfAborted();
 		const options = {
@@ -126,6 +127,12 @@ export const redisStorage: StorageEntry = {
 			// A SELECT or AUTH refused during the handshake leaves the client "ready" on database 0.
 			if (failure !== undefined) throw failure;
 			durability = await untilStopped(signal, persistence(client), async () => client.disconnect());
+			// A server that evicts keys without an expiry (allkeys-*) could drop a fence or a lease.
+			const { maxmemoryPolicy } = await untilStopped(signal, checkRedisServer(client), async () =>
+				client.disconnect(),
+			);
+			if (maxmemoryPolicy !== undefined)
+				durability = `${durability === undefined ? "" : `${durability}, `}maxmemory-policy ${maxmemoryPolicy}`;
 		} catch (error) {
 			client.disconnect();
 			if (signal?.aborted) throw signal.reason;
