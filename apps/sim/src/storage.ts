@@ -35,6 +35,7 @@ export interface SimHost {
 	now(): number;
 	at(at: number, what: string, run: () => void | Promise<void>, storage?: boolean): unknown;
 	delay(): number;
+	lateDelay(): number;
 	shortDelay(): number;
 	drawFate(cls: OpClass, name: string, proc: SimProc): Fate;
 	deliver(proc: SimProc, fn: () => void): void;
@@ -180,7 +181,7 @@ export class SimLink implements TTLStorage {
 					const timeout = profile.requestTimeoutMs;
 					answer(t0 + timeout, error("late", sends));
 					w.at(
-						t0 + timeout + w.delay() + 1,
+						t0 + timeout + w.lateDelay(),
 						`late apply ${name} of ${proc.tag}`,
 						async () => {
 							await settle(apply);

@@ -34,6 +34,13 @@ interface FaultRates {
 	readonly late: number;
 	/** A delay of 200..3 000 ms instead of 1..20 ms (reorders, lands after leases end). */
 	readonly slow: number;
+	/**
+	 * Per request, the chance that a network blip starts: for 20..400 ms most writes sent go
+	 * `late` together (a link that stalls takes every request on it, not one at random), so
+	 * several writes in a row, a partition's pipelined ones among them, may land after their
+	 * answers were given up. Independent `late` faults almost never hit two in a row.
+	 */
+	readonly blip: number;
 }
 
 /** Options of one run. */
@@ -166,6 +173,7 @@ class World implements SimHost {
 			lost: r.chance(0.6) ? r.next() * 0.06 : 0,
 			late: r.chance(0.5) ? r.next() * 0.04 : 0,
 			slow: r.next() * 0.15,
+			blip: r.chance(0.4) ? r.next() * 0.01 : 0,
 		};
 		this.clock = new MockClock(START);
 		this.#trace = opts.keepTrace ? [] : undefined;
@@ -219,6 +227,17 @@ class World implements SimHost {
 		return long;
 	}
 
+	/**
+	 * How long after the driver's timeout a `late` write lands: a normal leg; in runs with blips
+	 * (see {@link FaultRates.blip}) half the time anywhere in the next 1.5 s instead, so that late
+	 * writes also land in the middle of what follows their timeouts (a re-actualization, the next
+	 * commands), not only right after them.
+	 */
+	lateDelay(): number {
+		if (this.rates.blip === 0 || this.faultRng.next() < 0.5) return this.delay() + 1;
+		return this.faultRng.int(1, 1_500);
+	}
+
 	shortDelay(): number {
 		return this.#delayRng.int(1, 10);
 	}
@@ -234,11 +253,38 @@ class World implements SimHost {
 		this.note(`FAULT#${n} ${what}`);
 	}
 
+	/** The end of the network blip in progress (monotonic ms); see {@link FaultRates.blip}. */
+	#blipUntil = 0;
+
+	/** `true` when this write goes late with the blip in progress (or one that starts now). */
+	#inBlip(cls: OpClass): boolean {
+		// Draws only when blips are on, so runs without them keep their sequences.
+		if (this.rates.blip === 0) return false;
+		const start = this.faultRng.next();
+		const late = this.faultRng.next();
+		if (this.now() >= this.#blipUntil && start < this.rates.blip) {
+			const n = this.#decide("blip");
+			if (n !== undefined) {
+				const ms = this.faultRng.int(20, 400);
+				this.#blipUntil = this.now() + ms;
+				this.#record(n, `network blip ${ms} ms`);
+			}
+		}
+		return cls !== "get" && this.now() < this.#blipUntil && late < 0.7;
+	}
+
 	/** The raw outcome of one request. */
 	drawFate(cls: OpClass, name: string, proc: Incarnation): Fate {
 		const x = this.faultRng.next();
 		if (!this.faultsOn) return "ok";
 		const r = this.rates;
+		if (this.#inBlip(cls)) {
+			const n = this.#decide("late");
+			if (n !== undefined) {
+				this.#record(n, `late ${name} of ${proc.tag} (blip)`);
+				return "late";
+			}
+		}
 		const fate: Fate =
 			x < r.refused
 				? "refused"

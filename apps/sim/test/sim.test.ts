@@ -77,6 +77,20 @@ describe("the dyn profile", () => {
 	});
 });
 
+describe("seeds that found a defect (each failed before its fix)", () => {
+	// A network blip (FaultRates.blip) sent two pipelined PLog writes late; the re-actualization
+	// wrote only the first again, the second landed after the PLog read, and at level 2 the next
+	// command's put replaced its event: "lost: c3o0 (create ws 1001) was acknowledged, no applied
+	// event has it". @vvm/cp now writes every unknown write of the run again, in order
+	// (packages/cp/test/pipeline-late.test.ts).
+	it("7224, epoch, level 2, pipelineDepth 8: the second of two late pipelined writes", async () => {
+		const profile = await loadProfile("epoch");
+		const result = await runSeed({ seed: 7224, profile, trustLevel: 2, pipelineDepth: 8 });
+		expect(result.anomalies).toEqual([]);
+		expect(result.faults.some((f) => f.what.startsWith("network blip"))).toBe(true);
+	}, 60_000);
+});
+
 describe("the mutant: cp built with unsafeUnfenced", () => {
 	it("is caught within 300 seeds, and its shrunk schedule still fails", async () => {
 		const summary = await runMany({

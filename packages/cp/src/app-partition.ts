@@ -285,13 +285,19 @@ export class AppPartitionImpl implements AppPartition {
 	/** The re-application of {@link AppPartitionImpl.#pending} in progress. */
 	#pendingRun: Promise<void> | undefined;
 	/**
-	 * Our event whose PLog write may or may not have landed (its answer was lost): it may still
-	 * land, late, so its offset must not go to another command (at level 2 that command's put and
-	 * this late one would overwrite each other). Before the next actualization reads the PLog, the
-	 * same bytes are written again at the same offset until that is confirmed; the late original
-	 * then writes what is already there. See {@link AppPartitionImpl.#resolveUnknownPLog}.
+	 * Our events whose PLog writes may or may not have landed (their answers were lost), in PLog
+	 * order: each may still land, late, so its offset must not go to another command (at level 2
+	 * that command's put and the late one would overwrite each other). Before the next
+	 * actualization reads the PLog, each is written again at its offset, in order, until that is
+	 * confirmed; a late original then writes what is already there. Pipelined, every unknown one
+	 * of the run that starts at the first failure counts, not only the first: a later one's batch
+	 * requires its predecessor's bytes, which the first one's rewrite puts there, so it too can
+	 * land after the actualization read the PLog. The run ends at a write refused for sure
+	 * (`#unknownCut`): nothing after it can land. See {@link AppPartitionImpl.#resolveUnknownPLog}.
 	 */
-	#unknownPLog: EncodedEvent | undefined;
+	readonly #unknownPLog: EncodedEvent[] = [];
+	/** A write of the broken pipeline was refused for sure: no later one joins `#unknownPLog`. */
+	#unknownCut = false;
 	/** The first actualization read the PLog to its end: every earlier holder's event is applied. */
 	#caughtUp = false;
 	#closed = false;
@@ -560,17 +566,25 @@ export class AppPartitionImpl implements AppPartition {
 	}
 
 	/**
-	 * Settles {@link AppPartitionImpl.#unknownPLog} before actualization reads the PLog: writes the
-	 * same event at its offset again (idempotent: the same bytes, or insert-if-not-exists that finds
-	 * them) until a write is confirmed, retrying storage errors with backoff. Then the event is in
+	 * Settles {@link AppPartitionImpl.#unknownPLog} before actualization reads the PLog: writes each
+	 * event at its offset again, in PLog order (idempotent: the same bytes, or insert-if-not-exists
+	 * that finds them) until a write is confirmed, retrying storage errors with backoff. Then each is in
 	 * the PLog for sure, actualization re-applies it like any event of ours, and the original
 	 * write, should it still land, rewrites the same bytes. While this runs the sequencer is
 	 * actualizing: no command takes a number. A fence refusal deposes the partition; a lease
 	 * that ended stops it (the next holder's fence refuses or orders below the late write).
 	 */
 	async #resolveUnknownPLog(signal: AbortSignal): Promise<void> {
-		const unknown = this.#unknownPLog;
-		if (unknown === undefined) return;
+		this.#unknownCut = false;
+		// In PLog order: each rewrite's predecessor is in place before it.
+		while (this.#unknownPLog.length > 0) {
+			await this.#rewriteUnknownPLog(this.#unknownPLog[0] as EncodedEvent, signal);
+			this.#unknownPLog.shift();
+		}
+	}
+
+	/** Writes `unknown` again at its offset until a write is confirmed (see the caller). */
+	async #rewriteUnknownPLog(unknown: EncodedEvent, signal: AbortSignal): Promise<void> {
 		for (let attempt = 0; ; attempt++) {
 			if (this.#closed || signal.aborted) throw closedError();
 			if (!this.#mayWrite()) throw leaseEnded(this.partitionId, "unknown");
@@ -595,7 +609,6 @@ export class AppPartitionImpl implements AppPartition {
 				await this.#ctx.clock.sleep(Math.min(2_000, 50 * 2 ** attempt), signal).catch(noop);
 			}
 		}
-		if (this.#unknownPLog === unknown) this.#unknownPLog = undefined;
 	}
 
 	/**
@@ -1067,7 +1080,7 @@ export class AppPartitionImpl implements AppPartition {
 		} catch (error) {
 			if (isFenced(error)) this.#depose(error);
 			// May land later: its offset is settled before anything reuses it.
-			else if (!CpError.is(error) || error.committed !== "no") this.#unknownPLog = encoded;
+			else if (!CpError.is(error) || error.committed !== "no") this.#unknownPLog.push(encoded);
 			throw error;
 		}
 		if (!this.#mayWrite()) throw leaseEnded(this.partitionId, "unknown");
@@ -1124,10 +1137,11 @@ export class AppPartitionImpl implements AppPartition {
 				applied = await write;
 			} catch (error) {
 				if (isFenced(error)) this.#depose(error);
-				// The first failure only: a later event lands only after this one (its batch requires
-				// it), so settling this one settles the PLog's end.
-				else if (first && (!CpError.is(error) || error.committed !== "no"))
-					this.#unknownPLog = entry.encoded;
+				// Nothing of it was written, and no later batch (each requires its predecessor's
+				// bytes) can land: the run of events that may land late ends here.
+				else if (CpError.is(error) && error.committed === "no") this.#unknownCut = true;
+				// May land late, also after the rewrite of an earlier one: settled before reuse.
+				else if (!this.#unknownCut) this.#unknownPLog.push(entry.encoded);
 				throw error;
 			}
 			if (!this.#mayWrite()) throw leaseEnded(this.partitionId, "unknown");

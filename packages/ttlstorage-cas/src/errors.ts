@@ -18,6 +18,7 @@ export type StatementKind = "conditional" | "write" | "read";
  * `cassandra-driver` 4.x does not name).
  */
 export const CQL_ERROR_CODES: Readonly<{
+	serverError: 0x0000;
 	unavailableException: 0x1000;
 	overloaded: 0x1001;
 	isBootstrapping: 0x1002;
@@ -27,6 +28,7 @@ export const CQL_ERROR_CODES: Readonly<{
 	writeFailure: 0x1500;
 	casWriteUnknown: 0x1700;
 }> = Object.freeze({
+	serverError: 0x0000,
 	unavailableException: 0x1000,
 	overloaded: 0x1001,
 	isBootstrapping: 0x1002,
@@ -115,7 +117,13 @@ function responseCodeOf(
 		case CQL_ERROR_CODES.isBootstrapping:
 			return "TTLSTORAGE_UNAVAILABLE";
 		case CQL_ERROR_CODES.overloaded:
-			return "TTLSTORAGE_THROTTLED";
+			// Also raised after a write went out: a lightweight transaction's commit checks each
+			// replica's hint backlog as it sends to it (after the proposal was accepted), a plain
+			// write's coordinator the same as it sends to each replica.
+			return writes ? "TTLSTORAGE_OUTCOME_UNKNOWN" : "TTLSTORAGE_THROTTLED";
+		case CQL_ERROR_CODES.serverError:
+			// An unexpected exception in the coordinator, which may come after the write went out.
+			return writes ? "TTLSTORAGE_OUTCOME_UNKNOWN" : "TTLSTORAGE_FAILED";
 		default:
 			return "TTLSTORAGE_FAILED";
 	}
@@ -136,8 +144,9 @@ function responseCodeOf(
  * | unavailable at SERIAL / LOCAL_SERIAL (the Paxos prepare) | UNAVAILABLE | – | – |
  * | unavailable at another consistency (an LWT's commit, after its proposal may have been accepted) | OUTCOME_UNKNOWN | UNAVAILABLE | UNAVAILABLE |
  * | isBootstrapping, `BusyConnectionError`, socket error before writing | UNAVAILABLE | UNAVAILABLE | UNAVAILABLE |
- * | overloaded | THROTTLED | THROTTLED | THROTTLED |
- * | anything else (syntax, invalid, unauthorized, server error, ...) | FAILED | FAILED | FAILED |
+ * | overloaded (also raised as a write goes out to the replicas) | OUTCOME_UNKNOWN | OUTCOME_UNKNOWN | THROTTLED |
+ * | serverError (an unexpected exception in the coordinator) | OUTCOME_UNKNOWN | OUTCOME_UNKNOWN | FAILED |
+ * | anything else (syntax, invalid, unauthorized, ...: refused before running) | FAILED | FAILED | FAILED |
  *
  * @example
  * ```ts

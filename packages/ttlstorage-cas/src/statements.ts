@@ -158,8 +158,9 @@ export function parseApplied(rows: readonly unknown[] | undefined, operation: st
 			? (row as Record<string, unknown>)["[applied]"]
 			: undefined;
 	if (typeof applied !== "boolean") {
+		// It ran: whatever this result is, the write may have been applied.
 		throw new TTLStorageError(
-			"TTLSTORAGE_FAILED",
+			"TTLSTORAGE_OUTCOME_UNKNOWN",
 			`the lightweight transaction returned no boolean [applied] column (got ${rows === undefined ? "no rows" : `${rows.length} row(s)`})`,
 			{ driver: DRIVER_NAME, operation },
 		);

@@ -90,7 +90,9 @@ const table: Row[] = [
 		U,
 	],
 	["isBootstrapping", () => response(codes.isBootstrapping), U, U, U],
-	["overloaded", () => response(codes.overloaded), T, T, T],
+	// Also raised as a write goes out (a lightweight transaction's commit checks each replica's
+	// hint backlog after the proposal was accepted): for a write the outcome is unknown.
+	["overloaded", () => response(codes.overloaded), O, O, T],
 	[
 		"NoHostAvailableError with unavailable hosts",
 		() =>
@@ -119,7 +121,7 @@ const table: Row[] = [
 	["syntaxError", () => response(codes.syntaxError), F, F, F],
 	["invalid", () => response(codes.invalid), F, F, F],
 	["unauthorized", () => response(codes.unauthorized), F, F, F],
-	["serverError", () => response(codes.serverError), F, F, F],
+	["serverError", () => response(codes.serverError), O, O, F],
 	["readFailure", () => response(codes.readFailure), F, F, F],
 	["ArgumentError", () => new errors.ArgumentError("bad param"), F, F, F],
 	["DriverInternalError", () => new errors.DriverInternalError("bug"), F, F, F],
@@ -171,6 +173,7 @@ describe("mapCassandraError", () => {
 		expect(CQL_ERROR_CODES.readTimeout).toBe(codes.readTimeout);
 		expect(CQL_ERROR_CODES.unavailableException).toBe(codes.unavailableException);
 		expect(CQL_ERROR_CODES.overloaded).toBe(codes.overloaded);
+		expect(CQL_ERROR_CODES.serverError).toBe(codes.serverError);
 		expect(CQL_ERROR_CODES.writeFailure).toBe(codes.writeFailure);
 	});
 });

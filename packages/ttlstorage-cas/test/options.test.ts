@@ -245,7 +245,7 @@ describe("execution options", () => {
 		expect(seen[3]?.options.serialConsistency).toBeUndefined();
 	});
 
-	it("defaults to QUORUM and SERIAL, and a result without [applied] is an error", async () => {
+	it("defaults to QUORUM and SERIAL, and a result without [applied] is an unknown outcome", async () => {
 		const seen: Array<Record<string, unknown>> = [];
 		const client = {
 			execute: async (_cql: string, _params: unknown[], options: Record<string, unknown>) => {
@@ -255,8 +255,9 @@ describe("execution options", () => {
 		} as unknown as Client;
 		const storage = createCassandraTTLStorage({ client, keyspace: "ks" });
 		const k = new Uint8Array([1]);
+		// The statement ran: whatever came back, the write may have been applied.
 		await expect(storage.insertIfNotExists(k, k, k, 5)).rejects.toMatchObject({
-			code: "TTLSTORAGE_FAILED",
+			code: "TTLSTORAGE_OUTCOME_UNKNOWN",
 		});
 		expect(seen[0]).toMatchObject({
 			consistency: types.consistencies.quorum,

@@ -10,10 +10,20 @@ const THROTTLING = new Set([
 	"TooManyRequestsException",
 ]);
 
-/** Socket errors that can only come before a request was sent (refused, DNS). */
-const NOT_SENT = new Set(["ECONNREFUSED", "ENOTFOUND", "EAI_AGAIN"]);
-/** Socket errors that show nothing was sent only when raised by `connect` (an open socket can raise them too). */
-const NOT_SENT_ON_CONNECT = new Set(["EHOSTUNREACH", "ENETUNREACH", "EADDRNOTAVAIL", "ETIMEDOUT"]);
+/** Resolver errors: they come before a connection, so before a request was sent. */
+const NOT_SENT = new Set(["ENOTFOUND", "EAI_AGAIN"]);
+/**
+ * Socket errors that show nothing was sent only when raised by `connect`: an open (kept-alive)
+ * socket can raise any of them after a request was written (Linux ends a connection that timed
+ * out with the last ICMP error it had: ECONNREFUSED for a port unreachable, EHOSTUNREACH, ...).
+ */
+const NOT_SENT_ON_CONNECT = new Set([
+	"ECONNREFUSED",
+	"EHOSTUNREACH",
+	"ENETUNREACH",
+	"EADDRNOTAVAIL",
+	"ETIMEDOUT",
+]);
 /** Error names of a 4xx answer that still may hide a request the server went on with. */
 const TIMEOUT_NAMES = new Set(["TimeoutError", "RequestTimeout", "RequestTimeoutException"]);
 

@@ -44,8 +44,14 @@ const service = (name: string, status: number, extra: Record<string, unknown> = 
 		$metadata: { httpStatusCode: status, attempts: 1 },
 		...extra,
 	});
-const network = (code: string, name = "Error", attempts = 1) =>
-	sdkError({ name, code, message: `socket ${code}`, $metadata: { attempts } });
+const network = (code: string, name = "Error", attempts = 1, syscall?: string) =>
+	sdkError({
+		name,
+		code,
+		message: `socket ${code}`,
+		$metadata: { attempts },
+		...(syscall === undefined ? {} : { syscall }),
+	});
 
 const p = utf8("p");
 const k = utf8("k");
@@ -139,8 +145,16 @@ const errors: Array<[string, () => Error, TTLStorageErrorCode, TTLStorageErrorCo
 	],
 	[
 		"connection refused",
-		() => network("ECONNREFUSED"),
+		() => network("ECONNREFUSED", "Error", 1, "connect"),
 		"TTLSTORAGE_UNAVAILABLE",
+		"TTLSTORAGE_UNAVAILABLE",
+	],
+	[
+		// Linux ends a kept-alive connection that timed out with the last ICMP error it had: the
+		// request was written, and may have been applied.
+		"connection refused on an open socket (after a timeout)",
+		() => network("ECONNREFUSED", "Error", 1, "read"),
+		"TTLSTORAGE_OUTCOME_UNKNOWN",
 		"TTLSTORAGE_UNAVAILABLE",
 	],
 	[
@@ -401,7 +415,7 @@ describe("putBatch", () => {
 	it('once some items were written, a failure that would say "nothing written" is OUTCOME_UNKNOWN', async () => {
 		// The second chunk's connection is refused after the first chunk was stored.
 		const refusedSecond = make((_s, n) => {
-			if (n === 2) throw network("ECONNREFUSED");
+			if (n === 2) throw network("ECONNREFUSED", "Error", 1, "connect");
 			return {};
 		});
 		expect(await codeOf(refusedSecond.storage.putBatch(items(30)))).toBe(
@@ -414,7 +428,7 @@ describe("putBatch", () => {
 		expect(await codeOf(partly.storage.putBatch(items(3)))).toBe("TTLSTORAGE_OUTCOME_UNKNOWN");
 		// Refused before anything was written: nothing was.
 		const refusedFirst = make(() => {
-			throw network("ECONNREFUSED");
+			throw network("ECONNREFUSED", "Error", 1, "connect");
 		});
 		expect(await codeOf(refusedFirst.storage.putBatch(items(30)))).toBe("TTLSTORAGE_UNAVAILABLE");
 	});

@@ -137,7 +137,12 @@ export interface LevelTTLStorage extends TTLStorage {
 const EMPTY = new Uint8Array(0);
 const NO_READS: readonly Uint8Array[] = [];
 
-function storageError(operation: string, cause: unknown): TTLStorageError {
+/**
+ * `cause` as a {@link TTLStorageError}. `written`: it failed a batch's write, which may have
+ * reached the log: LevelDB's write that fails to sync (an I/O error) leaves its record in the
+ * log, where the next open may find it, so only a database not open says nothing was written.
+ */
+function storageError(operation: string, cause: unknown, written = false): TTLStorageError {
 	if (TTLStorageError.is(cause)) return cause;
 	const code = (cause as { code?: unknown } | null)?.code;
 	const unavailable =
@@ -147,7 +152,11 @@ function storageError(operation: string, cause: unknown): TTLStorageError {
 		code === "LEVEL_STATUS_LOCKED";
 	const message = cause instanceof Error ? cause.message : String(cause);
 	return new TTLStorageError(
-		unavailable ? "TTLSTORAGE_UNAVAILABLE" : "TTLSTORAGE_FAILED",
+		unavailable
+			? "TTLSTORAGE_UNAVAILABLE"
+			: written
+				? "TTLSTORAGE_OUTCOME_UNKNOWN"
+				: "TTLSTORAGE_FAILED",
 		message,
 		{
 			cause,
@@ -400,7 +409,19 @@ class LevelTTLStorageImpl implements LevelTTLStorage {
 			try {
 				await this.#writeBatch(view.ops);
 			} catch (error) {
-				this.#settle(jobs, outcomes, error ?? new Error("batch failed"));
+				// The batch may have reached the log: each job it carried has an unknown outcome; a
+				// job refused before it (its own error) wrote nothing and keeps its answer.
+				const failure = error ?? new Error("batch failed");
+				this.#settle(
+					jobs,
+					jobs.map((job, i) => {
+						const outcome = outcomes[i];
+						return outcome !== undefined && !outcome.ok
+							? outcome
+							: { ok: false as const, error: storageError(job.operation, failure, true) };
+					}),
+					failure,
+				);
 				return;
 			}
 		this.#settle(jobs, outcomes, readFailure, view);
@@ -439,7 +460,7 @@ class LevelTTLStorageImpl implements LevelTTLStorage {
 		jobs.forEach((job, i) => {
 			const outcome = outcomes[i];
 			if (outcome !== undefined && !outcome.ok) job.reject(outcome.error);
-			// A failed batch wrote nothing; every answer the group decided is void.
+			// A read of the group failed: nothing was written; every answer it decided is void.
 			else if (failure !== undefined || outcome === undefined)
 				job.reject(storageError(job.operation, failure));
 			else job.resolve(outcome.value);

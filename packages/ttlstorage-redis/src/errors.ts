@@ -60,7 +60,10 @@ function codeOf(error: unknown, phase: RedisPhase): TTLStorageErrorCode {
 	if (NOT_SENT.test(message)) return "TTLSTORAGE_UNAVAILABLE";
 	if (LOST.test(message) || (typeof e.code === "string" && LOST.test(e.code)))
 		return phase === "write" ? "TTLSTORAGE_OUTCOME_UNKNOWN" : "TTLSTORAGE_UNAVAILABLE";
-	return "TTLSTORAGE_FAILED";
+	// Not the server's reply and not known: a client error on a command already sent (ioredis
+	// rejects every command in flight with a `ParserError` when the stream is corrupt), so a
+	// write may have run.
+	return phase === "write" ? "TTLSTORAGE_OUTCOME_UNKNOWN" : "TTLSTORAGE_FAILED";
 }
 
 /**
@@ -75,7 +78,8 @@ function codeOf(error: unknown, phase: RedisPhase): TTLStorageErrorCode {
  * | `Stream isn't writeable…` (not sent) | UNAVAILABLE | UNAVAILABLE |
  * | `BUSY`, `LOADING`, `READONLY`, `MASTERDOWN`, `MISCONF`, `NOREPLICAS`, cluster redirections | UNAVAILABLE | UNAVAILABLE |
  * | `OOM` (over `maxmemory`; a write script is refused before it runs) | THROTTLED | THROTTLED |
- * | anything else (`NOAUTH`, `WRONGPASS`, `NOPERM`, `WRONGTYPE`, a script error) | FAILED | FAILED |
+ * | any other error reply (`NOAUTH`, `WRONGPASS`, `NOPERM`, `WRONGTYPE`, a script error) | FAILED | FAILED |
+ * | any other error (not a reply: a `ParserError` of a corrupt stream, one the driver does not know) | OUTCOME_UNKNOWN | FAILED |
  *
  * @example
  * ```ts

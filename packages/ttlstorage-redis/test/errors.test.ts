@@ -88,7 +88,8 @@ describe("mapRedisError", () => {
 			"FAILED",
 			"FAILED",
 		],
-		["anything else", new Error("something odd"), "FAILED", "FAILED"],
+		// Not a reply: a client error on a command that may have been sent (a ParserError).
+		["anything else", new Error("something odd"), "OUTCOME_UNKNOWN", "FAILED"],
 	];
 	for (const [label, error, write, read] of cases) {
 		it(`${label}: ${write} on a write, ${read} on a read`, () => {
