@@ -540,16 +540,21 @@ class ElectionsImpl<K, V> implements Elections<K, V> {
 		leader.leaseTimer = this.#clock.setTimer(
 			Math.max(0, leader.leaseDeadline - this.#mono()),
 			() => {
-				void this.#end(
-					leader,
-					"ELECTIONS_STORAGE_ERROR",
-					// A coded error, as every error this package hands out (the `lost` event carries it).
-					new ElectionsError(
-						"ELECTIONS_STORAGE_ERROR",
-						`no renewal of ${leader.keyString} succeeded before its lease deadline (a storage call hung past it)`,
-					),
-				);
+				void this.#leaseExpired(leader);
 			},
+		);
+	}
+
+	/** Ends `leader`: its lease deadline passed with no renewal confirmed before it. */
+	#leaseExpired(leader: Leader<K, V>): Promise<ReleaseOutcome> {
+		return this.#end(
+			leader,
+			"ELECTIONS_STORAGE_ERROR",
+			// A coded error, as every error this package hands out (the `lost` event carries it).
+			new ElectionsError(
+				"ELECTIONS_STORAGE_ERROR",
+				`no renewal of ${leader.keyString} succeeded before its lease deadline (a storage call hung past it)`,
+			),
 		);
 	}
 
@@ -629,6 +634,12 @@ class ElectionsImpl<K, V> implements Elections<K, V> {
 			if (outcome === ABORTED || signal.aborted) return false;
 			if (!outcome) {
 				await this.#end(leader, "ELECTIONS_LOST", undefined);
+				return false;
+			}
+			// The lease deadline passed before this answer was handled (the lease timer runs late
+			// on a busy loop): the leadership ended for good; a renewal never revives it.
+			if (this.#mono() >= leader.leaseDeadline) {
+				await this.#leaseExpired(leader);
 				return false;
 			}
 			leader.renewals++;

@@ -111,7 +111,10 @@ export class LocalLeases {
 			}
 			const deadline =
 				monoNow + (lease.expirationTime - this.#skewMs - wallNow) - WALL_RESOLUTION_MS;
-			if (local !== undefined && sameGrant(local.lease, lease)) {
+			// A prolongation extends a lease still running; past its local deadline the lease ended
+			// for good (leaseValid stays false), even when its timer has not fired yet: it ends
+			// now, and the prolonged grant starts again below as a new lease.
+			if (local !== undefined && sameGrant(local.lease, lease) && monoNow < local.deadline) {
 				local.lease = lease;
 				if (deadline > local.deadline) local.deadline = deadline;
 				continue;
