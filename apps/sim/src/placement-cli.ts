@@ -8,7 +8,13 @@ import {
 	runPlacementSeed,
 } from "./placement-world.ts";
 
-const KINDS: readonly PlacementFailureKind[] = ["same-epoch", "overlap", "dark", "error"];
+const KINDS: readonly PlacementFailureKind[] = [
+	"same-epoch",
+	"overlap",
+	"dark",
+	"revived",
+	"error",
+];
 
 /** Summary of {@link runPlacementSeeds}. */
 export interface PlacementSummary {

@@ -11,8 +11,9 @@
 // `namespace` options, `repairLeaseRoot`) is looked up at run time, and the operator does what the
 // tree it runs on documents.
 
-import type { PartitionPlacement, PlacementHandlers } from "@vvm/appparts";
+import type { PartitionGrant, PartitionPlacement, PlacementHandlers } from "@vvm/appparts";
 import * as appparts from "@vvm/appparts";
+import type { Clock } from "@vvm/clock";
 import { MockClock } from "@vvm/clock";
 import { createElections, vvmLeadershipStorage } from "@vvm/ielections";
 import * as leases from "@vvm/leases";
@@ -25,7 +26,7 @@ import { createMemTTLStorage } from "@vvm/ttlstorage-mem";
 import { Rng } from "./rng.ts";
 
 /** What a placement seed found wrong. */
-export type PlacementFailureKind = "same-epoch" | "overlap" | "dark" | "error";
+export type PlacementFailureKind = "same-epoch" | "overlap" | "dark" | "revived" | "error";
 
 /** One failure of a placement seed, at simulated time `atMs` (from the run's start). */
 export interface PlacementFailure {
@@ -90,6 +91,8 @@ interface Instance {
 	readonly placement: PartitionPlacement;
 	/** Partition -> the epoch it is deployed with here. */
 	readonly deployed: Map<number, bigint>;
+	/** Partition -> the grant it is deployed with, and whether its `leaseValid()` was seen false. */
+	readonly grants: Map<number, { grant: PartitionGrant; ended: boolean }>;
 	/** Until its close() resolved, the process may serve: it is checked. */
 	live: boolean;
 	/** Crashed: its link refuses every call from now on. */
@@ -106,6 +109,8 @@ interface Instance {
 interface Host {
 	readonly label: string;
 	readonly clock: SkewedClock;
+	/** The clock the host's components get: `clock` with its timers fired late. */
+	readonly timers: Clock;
 	readonly link: FaultyTTLStorage;
 	readonly rng: Rng;
 	isolatedUntil: number;
@@ -184,6 +189,11 @@ export async function runPlacementSeed(
 	const numVVM0 = rng.pick([2, 3]);
 	const faultRate = rng.pick([0, 0.01, 0.03, 0.08]);
 	const hosts: Host[] = [];
+	// Timer lateness, as a busy event loop or a GC pause gives every real timer (MockClock fires
+	// each exactly at its deadline): in half the runs, each timer of a host 0..40 or 0..250 ms late. From a
+	// stream of its own, so that the other draws of a seed stay where they were.
+	const lateRng = new Rng(seed ^ 0x5f3759df);
+	const lateMaxMs = lateRng.chance(0.5) ? lateRng.pick([40, 250]) : 0;
 	for (let i = 0; i < HOSTS; i++) {
 		const hrng = rng.fork(i);
 		const skew = rng.int(-MAX_SKEW_MS / 2, MAX_SKEW_MS / 2);
@@ -192,6 +202,7 @@ export async function runPlacementSeed(
 		const host: Host = {
 			label: `h${i}`,
 			clock: hclock,
+			timers: lateMaxMs === 0 ? hclock : lateTimers(hclock, lateRng.fork(i), lateMaxMs),
 			link,
 			rng: hrng,
 			isolatedUntil: 0,
@@ -209,15 +220,20 @@ export async function runPlacementSeed(
 		link.inject({ on: "*", match: drawn(faultRate / 5), action: faults.delay(2_500) });
 		hosts.push(host);
 	}
-	const config = `${mode}, ${HOSTS} hosts, numVVM ${numVVM0}, ${PARTITIONS} partitions, fault rate ${faultRate}, skews ${hosts.map((h) => h.clock.offsetMs).join("/")} ms (bound ${MAX_SKEW_MS})`;
+	const config = `${mode}, ${HOSTS} hosts, numVVM ${numVVM0}, ${PARTITIONS} partitions, fault rate ${faultRate}, skews ${hosts.map((h) => h.clock.offsetMs).join("/")} ms (bound ${MAX_SKEW_MS})${lateMaxMs === 0 ? "" : `, timers up to ${lateMaxMs} ms late`}`;
 	note(`config ${config}; tree ${PLACEMENT_TREE_FIXED ? "fixed" : "old"}`);
 
-	const handlersOf = (deployed: Map<number, bigint>): PlacementHandlers => ({
+	const handlersOf = (
+		deployed: Map<number, bigint>,
+		grants: Map<number, { grant: PartitionGrant; ended: boolean }>,
+	): PlacementHandlers => ({
 		async onGranted(p, grant) {
 			deployed.set(p, grant.fencingToken ?? -1n);
+			grants.set(p, { grant, ended: false });
 		},
 		onEnded(p) {
 			deployed.delete(p);
+			grants.delete(p);
 		},
 	});
 
@@ -229,7 +245,8 @@ export async function runPlacementSeed(
 		link.inject({ on: "*", match: () => box0.dead, action: faults.fail() });
 		const name = `${host.label}#${host.incarnation}`;
 		const deployed = new Map<number, bigint>();
-		const handlers = handlersOf(deployed);
+		const grants = new Map<number, { grant: PartitionGrant; ended: boolean }>();
+		const handlers = handlersOf(deployed, grants);
 		const address = `${host.label}:8080`;
 		let inst: Instance;
 		if (mode === "leases") {
@@ -241,7 +258,7 @@ export async function runPlacementSeed(
 				maxClockSkewMs: MAX_SKEW_MS,
 				namespace: NAMESPACE,
 				handlers,
-				clock: host.clock,
+				clock: host.timers,
 				onEvent: (e) => {
 					if (options.trace && e.type !== "tick") {
 						const { at: _at, ...rest } = e as { at: number };
@@ -259,13 +276,14 @@ export async function runPlacementSeed(
 				mode,
 				placement,
 				deployed,
+				grants,
 				live: true,
 				started: false,
 				nextTryAt: 0,
 			};
 		} else {
 			const elections = createElections(vvmLeadershipStorage(link), {
-				clock: host.clock,
+				clock: host.timers,
 				killer: noKiller,
 				maxClockSkewMs: MAX_SKEW_MS,
 			});
@@ -290,7 +308,7 @@ export async function runPlacementSeed(
 					};
 				},
 				leaderOf: async () => undefined,
-				clock: host.clock,
+				clock: host.timers,
 				// Errors and warnings of the placement into the trace (declined partitions, refusals).
 				logger: {
 					error: (o: unknown, msg?: string) => note(`${name} error: ${msg ?? ""} ${errorText(o)}`),
@@ -313,6 +331,7 @@ export async function runPlacementSeed(
 				mode,
 				placement,
 				deployed,
+				grants,
 				live: true,
 				started: false,
 				elections,
@@ -562,6 +581,22 @@ export async function runPlacementSeed(
 				served.set(p, list);
 			}
 		}
+		// A grant's leaseValid() is false from its local deadline on, for good.
+		for (const inst of instances) {
+			if (!inst.live) continue;
+			for (const [p, g] of inst.grants) {
+				const valid = g.grant.leaseValid();
+				if (!valid) g.ended = true;
+				else if (g.ended) {
+					g.ended = false;
+					fail(
+						"revived",
+						`partition ${p}: the grant of ${inst.name} (epoch ${g.grant.fencingToken}) is valid again after it was not`,
+						inst.mode,
+					);
+				}
+			}
+		}
 		for (const [p, list] of served) {
 			if (list.length < 2) continue;
 			const epochs = list.map((x) => x.split("@")[1]);
@@ -699,4 +734,15 @@ function dedupe(failures: readonly PlacementFailure[]): PlacementFailure[] {
 		out.push(f);
 	}
 	return out;
+}
+
+/** `base` with every timer (and sleep) fired 0..`maxMs` ms late, drawn from `rng`. */
+function lateTimers(base: Clock, rng: Rng, maxMs: number): Clock {
+	return {
+		now: () => base.now(),
+		monotonic: () => base.monotonic(),
+		setTimer: (delayMs, callback, options) =>
+			base.setTimer(delayMs + rng.int(0, maxMs), callback, options),
+		sleep: (delayMs, signal) => base.sleep(delayMs + rng.int(0, maxMs), signal),
+	};
 }

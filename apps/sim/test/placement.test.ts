@@ -37,6 +37,17 @@ describe("placement: determinism", () => {
 	});
 });
 
+describe("placement: seeds that found a defect (each failed before its fix)", () => {
+	// Timers 0..250 ms late (a busy loop): a lease's same-grant prolongation read after its local
+	// deadline, before its late timer fired, made leaseValid() true again ("revived"; before the
+	// fix of @vvm/leases' LocalLeases.apply, 2026-12-07).
+	it("463 (leases, timers late): no grant valid again after it was not", async () => {
+		const r = await runPlacementSeed(463);
+		expect(r.config).toContain("ms late");
+		expect(r.failures.map((f) => `${f.kind}: ${f.detail}`)).toEqual([]);
+	}, 60_000);
+});
+
 describe("placement: the CI budget", () => {
 	it(`seeds 1..${CI_SEEDS}: never two hosts serving one partition, every partition served within the bound after the faults`, async () => {
 		expect(PLACEMENT_TREE_FIXED).toBe(true);
