@@ -176,6 +176,9 @@ export function processKiller(options: ProcessKillerOptions = {}): Killer {
 	};
 	return {
 		schedule(delayMs: number, reason: string): void {
+			// The delay counts from now, the caller's reading: what follows (the worker's start on
+			// the first call, encoding the reason, a GC pause in either) must not push it later.
+			const now = monotonicMs();
 			if (typeof delayMs !== "number" || Number.isNaN(delayMs) || delayMs < 0) {
 				throw new RangeError(
 					`[@vvm/ielections] killer delay must be a number >= 0, got ${String(delayMs)}`,
@@ -203,7 +206,7 @@ export function processKiller(options: ProcessKillerOptions = {}): Killer {
 			const bytes = encoder.encode(reason).subarray(0, REASON_BYTES);
 			w.reasons.set(bytes, slot * REASON_BYTES);
 			Atomics.store(w.lengths, slot, bytes.length);
-			const deadline = monotonicMs() + BigInt(Math.ceil(Math.min(delayMs, 1e15)));
+			const deadline = now + BigInt(Math.ceil(Math.min(delayMs, 1e15)));
 			Atomics.store(w.deadlines, slot, deadline === 0n ? 1n : deadline);
 			Atomics.add(w.ctrl, 0, 1);
 			Atomics.notify(w.ctrl, 0);
