@@ -82,7 +82,7 @@ describe("seeds that found a defect (each failed before its fix)", () => {
 	// wrote only the first again, the second landed after the PLog read, and at level 2 the next
 	// command's put replaced its event: "lost: c3o0 (create ws 1001) was acknowledged, no applied
 	// event has it". @vvm/cp now writes every unknown write of the run again, in order
-	// (packages/cp/test/pipeline-late.test.ts).
+	// (packages/cp/test/pipeline.test.ts, "a run of writes with unknown outcomes").
 	it("7224, epoch, level 2, pipelineDepth 8: the second of two late pipelined writes", async () => {
 		const profile = await loadProfile("epoch");
 		const result = await runSeed({ seed: 7224, profile, trustLevel: 2, pipelineDepth: 8 });

@@ -28,7 +28,12 @@ type Release = "land" | "refuse" | "lose-unapplied" | "lose-applied";
 
 /** mem whose PLog-carrying `putBatchIf` calls wait at a gate until the test releases them. */
 function gatedStorage(inner: TTLStorage) {
-	const held: Array<{ offset: number; release: (how: Release) => Promise<void> }> = [];
+	const held: Array<{
+		offset: number;
+		release: (how: Release) => Promise<void>;
+		/** Its answer is lost now (outcome unknown), nothing landed: resolves to its late landing. */
+		loseLate: () => () => Promise<boolean>;
+	}> = [];
 	let gating = false;
 	let seqWrites = 0;
 	const isPLog = (p: Bytes) => prefixOf(p) === PKEY_PREFIX_PLOG;
@@ -71,6 +76,10 @@ function gatedStorage(inner: TTLStorage) {
 			return new Promise<boolean>((resolve, reject) => {
 				held.push({
 					offset: offsetOf(items),
+					loseLate: () => {
+						reject(new TTLStorageError("TTLSTORAGE_OUTCOME_UNKNOWN", "timed out; may land late"));
+						return () => batchIf(items);
+					},
 					release: async (how) => {
 						if (how === "refuse")
 							return reject(new TTLStorageError("TTLSTORAGE_UNAVAILABLE", "refused, not sent"));
@@ -92,6 +101,11 @@ function gatedStorage(inner: TTLStorage) {
 		close: async () => {},
 		[Symbol.asyncDispose]: async () => {},
 	};
+	const take = (offset: number) => {
+		const i = held.findIndex((h) => h.offset === offset);
+		if (i < 0) throw new Error(`no held PLog write at ${offset}`);
+		return held.splice(i, 1)[0] as (typeof held)[number];
+	};
 	return {
 		storage,
 		held,
@@ -103,10 +117,14 @@ function gatedStorage(inner: TTLStorage) {
 		},
 		/** Releases the held write of PLog offset `offset`. */
 		async release(offset: number, how: Release = "land") {
-			const i = held.findIndex((h) => h.offset === offset);
-			if (i < 0) throw new Error(`no held PLog write at ${offset}`);
-			const [h] = held.splice(i, 1);
-			await h?.release(how);
+			await take(offset).release(how);
+		},
+		/**
+		 * The held write of PLog offset `offset` answers "unknown" now and lands only when the
+		 * returned function is called (a request that timed out and arrives late).
+		 */
+		lose(offset: number): () => Promise<boolean> {
+			return take(offset).loseLate();
 		},
 	};
 }
@@ -168,6 +186,17 @@ async function setup(extra: Partial<CommandProcessorOptions> = {}) {
 
 const acknowledged = (outs: Outcome[]) =>
 	outs.flatMap((o) => ("ok" in o ? [{ wsid: WSID, result: o.ok }] : []));
+
+/** What the checker finds in partition 0's storage, given the commands acknowledged in WSID. */
+const problemsOf = async (storage: TTLStorage, results: CommandResult[]) =>
+	(
+		await checkCpStorage({
+			storage,
+			appId: 1,
+			partitions: 1,
+			acknowledged: results.map((result) => ({ wsid: WSID, result })),
+		})
+	).problems;
 
 describe("pipelineDepth", () => {
 	it("is validated: an integer in 1..32", () => {
@@ -444,5 +473,83 @@ describe("pipelineDepth", () => {
 			],
 		});
 		expect(problems).toEqual([]);
+	});
+});
+
+// Found by review of 98b2628 (the simulator's network blips find it too: seed 7224 at level 2).
+// Two pipelined creates A (offset 2) and B (3) lose their answers; B's batch requires A's bytes at
+// 2, which the re-actualization's rewrite of A puts there, so B could land after that
+// actualization read the PLog. Only A used to be written again: B landed late, the next command
+// took offset 3 with B's numbers, and at level 2 its fallback put replaced B's event while B's
+// effects stayed; B's retry with its key was answered "replayed" with a record holding the next
+// command's fields. Now every unknown write of the run is written again, in PLog order.
+describe("pipelined level 2: a run of writes with unknown outcomes", () => {
+	for (const [atomicBatches, lateLands] of [
+		[true, true],
+		[false, true],
+		[true, false],
+	] as const)
+		it(`A and B lost${lateLands ? ", B's original lands after the re-actualization" : ", neither lands"} (atomicBatches ${atomicBatches}): both are written again, no offset or record ID handed out twice`, async () => {
+			const { mem, g, p, first, create } = await setup({ trustLevel: 2, atomicBatches });
+			const a = create("A", "key-a");
+			const b = create("B", "key-b");
+			await waitFor(() => g.held.length === 2, "two PLog writes in flight");
+			g.lose(2);
+			const landB = g.lose(3);
+			const [ra, rb] = await Promise.all([a, b]);
+			expect(["error" in ra && ra.error.committed, "error" in rb && rb.error.committed]).toEqual([
+				"unknown",
+				"unknown",
+			]);
+			g.gate(false);
+			// A written again at 2, then B at 3, then the PLog read: it ends at 4 (it was 3).
+			await waitFor(
+				() => !p.sequencer.stats().actualizing && p.sequencer.stats().nextPLogOffset === 4,
+				"re-actualized",
+			);
+			// B's original arrives now: A is at 2, but B's own event is at 3 already: it writes
+			// nothing (before the fix it landed, after the PLog read).
+			if (lateLands) expect(await landB()).toBe(false);
+			const d = await p.createRecord({ wsid: WSID, table: CUSTOMER, fields: { name: "D" } });
+			expect(d.plogOffset).toBe(4);
+			const retryB = await create("B", "key-b");
+			const plog = await p.readPLog({ from: 1, limit: 10 });
+			expect(plog.map((e) => e.offset)).toEqual([1, 2, 3, 4]);
+			// B's retry replays B's event at 3, whose record holds B's fields, not D's.
+			if (!("ok" in retryB)) throw new Error(`B's retry failed: ${retryB.error.message}`);
+			expect([retryB.ok.replayed, retryB.ok.plogOffset]).toEqual([true, 3]);
+			const id = retryB.ok.NewIDs["1"] as number;
+			expect(d.NewIDs["1"]).not.toBe(id);
+			expect((await p.readRecord({ wsid: WSID, table: CUSTOMER, id })).name).toBe("B");
+			await p.close();
+			expect(await problemsOf(mem, [first, d, retryB.ok])).toEqual([]);
+		});
+
+	it("A lost, B refused (A is not there), C lost: only A is written again, C never lands (no hole)", async () => {
+		const { mem, g, p, first, create } = await setup({ trustLevel: 2, atomicBatches: true });
+		const [a, b, c] = [create("A", "key-a"), create("B", "key-b"), create("C", "key-c")];
+		await waitFor(() => g.held.length === 3, "three PLog writes in flight");
+		g.lose(2); // A: lost, never lands
+		await g.release(3); // B: requires A's bytes at 2, which are not there: refused, nothing written
+		const landC = g.lose(4); // C: lost; it requires B's bytes at 3, which never come
+		const [ra, rb, rc] = await Promise.all([a, b, c]);
+		expect(["error" in ra && ra.error.committed, "error" in rb && rb.error.committed]).toEqual([
+			"unknown",
+			"no",
+		]);
+		expect("error" in rc && rc.error.committed).not.toBe("yes");
+		g.gate(false);
+		// Only A is written again: writing C at 4 would leave 3 empty below it.
+		await waitFor(
+			() => !p.sequencer.stats().actualizing && p.sequencer.stats().nextPLogOffset === 3,
+			"re-actualized",
+		);
+		expect(await landC()).toBe(false);
+		const d = await p.createRecord({ wsid: WSID, table: CUSTOMER, fields: { name: "D" } });
+		expect(d.plogOffset).toBe(3);
+		const plog = await p.readPLog({ from: 1, limit: 10 });
+		expect(plog.map((e) => e.offset)).toEqual([1, 2, 3]);
+		await p.close();
+		expect(await problemsOf(mem, [first, d])).toEqual([]);
 	});
 });

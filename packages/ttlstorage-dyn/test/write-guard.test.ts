@@ -6,10 +6,15 @@ import { TTLStorageError, utf8 } from "@vvm/ttlstorage";
 import { describe, expect, it } from "vitest";
 import { createDynamoTTLStorage } from "../src/index.ts";
 
-type Reply = { status: number; type?: string } | { error: string };
+type Reply = { status: number; type?: string } | { error: string; syscall?: string };
 const ok: Reply = { status: 200 };
 const reset: Reply = { error: "ECONNRESET" };
-const refused: Reply = { error: "ECONNREFUSED" };
+const refused: Reply = { error: "ECONNREFUSED", syscall: "connect" };
+/**
+ * ECONNREFUSED on an open (kept-alive) connection: Linux ends a connection that timed out with the
+ * last ICMP error it had (a port unreachable from a firewall's REJECT). The request was written.
+ */
+const refusedOnRead: Reply = { error: "ECONNREFUSED", syscall: "read" };
 const throttled: Reply = { status: 400, type: "ThrottlingException" };
 const conditionFailed: Reply = { status: 400, type: "ConditionalCheckFailedException" };
 const internal: Reply = { status: 500, type: "InternalServerError" };
@@ -40,7 +45,7 @@ function scripted(replies: Reply[], retry: "default" | "everything" = "default")
 			if ("error" in reply) {
 				throw Object.assign(new Error(`socket ${reply.error}`), {
 					code: reply.error,
-					...(reply.error === "ECONNREFUSED" ? { syscall: "connect" } : {}),
+					...(reply.syscall === undefined ? {} : { syscall: reply.syscall }),
 				});
 			}
 			const body =
@@ -100,6 +105,8 @@ describe("a write whose attempt may have been applied is never sent again", () =
 		["a reset connection (the answer lost)", reset],
 		["a 500", internal],
 		["an unreadable 200", unreadable],
+		// Found by review of 98b2628: it counted as "never sent" whatever the system call.
+		["ECONNREFUSED on the open connection (after a timeout)", refusedOnRead],
 	] as const) {
 		it(`${label}: OUTCOME_UNKNOWN after exactly one attempt, with the SDK's default retries (maxAttempts 5)`, async () => {
 			for (const [op, run] of Object.entries(writes)) {
@@ -109,6 +116,12 @@ describe("a write whose attempt may have been applied is never sent again", () =
 			}
 		});
 	}
+
+	it("ECONNREFUSED on the open connection: an insert that landed is not sent again to answer false", async () => {
+		const { storage, calls } = scripted([refusedOnRead, conditionFailed]);
+		expect(await outcome(storage.insertIfNotExists(p, k, v, 5))).toBe("TTLSTORAGE_OUTCOME_UNKNOWN");
+		expect(calls).toHaveLength(1);
+	});
 
 	it("a retry strategy that retries every error cannot send it again either", async () => {
 		for (const [op, run] of Object.entries(writes)) {
