@@ -27,7 +27,10 @@ const SKEW = 100;
 const LATE = 30;
 
 class LateClock implements Clock {
-	constructor(readonly inner: MockClock) {}
+	readonly inner: MockClock;
+	constructor(inner: MockClock) {
+		this.inner = inner;
+	}
 	now(): number {
 		return this.inner.now();
 	}

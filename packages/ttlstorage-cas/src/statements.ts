@@ -141,7 +141,7 @@ export function remainingFromServer(remaining: unknown): number {
 
 /**
  * Reads `[applied]` from the first row of a lightweight transaction's result, strictly: a missing
- * row or a non-boolean column is an error (`TTLSTORAGE_FAILED`), never a guess. (`ResultSet.wasApplied()`
+ * row or a non-boolean column is an error (`TTLSTORAGE_OUTCOME_UNKNOWN`: the statement ran), never a guess. (`ResultSet.wasApplied()`
  * of `cassandra-driver` returns `true` when there is no row, which would turn a surprise into
  * "you are the leader".)
  *

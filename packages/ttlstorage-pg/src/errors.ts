@@ -104,8 +104,17 @@ function codeOf(error: unknown, phase: PgPhase): TTLStorageErrorCode {
 		if (phase === "connect" && sqlStateCode(code, message, false) !== "TTLSTORAGE_FAILED")
 			return code.startsWith("53") ? "TTLSTORAGE_THROTTLED" : "TTLSTORAGE_UNAVAILABLE";
 		// The session ended (FATAL) or the server went down (PANIC) under a write: the commit may
-		// have come first (a PANIC in the commit's critical section, after its WAL record).
-		if (writes && (e.severity === "FATAL" || e.severity === "PANIC") && !STARTUP_STATES.has(code))
+		// have come first (a PANIC in the commit's critical section, after its WAL record). The
+		// severity node-postgres gives is the localized one (lc_messages), so the classes of such
+		// failures count whatever it says: 58 (an I/O error, "could not fsync") and XX (internal).
+		if (
+			writes &&
+			(e.severity === "FATAL" ||
+				e.severity === "PANIC" ||
+				code.startsWith("58") ||
+				code.startsWith("XX")) &&
+			!STARTUP_STATES.has(code)
+		)
 			return "TTLSTORAGE_OUTCOME_UNKNOWN";
 		return sqlStateCode(code, message, writes);
 	}
@@ -141,7 +150,7 @@ function codeOf(error: unknown, phase: PgPhase): TTLStorageErrorCode {
  * | --- | --- | --- | --- |
  * | connection lost after sending (`Connection terminated…`, `ECONNRESET`), client `query_timeout` (`Query read timeout`), `57P01` (`pg_terminate_backend`), `57P02`, class `08` | OUTCOME_UNKNOWN | UNAVAILABLE | UNAVAILABLE |
  * | any socket error on an open connection (`syscall` not `connect`: `ECONNREFUSED`, `EHOSTDOWN`, `EHOSTUNREACH`, … after a timeout), a socket code without `syscall` | OUTCOME_UNKNOWN | UNAVAILABLE | UNAVAILABLE |
- * | the server's `FATAL` or `PANIC` (other than start-up's `57P03`, `53300`, `08001`, `08004`, class `28`, `3D000`) | OUTCOME_UNKNOWN | as its SQLSTATE | as its SQLSTATE |
+ * | the server's `FATAL` or `PANIC` (other than start-up's `57P03`, `53300`, `08001`, `08004`, class `28`, `3D000`), and classes `58` (I/O) and `XX` (internal) whatever the (localized) severity | OUTCOME_UNKNOWN | as its SQLSTATE | as its SQLSTATE |
  * | `57014` by `statement_timeout` or `lock_timeout`, `55P03`, `40001`, `40P01` (after 3 tries), `25006`, `57P03` | UNAVAILABLE | UNAVAILABLE | UNAVAILABLE |
  * | `57014` by a cancel request | OUTCOME_UNKNOWN | UNAVAILABLE | – |
  * | class `53` (too many connections, out of memory, disk full) | THROTTLED | THROTTLED | THROTTLED |

@@ -273,25 +273,36 @@ const MAX_READS_PER_STATEMENT = 256;
  * is `TTLSTORAGE_FAILED` whatever its kind, and a group it failed goes again request by request.
  * (`mapPgError` would call an error it does not know in a write `OUTCOME_UNKNOWN`.)
  */
-function unsent(error: unknown): TTLStorageError {
+function unsent(error: unknown, operation: string): TTLStorageError {
 	if (TTLStorageError.is(error)) return error;
 	const detail = error instanceof Error ? error.message : String(error);
 	return new TTLStorageError("TTLSTORAGE_FAILED", `${detail}; nothing was sent`, {
 		driver: DRIVER_NAME,
-		operation: "write",
+		operation,
 		cause: error,
 	});
 }
 
-/** A statement that failed (`#send`): where, and what node-postgres raised. */
+/**
+ * A statement that failed (`#send`): where, what node-postgres raised, and whether it was sent
+ * (`false`: building its values failed, nothing left this process).
+ */
 class StatementFailure {
 	readonly error: unknown;
 	readonly phase: PgPhase;
-	constructor(error: unknown, phase: PgPhase) {
+	readonly sent: boolean;
+	constructor(error: unknown, phase: PgPhase, sent = true) {
 		this.error = error;
 		this.phase = phase;
+		this.sent = sent;
 	}
 }
+
+/** The error of `failure` for `operation`. */
+const failureError = (failure: StatementFailure, operation: string): TTLStorageError =>
+	failure.sent
+		? mapPgError(failure.error, { operation, phase: failure.phase })
+		: unsent(failure.error, operation);
 
 /** The key of a record in a group (length-prefixed, so two keys never read alike). */
 const keyOf = (p: Buffer, c: Buffer): string =>
@@ -434,8 +445,7 @@ class PgTTLStorageImpl implements PgTTLStorage {
 		try {
 			return await this.#send(stmt, args, phase, spare, isRetryableConflict);
 		} catch (failure) {
-			const { error, phase: where } = failure as StatementFailure;
-			throw mapPgError(error, { operation, phase: where });
+			throw failureError(failure as StatementFailure, operation);
 		}
 	}
 
@@ -461,7 +471,7 @@ class PgTTLStorageImpl implements PgTTLStorage {
 				...(this.#prepare ? { name: stmt.name } : {}),
 			};
 		} catch (error) {
-			throw new StatementFailure(unsent(error), phase);
+			throw new StatementFailure(error, phase, false);
 		}
 		let handed = spare;
 		for (let attempt = 1; ; attempt++) {
@@ -615,8 +625,7 @@ class PgTTLStorageImpl implements PgTTLStorage {
 				for (const r of batch) r.reject(failure);
 				return;
 			}
-			const { error, phase } = failure;
-			for (const r of batch) r.reject(mapPgError(error, { operation: r.kind.operation, phase }));
+			for (const r of batch) r.reject(failureError(failure, r.kind.operation));
 		}
 	}
 
@@ -838,12 +847,13 @@ class PgTTLStorageImpl implements PgTTLStorage {
 		try {
 			({ rows, client: writer } = await this.#sendGroup(g));
 		} catch (failure) {
-			const { error, phase } =
+			const f =
 				failure instanceof StatementFailure
 					? failure
-					: new StatementFailure(unsent(failure), "write");
+					: new StatementFailure(failure, "write", false);
+			const { error, phase } = f;
 			const first = g.requests[0] as WriteRequest;
-			const mapped = mapPgError(error, { operation: first.operation, phase });
+			const mapped = failureError(f, first.operation);
 			const alone = isPartial(error) || mapped.code === "TTLSTORAGE_FAILED";
 			if (alone && phase === "write" && g.requests.length > 1) {
 				// One by one, in order and without links. A request that goes again keeps its place
@@ -877,7 +887,7 @@ class PgTTLStorageImpl implements PgTTLStorage {
 							)
 						: request === first
 							? mapped
-							: mapPgError(error, { operation: request.operation, phase }),
+							: failureError(f, request.operation),
 				);
 			return [];
 		}

@@ -87,9 +87,24 @@ describe("mapPgError", () => {
 			"FAILED",
 			"FAILED",
 		],
+		// node-postgres gives the localized severity (lc_messages): the class decides as well.
 		[
-			"the same as an ERROR: rolled back",
+			"PANIC 58030 from a server whose lc_messages is German",
+			server("58030", "konnte Datei nicht fsyncen", "PANIK"),
+			"OUTCOME_UNKNOWN",
+			"FAILED",
+			"FAILED",
+		],
+		[
+			"an ERROR of class XX",
 			server("XX000", "internal error"),
+			"OUTCOME_UNKNOWN",
+			"FAILED",
+			"FAILED",
+		],
+		[
+			"an ERROR of another class: rolled back",
+			server("22023", "invalid"),
 			"FAILED",
 			"FAILED",
 			"FAILED",

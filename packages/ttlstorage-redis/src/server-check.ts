@@ -5,7 +5,10 @@ import { DRIVER_NAME, mapRedisError } from "./errors.ts";
 
 /** What {@link checkRedisServer} found. */
 export interface RedisServerCheck {
-	/** The server's `maxmemory-policy`; `undefined` when `INFO memory` does not name it. */
+	/**
+	 * The server's `maxmemory-policy`; `undefined` when it cannot be told: `INFO memory` does not
+	 * name it, or the user may not run `INFO` (`NOPERM`: ACLs such as `+@all -@dangerous`).
+	 */
 	readonly maxmemoryPolicy: string | undefined;
 }
 
@@ -16,7 +19,9 @@ export interface RedisServerCheck {
  * expires records itself). A fence that vanishes reads as epoch 0, so a deposed leader's write
  * lands; a lease record that vanishes lets a second leader in; a record of a batch can go alone.
  * `noeviction` (Redis' default) and the `volatile-*` policies (which evict only keys with an
- * expiry) are accepted. One command; a failure of it is mapped like a read's.
+ * expiry) are accepted. One command; a user that may not run `INFO` (`NOPERM`) gets
+ * `maxmemoryPolicy: undefined` (the policy is then the operator's to check); any other failure
+ * of it is mapped like a read's.
  *
  * The policy can be changed while the storage runs (`CONFIG SET`): keep it out of reach.
  *
@@ -32,6 +37,9 @@ export async function checkRedisServer(client: RedisClient): Promise<RedisServer
 	try {
 		reply = await client.callBuffer("INFO", "memory");
 	} catch (error) {
+		// An ACL that denies INFO (it is in @dangerous): the policy cannot be told from here.
+		if (error instanceof Error && /^NOPERM/.test(error.message))
+			return { maxmemoryPolicy: undefined };
 		throw mapRedisError(error, { operation: "checkRedisServer", phase: "read" });
 	}
 	const text = Buffer.isBuffer(reply) ? reply.toString("latin1") : String(reply ?? "");

@@ -187,13 +187,15 @@ describe("checkRedisServer", () => {
 		}
 	});
 
-	it("a reply without the field: undefined; a failed INFO: the mapped error", async () => {
+	it("a reply without the field or INFO denied by an ACL: undefined; another failure: the mapped error", async () => {
 		const client = fakeClient();
 		client.replies.push(Buffer.from("# Memory\r\nused_memory:1000\r\n"));
 		expect(await checkRedisServer(client)).toEqual({ maxmemoryPolicy: undefined });
 		client.replies.push(
 			replyError("NOPERM this user has no permissions to run the 'info' command"),
 		);
+		expect(await checkRedisServer(client)).toEqual({ maxmemoryPolicy: undefined });
+		client.replies.push(replyError("ERR something else"));
 		expect(await codeOf(() => checkRedisServer(client))).toBe("TTLSTORAGE_FAILED");
 		client.replies.push(new Error("Connection is closed."));
 		expect(await codeOf(() => checkRedisServer(client))).toBe("TTLSTORAGE_UNAVAILABLE");

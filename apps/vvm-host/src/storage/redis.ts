@@ -131,8 +131,7 @@ export const redisStorage: StorageEntry = {
 			const { maxmemoryPolicy } = await untilStopped(signal, checkRedisServer(client), async () =>
 				client.disconnect(),
 			);
-			if (maxmemoryPolicy !== undefined)
-				durability = `${durability === undefined ? "" : `${durability}, `}maxmemory-policy ${maxmemoryPolicy}`;
+			durability = `${durability === undefined ? "" : `${durability}, `}maxmemory-policy ${maxmemoryPolicy ?? "unknown (INFO denied or unnamed: check it is not allkeys-*)"}`;
 		} catch (error) {
 			client.disconnect();
 			if (signal?.aborted) throw signal.reason;
