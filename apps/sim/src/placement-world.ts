@@ -14,7 +14,7 @@
 import type { PartitionGrant, PartitionPlacement, PlacementHandlers } from "@vvm/appparts";
 import * as appparts from "@vvm/appparts";
 import type { Clock } from "@vvm/clock";
-import { MockClock } from "@vvm/clock";
+import { lateTimers, MockClock } from "@vvm/clock";
 import { createElections, vvmLeadershipStorage } from "@vvm/ielections";
 import * as leases from "@vvm/leases";
 import { SkewedClock } from "@vvm/leases/testing";
@@ -202,7 +202,7 @@ export async function runPlacementSeed(
 		const host: Host = {
 			label: `h${i}`,
 			clock: hclock,
-			timers: lateMaxMs === 0 ? hclock : lateTimers(hclock, lateRng.fork(i), lateMaxMs),
+			timers: lateMaxMs === 0 ? hclock : lateHostTimers(hclock, lateRng.fork(i), lateMaxMs),
 			link,
 			rng: hrng,
 			isolatedUntil: 0,
@@ -737,12 +737,5 @@ function dedupe(failures: readonly PlacementFailure[]): PlacementFailure[] {
 }
 
 /** `base` with every timer (and sleep) fired 0..`maxMs` ms late, drawn from `rng`. */
-function lateTimers(base: Clock, rng: Rng, maxMs: number): Clock {
-	return {
-		now: () => base.now(),
-		monotonic: () => base.monotonic(),
-		setTimer: (delayMs, callback, options) =>
-			base.setTimer(delayMs + rng.int(0, maxMs), callback, options),
-		sleep: (delayMs, signal) => base.sleep(delayMs + rng.int(0, maxMs), signal),
-	};
-}
+const lateHostTimers = (base: Clock, rng: Rng, maxMs: number): Clock =>
+	lateTimers(base, () => rng.int(0, maxMs));

@@ -11,9 +11,8 @@
 //
 // Timer lateness is what real Node timers have (a busy event loop, GC); `MockClock` fires every
 // timer exactly at its deadline and synchronously, so no existing test or the simulator can see
-// the window. `LateClock` below adds 30 ms to every timer of host A.
-import type { Clock, TimerHandle, TimerOptions } from "@vvm/clock";
-import { MockClock } from "@vvm/clock";
+// the window. `lateTimers` adds 30 ms to every timer of host A.
+import { lateTimers, MockClock } from "@vvm/clock";
 import { createCommandProcessor } from "@vvm/cp";
 import { createLeaseNode } from "@vvm/leases";
 import type { TTLStorage } from "@vvm/ttlstorage";
@@ -25,32 +24,6 @@ const T = 1_700_000_000_000;
 const I = 1_000;
 const SKEW = 100;
 const LATE = 30;
-
-class LateClock implements Clock {
-	readonly inner: MockClock;
-	constructor(inner: MockClock) {
-		this.inner = inner;
-	}
-	now(): number {
-		return this.inner.now();
-	}
-	monotonic(): number {
-		return this.inner.monotonic();
-	}
-	setTimer(delayMs: number, cb: () => void, options?: TimerOptions): TimerHandle {
-		return this.inner.setTimer(delayMs + LATE, cb, options);
-	}
-	sleep(delayMs: number, signal?: AbortSignal): Promise<void> {
-		return new Promise((resolve, reject) => {
-			if (signal?.aborted) return reject(signal.reason);
-			const t = this.setTimer(delayMs, () => resolve());
-			signal?.addEventListener("abort", () => {
-				t.cancel();
-				reject(signal.reason);
-			});
-		});
-	}
-}
 
 /** A gate: `hold()` makes calls wait, `release()` lets them through. */
 class Gate {
@@ -154,7 +127,7 @@ it("a same-grant prolongation read after the local deadline revives leaseValid()
 				parts.handlers.onEnded(p, reason);
 			},
 		},
-		clock: new LateClock(mc),
+		clock: lateTimers(mc, () => LATE),
 	});
 	await pa.start(AbortSignal.timeout(60_000));
 	for (let t = 0; t < 40 * I && pa.served().length === 0; t += I / 10) await step(I / 10);

@@ -1,3 +1,4 @@
 export { type Clock, checkDelay, type TimerHandle, type TimerOptions } from "./clock.ts";
+export { lateTimers } from "./late-timers.ts";
 export { MockClock, type MockTimerInfo } from "./mock-clock.ts";
 export { systemClock } from "./system-clock.ts";

@@ -5,8 +5,8 @@
 // the (late, as real timers are) lease timer fired, moves the deadline forward again (`#renew`
 // set `leaseDeadline = sentAt + lease` without looking at whether the old one had passed). Now a
 // renewal answered past the deadline ends the leadership, as the lease timer would.
-import type { Clock, TimerHandle, TimerOptions } from "@vvm/clock";
-import { MockClock } from "@vvm/clock";
+import type { Clock } from "@vvm/clock";
+import { lateTimers, MockClock } from "@vvm/clock";
 import { createElections, vvmLeadershipStorage } from "@vvm/ielections";
 import { RecordingKiller } from "@vvm/ielections/testing";
 import type { TTLStorage } from "@vvm/ttlstorage";
@@ -15,22 +15,8 @@ import { createMiniTTLStorage } from "./helpers/mini-ttl-storage.ts";
 
 const LATE = 30;
 
-function late(inner: MockClock): Clock {
-	return {
-		now: () => inner.now(),
-		monotonic: () => inner.monotonic(),
-		setTimer: (d: number, cb: () => void, o?: TimerOptions): TimerHandle =>
-			inner.setTimer(d + LATE, cb, o),
-		sleep: (d: number, signal?: AbortSignal) =>
-			new Promise<void>((resolve, reject) => {
-				const t = inner.setTimer(d + LATE, () => resolve());
-				signal?.addEventListener("abort", () => {
-					t.cancel();
-					reject(signal.reason);
-				});
-			}),
-	};
-}
+/** Every timer of the elections 30 ms late (a busy event loop). */
+const late = (inner: MockClock): Clock => lateTimers(inner, () => LATE);
 
 async function settle(): Promise<void> {
 	for (let k = 0; k < 10; k++) await new Promise((r) => setImmediate(r));

@@ -26,13 +26,22 @@ const shape = (error: unknown): PgErrorShape =>
 /** A five-character SQLSTATE, as node-postgres puts a server error's code. */
 const SQLSTATE = /^[0-9A-Z]{5}$/;
 
-/** Node socket errors that opening a connection raises (told apart by `syscall` when it is set). */
-const CONNECT_CODES = new Set(["ECONNREFUSED", "ENOTFOUND", "EAI_AGAIN"]);
-/** Node socket errors that show nothing was sent only when `connect` raised them. */
-const UNREACHABLE_CODES = new Set(["EHOSTUNREACH", "ENETUNREACH", "EADDRNOTAVAIL"]);
-
-/** Node socket errors that break an open connection (a statement may have reached the server). */
-const BROKEN_CODES = new Set(["ECONNRESET", "EPIPE", "ETIMEDOUT", "ECONNABORTED"]);
+/**
+ * Node socket errors. Node names the system call on each (`syscall`), which tells whether it came
+ * before anything was sent; without it nobody can tell, so a write that got one may have landed.
+ */
+const SOCKET_CODES = new Set([
+	"ECONNREFUSED",
+	"ENOTFOUND",
+	"EAI_AGAIN",
+	"EHOSTUNREACH",
+	"ENETUNREACH",
+	"EADDRNOTAVAIL",
+	"ECONNRESET",
+	"EPIPE",
+	"ETIMEDOUT",
+	"ECONNABORTED",
+]);
 
 /** The system calls whose errors come before anything is sent: opening a socket, resolving. */
 const BEFORE_SENDING_SYSCALLS = new Set(["connect", "getaddrinfo"]);
@@ -131,8 +140,7 @@ function codeOf(error: unknown, phase: PgPhase): TTLStorageErrorCode {
 		return BEFORE_SENDING_SYSCALLS.has(e.syscall) ? "TTLSTORAGE_UNAVAILABLE" : unsure;
 	}
 	if (
-		(code !== undefined &&
-			(CONNECT_CODES.has(code) || UNREACHABLE_CODES.has(code) || BROKEN_CODES.has(code))) ||
+		(code !== undefined && SOCKET_CODES.has(code)) ||
 		/Connection terminated|Query read timeout|connection error|ended unexpectedly/i.test(message)
 	) {
 		return unsure;

@@ -44,6 +44,21 @@ function countingPool(
 const requestsOf = (config: PgQueryConfig): number =>
 	new Set(config.values === undefined ? [] : readArray(config.values[0])).size;
 
+/**
+ * {@link countingPool} whose first group statement of two or more requests runs and commits, and
+ * whose answer is then lost as `lost()`.
+ */
+function losingFirstGroup(inner: PgPool, lost: () => Error) {
+	let lose = true;
+	return countingPool(inner, (config, run) => {
+		if (!lose || requestsOf(config) < 2) return undefined;
+		lose = false;
+		return run().then(() => {
+			throw lost();
+		});
+	});
+}
+
 describe.skipIf(skip)(`ttlstorage-pg group commit${skip ? ` [skipped: ${skip}]` : ""}`, () => {
 	it("writes arriving while one is in flight go in one statement, each with its own answer", async () => {
 		const { pool, schema } = fixture();
@@ -152,14 +167,7 @@ describe.skipIf(skip)(`ttlstorage-pg group commit${skip ? ` [skipped: ${skip}]` 
 
 	it("a lost answer of a group is OUTCOME_UNKNOWN for every write in it (and they landed)", async () => {
 		const { pool, schema } = fixture();
-		let lose = true;
-		const counted = countingPool(pool, (config, run) => {
-			if (!lose || requestsOf(config) < 2) return undefined;
-			lose = false;
-			return run().then(() => {
-				throw new Error("Connection terminated unexpectedly");
-			});
-		});
+		const counted = losingFirstGroup(pool, () => new Error("Connection terminated unexpectedly"));
 		const storage = createPgTTLStorage({ pool: counted.pool, schema, writesInFlight: 1 });
 		const pKey = unique("p");
 		const writes = settle(
@@ -190,14 +198,9 @@ describe.skipIf(skip)(`ttlstorage-pg group commit${skip ? ` [skipped: ${skip}]` 
 		"a lost answer of a group (%s) is OUTCOME_UNKNOWN for each insert, never sent again",
 		async (_, fields) => {
 			const { pool, schema } = fixture();
-			let lose = true;
-			const counted = countingPool(pool, (config, run) => {
-				if (!lose || requestsOf(config) < 2) return undefined;
-				lose = false;
-				return run().then(() => {
-					throw Object.assign(new Error("the answer is lost"), fields);
-				});
-			});
+			const counted = losingFirstGroup(pool, () =>
+				Object.assign(new Error("the answer is lost"), fields),
+			);
 			const storage = createPgTTLStorage({ pool: counted.pool, schema, writesInFlight: 1 });
 			const pKey = unique("p");
 			const writes = settle(
