@@ -47,6 +47,7 @@ export function deployCpPartitions(
 	const logger = options.logger ?? silentLogger;
 	const tokens = new Map<number, bigint | undefined>();
 	const undeploying = new Map<number, Promise<void>>();
+	let closing = false;
 
 	const handlers: PlacementHandlers = {
 		async onGranted(partition, grant) {
@@ -61,6 +62,21 @@ export function deployCpPartitions(
 				},
 			});
 			tokens.set(partition, grant.fencingToken);
+			// A partition that closes on its own (a newer holder fenced it out) while its grant goes
+			// on is given back, so the placement stops saying it is served here and hands it out
+			// again under a new token; otherwise it stays dark for as long as the grant lasts.
+			deployed.closed.addEventListener(
+				"abort",
+				() => {
+					if (grant.signal.aborted || closing) return;
+					logger.warn(
+						{ event: "partition-released", partition, err: deployed.closed.reason },
+						`partition ${partition} closed on its own; giving its grant back`,
+					);
+					grant.release?.(deployed.closed.reason);
+				},
+				{ once: true },
+			);
 			logger.info(
 				{ event: "partition-deployed", partition, fencingToken: grant.fencingToken?.toString() },
 				`partition ${partition} deployed`,
@@ -100,6 +116,7 @@ export function deployCpPartitions(
 		partition: (partition) => cp.partition(partition),
 		fencingToken: (partition) => tokens.get(partition),
 		async close() {
+			closing = true;
 			tokens.clear();
 			await Promise.all(undeploying.values());
 			await cp.close();

@@ -129,6 +129,8 @@ export function createLeasesPlacement(options: LeasesPlacementOptions): LeasesPl
 				fencingToken: epoch,
 				// This grant's own deadline: a later grant of the group is another deployment.
 				leaseValid: () => !grant.signal.aborted && node.serving(grant.group),
+				// Ends the lease here; it expires and is granted again under a new startTime.
+				release: (reason) => grant.release(reason),
 			});
 			if (!grant.signal.aborted) deployed.set(grant.group, grant.signal);
 		},

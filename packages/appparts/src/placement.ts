@@ -34,6 +34,16 @@ export interface PartitionGrant {
 	 * from the grant's local deadline on, for good (`@vvm/cp` lease `valid()`).
 	 */
 	readonly leaseValid: () => boolean;
+	/**
+	 * Gives the grant up: what was deployed for it closed on its own (a newer holder fenced it
+	 * out) and cannot serve under it any more. The placement stops serving the partition here at
+	 * once (`onEnded` follows) and hands it out again under a new fencing token: the leases
+	 * placement ends the lease (it expires and is granted again), the static placement takes a new
+	 * epoch after a pause (`epochRetry` delays, doubling with each release in one leadership).
+	 * No-op once the grant ended. Optional for placements written elsewhere; both of this package
+	 * have it.
+	 */
+	readonly release?: (reason: unknown) => void;
 }
 
 /** What a placement tells its owner when a partition starts or stops being served here. */

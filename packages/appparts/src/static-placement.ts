@@ -133,6 +133,8 @@ interface Held {
 	readonly slot: number;
 	readonly ctx: VVMServiceContext;
 	readonly grants: Map<number, Grant>;
+	/** Grants handed back (released or declined) per partition in this leadership: the pause doubles. */
+	readonly releases: Map<number, number>;
 }
 
 /**
@@ -285,7 +287,7 @@ export function createStaticPlacement(options: StaticPlacementOptions): StaticPl
 				);
 			}
 			if (closed || ctx.signal.aborted) return;
-			const h: Held = { slot, ctx, grants: new Map() };
+			const h: Held = { slot, ctx, grants: new Map(), releases: new Map() };
 			held = h;
 			const began = clock.monotonic();
 			// The slot's token only as a floor: a partition fenced by it before this version stays ordered.
@@ -293,17 +295,9 @@ export function createStaticPlacement(options: StaticPlacementOptions): StaticPl
 			const tag = `static:${slot}:${options.leadership()?.address ?? ""}`;
 			const mine = staticPartitionsOf(slot, numVVM, partitions);
 			const live = (grant: Grant): boolean => !grant.ctl.signal.aborted && held === h && !closed;
-			const decline = (p: number, grant: Grant, error: unknown): void => {
-				if (grant.ctl.signal.aborted || held !== h) return;
-				// A declined grant: not served here; requests for it answer 503 until a new leadership.
-				h.grants.delete(p);
-				grant.ctl.abort(error);
-				handlers.onEnded(p, "deploy failed");
-				logger.error(
-					{ event: "partition-declined", partition: p, err: error },
-					`partition ${p} could not be deployed`,
-				);
-			};
+			/** The deploy failed (onGranted rejected: e.g. a newer holder's fence refused it). */
+			const decline = (p: number, grant: Grant, error: unknown): void =>
+				handBack(p, grant, error, "deploy failed");
 			/** One take of p's epoch; a storage error is counted and kept (logged by the caller). */
 			const take = async (p: number, grant: Grant): Promise<boolean> => {
 				try {
@@ -333,6 +327,7 @@ export function createStaticPlacement(options: StaticPlacementOptions): StaticPl
 							!ctx.signal.aborted &&
 							refused === undefined &&
 							ctx.leaseValid(),
+						release: (reason) => release(p, grant, reason),
 					})
 					.then(
 						() => {
@@ -345,9 +340,15 @@ export function createStaticPlacement(options: StaticPlacementOptions): StaticPl
 			 * Takes p's epoch again after a failed take, `epochRetry` apart (doubling), while this
 			 * leadership lasts and, by its own clock, is valid; every failure is logged at error.
 			 */
-			const retry = async (p: number, grant: Grant): Promise<"taken" | "ended" | "gave-up"> => {
+			const retry = async (
+				p: number,
+				grant: Grant,
+				mayGiveUp = true,
+			): Promise<"taken" | "ended" | "gave-up"> => {
 				const giveUpAt =
-					retryOptions.giveUpAfterMs === undefined ? undefined : began + retryOptions.giveUpAfterMs;
+					retryOptions.giveUpAfterMs === undefined || !mayGiveUp
+						? undefined
+						: began + retryOptions.giveUpAfterMs;
 				let waitMs = epochRetryDelay(retryOptions, grant.failures);
 				const failed = (): void => {
 					logger.error(
@@ -387,6 +388,63 @@ export function createStaticPlacement(options: StaticPlacementOptions): StaticPl
 					waitMs = epochRetryDelay(retryOptions, grant.failures);
 					failed();
 				}
+			};
+			/** What was deployed for p's grant closed on its own (`grant.release`). */
+			const release = (p: number, grant: Grant, reason: unknown): void =>
+				handBack(p, grant, reason, "released");
+			/**
+			 * p's grant cannot be served (its deploy failed, or what was deployed closed on its own:
+			 * a newer holder's epoch fenced it out, as another placement in an overlap of a switch
+			 * between static and leases). End the grant, then, after a pause that doubles with each
+			 * hand-back of p in this leadership, take a new epoch (above the newer holder's) and
+			 * deploy again: the slot's leader is p's rightful holder, and p must not stay dark once
+			 * the other holder is gone (before, a declined grant stayed dark for the leadership).
+			 */
+			const handBack = (
+				p: number,
+				grant: Grant,
+				reason: unknown,
+				why: "deploy failed" | "released",
+			): void => {
+				if (!live(grant)) return;
+				const releases = (h.releases.get(p) ?? 0) + 1;
+				h.releases.set(p, releases);
+				const next: Grant = {
+					ctl: new AbortController(),
+					ready: false,
+					epoch: undefined,
+					failures: 0,
+					lastError: undefined,
+				};
+				h.grants.set(p, next);
+				grant.ctl.abort(reason);
+				handlers.onEnded(p, why);
+				const pauseMs = epochRetryDelay(retryOptions, releases);
+				const fields = { partition: p, releases, retryInMs: pauseMs, err: reason };
+				if (why === "released") {
+					logger.warn(
+						{ event: "partition-released", ...fields },
+						`partition ${p} closed on its own; taking a new epoch in ${pauseMs} ms`,
+					);
+				} else {
+					logger.error(
+						{ event: "partition-declined", ...fields },
+						`partition ${p} could not be deployed; taking a new epoch in ${pauseMs} ms`,
+					);
+				}
+				void (async () => {
+					try {
+						await clock.sleep(pauseMs, next.ctl.signal);
+					} catch {
+						return;
+					}
+					if (!live(next)) return;
+					if (ctx.leaseValid() && (await take(p, next))) {
+						if (live(next)) hand(p, next);
+						return;
+					}
+					if (live(next)) await retry(p, next, false);
+				})();
 			};
 			for (const p of mine) {
 				h.grants.set(p, {
@@ -522,6 +580,7 @@ export function createStaticPlacement(options: StaticPlacementOptions): StaticPl
 								ready: g.ready,
 								epoch: g.epoch?.toString() ?? null,
 								epochFailures: g.failures,
+								releases: h.releases.get(p) ?? 0,
 								epochError:
 									g.lastError === undefined
 										? null

@@ -149,17 +149,21 @@ describe("static placement", () => {
 		expect(serving(t.placement, 0)).toBe(false);
 	});
 
-	it("a declined grant is not served", async () => {
+	it("a declined grant is not served, and is deployed again under a new epoch after a pause that doubles", async () => {
 		const clock = new MockClock();
-		const ended: number[] = [];
+		const ended: string[] = [];
+		const tokens: bigint[] = [];
+		let refusals = 2;
 		const placement = createStaticPlacement({
 			partitions: 2,
 			numVVM: 1,
 			handlers: {
-				onGranted: async (p) => {
-					if (p === 1) throw new Error("cannot deploy");
+				onGranted: async (p, grant) => {
+					if (p !== 1) return;
+					tokens.push(grant.fencingToken ?? -1n);
+					if (refusals-- > 0) throw new Error("cannot deploy");
 				},
-				onEnded: (p) => ended.push(p),
+				onEnded: (p, reason) => ended.push(`${p}:${reason}`),
 			},
 			leadership: () => leadership(1),
 			leaderOf: async () => undefined,
@@ -171,10 +175,37 @@ describe("static placement", () => {
 			leaseValid: () => true,
 			fencingToken: 1,
 		});
-		await new Promise((r) => setImmediate(r));
+		const settle = async (): Promise<void> => {
+			for (let k = 0; k < 10; k++) await new Promise((r) => setImmediate(r));
+		};
+		await settle();
 		expect(placement.served()).toEqual([0]);
 		expect(serving(placement, 1)).toBe(false);
-		expect(ended).toEqual([1]);
+		expect(ended).toEqual(["1:deploy failed"]);
+		// Before, it stayed dark for the rest of the leadership. Now a new epoch after 100 ms…
+		await clock.advanceAsync(99);
+		await settle();
+		expect(tokens).toHaveLength(1);
+		await clock.advanceAsync(1);
+		await settle();
+		expect(tokens).toHaveLength(2);
+		expect(ended).toEqual(["1:deploy failed", "1:deploy failed"]);
+		// …and after the second refusal 200 ms (doubling), when it deploys.
+		await clock.advanceAsync(199);
+		await settle();
+		expect(tokens).toHaveLength(2);
+		await clock.advanceAsync(1);
+		await settle();
+		expect(tokens).toHaveLength(3);
+		expect(tokens[1]).toBeGreaterThan(tokens[0] as bigint);
+		expect(tokens[2]).toBeGreaterThan(tokens[1] as bigint);
+		expect(placement.served()).toEqual([0, 1]);
+		expect(placement.describe()).toMatchObject({
+			partitionsOfSlot: [
+				{ partition: 0, releases: 0 },
+				{ partition: 1, releases: 2 },
+			],
+		});
 	});
 
 	it("answers the holder of another slot's partition from its leader record, refreshed on the clock", async () => {

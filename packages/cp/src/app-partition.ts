@@ -153,6 +153,13 @@ export interface AppPartition extends AsyncDisposable {
 	/** Reads the partition's PLog as stored (waits for nothing). */
 	readPLog(request?: ReadPLogRequest): Promise<LogEntry[]>;
 	stats(): PartitionStats;
+	/**
+	 * Aborts once the partition closes, whether undeployed (`close()`) or on its own: a newer
+	 * holder refused its write (deposed). `reason` is the `CP_CLOSED` {@link CpError}, which for a
+	 * deposed partition names the newer holder. What deployed the partition listens to it: a
+	 * partition that closed on its own is not served any more, whatever its lease says.
+	 */
+	readonly closed: AbortSignal;
 	/** Undeploys: queued commands fail with `CP_CLOSED`, the sequencer is cleaned up. Idempotent. */
 	close(): Promise<void>;
 }
@@ -266,6 +273,8 @@ export class AppPartitionImpl implements AppPartition {
 	/** Resolves once the fence is raised (the writer and the sequencer's storage exist). */
 	readonly #fenced: Promise<void>;
 	readonly #closing = new AbortController();
+	/** See {@link AppPartition.closed}. */
+	readonly closed: AbortSignal = this.#closing.signal;
 	#writer: EventWriter | undefined;
 	#seqStorage: SeqStorage | undefined;
 	#epoch: bigint | undefined;
@@ -1496,7 +1505,7 @@ export class AppPartitionImpl implements AppPartition {
 	close(): Promise<void> {
 		if (this.#closePromise !== undefined) return this.#closePromise;
 		this.#closed = true;
-		this.#closing.abort(closedError());
+		this.#closing.abort(this.#deposed ?? closedError());
 		this.#wakeGate();
 		this.#closePromise = (async () => {
 			await this.#committing?.catch(noop);

@@ -15,6 +15,8 @@ export type LeaseEndReason =
 	| "revoked"
 	/** `onGranted` threw or rejected: the host could not take the group up. */
 	| "declined"
+	/** The host gave the group up (`grant.release()`): it could no longer serve it under this grant. */
+	| "released"
 	/** `close()`. */
 	| "closed"
 	/** Another incarnation took this node's address. */

@@ -27,6 +27,15 @@ export interface LeaseGrant {
 	readonly deadline: number;
 	/** Aborts when this host stops serving the group; `reason` is a `LEASES_LEASE_ENDED` error. */
 	readonly signal: AbortSignal;
+	/**
+	 * Gives the group up here: this host can no longer serve it under this grant (its service
+	 * closed on its own; a newer holder fenced it out). The lease ends at once (`released`, with
+	 * `reason` as the end's `error`), its acknowledgement leaves the heartbeat, the placement
+	 * driver stops prolonging it, and once it expired the group is granted again (a new
+	 * `startTime`, which may be this host's). This grant is never taken up again. No-op once the
+	 * lease ended.
+	 */
+	release(reason?: unknown): void;
 }
 
 /**
@@ -45,7 +54,7 @@ export interface LeaseEnd {
 	readonly deadline: number;
 	/** `clock.monotonic()` when it ended here. */
 	readonly endedAt: number;
-	/** The error of `onGranted` for `declined`. */
+	/** The error of `onGranted` for `declined`; the reason given to `release` for `released`. */
 	readonly error?: unknown;
 }
 
@@ -81,6 +90,11 @@ export class LocalLeases {
 	readonly #skewMs: number;
 	readonly #hooks: LocalLeasesHooks;
 	readonly #held = new Map<number, Held>();
+	/**
+	 * The last grant of each group this host declined or released: never taken up again, though a
+	 * prolongation issued before the driver saw it go may still show it as ours.
+	 */
+	readonly #given = new Map<number, Lease>();
 	#timer: TimerHandle | undefined;
 	#timerAt = Number.POSITIVE_INFINITY;
 
@@ -104,6 +118,11 @@ export class LocalLeases {
 		for (const { group, lease } of changes) {
 			const local = this.#held.get(group);
 			const mine = lease !== undefined && sameHolder(lease.holder, this.#me);
+			const given = this.#given.get(group);
+			if (given !== undefined) {
+				if (mine && lease !== undefined && local === undefined && sameGrant(given, lease)) continue;
+				this.#given.delete(group);
+			}
 			if (!mine) {
 				if (local !== undefined)
 					this.#end(group, local, monoNow >= local.deadline ? "expired" : "revoked");
@@ -130,7 +149,17 @@ export class LocalLeases {
 		const held: Held = { lease, deadline, controller: new AbortController(), accepted: false };
 		this.#held.set(group, held);
 		this.#hooks.emit({ type: "lease-started", at: this.#clock.now(), lease, deadline });
-		const grant: LeaseGrant = { group, lease, deadline, signal: held.controller.signal };
+		const grant: LeaseGrant = {
+			group,
+			lease,
+			deadline,
+			signal: held.controller.signal,
+			release: (reason?: unknown) => {
+				if (this.#held.get(group) !== held) return;
+				this.#end(group, held, "released", reason);
+				this.#rearm();
+			},
+		};
 		const onGranted = this.#hooks.onGranted;
 		if (onGranted === undefined) {
 			this.#accept(group, held);
@@ -167,6 +196,7 @@ export class LocalLeases {
 	#end(group: number, held: Held, reason: LeaseEndReason, error?: unknown): void {
 		if (this.#held.get(group) !== held) return;
 		this.#held.delete(group);
+		if (reason === "declined" || reason === "released") this.#given.set(group, held.lease);
 		const endedAt = this.#clock.monotonic();
 		held.controller.abort(
 			new LeasesError("LEASES_LEASE_ENDED", `lease of group ${group} ended here: ${reason}`, {

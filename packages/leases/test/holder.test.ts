@@ -124,6 +124,46 @@ describe("LocalLeases", () => {
 		expect(async.local.acks().size).toBe(0);
 	});
 
+	it("release() ends an accepted lease at once (released), drops its ack, and is a no-op after", async () => {
+		const { local, grants, ends, acks } = fixture();
+		local.apply([{ group: 3, lease: lease({ term: 4 }) }]);
+		await Promise.resolve();
+		expect([...local.acks()]).toEqual([[3, 4]]);
+		const before = acks();
+		const why = new Error("fenced out by a newer holder");
+		grants[0]?.release(why);
+		expect(local.serving(3)).toBe(false);
+		expect(local.acks().size).toBe(0);
+		expect(acks()).toBeGreaterThan(before);
+		expect(grants[0]?.signal.aborted).toBe(true);
+		expect(ends).toMatchObject([{ group: 3, reason: "released", error: why }]);
+		grants[0]?.release(why);
+		expect(ends).toHaveLength(1);
+	});
+
+	it("never takes up a released or declined grant again, even when a prolongation shows it as ours; the next grant it takes", () => {
+		for (const how of ["released", "declined"] as const) {
+			let refuse = how === "declined";
+			const { local, grants, ends } = fixture(() => {
+				if (refuse) throw new Error("cannot deploy");
+			});
+			local.apply([{ group: 3, lease: lease() }]);
+			if (how === "released") grants[0]?.release(new Error("closed on its own"));
+			expect(ends.map((e) => e.reason)).toEqual([how]);
+			// The driver prolonged the same grant before it saw the acknowledgement go.
+			local.apply([{ group: 3, lease: lease({ expirationTime: T + 20_000, accepted: true }) }]);
+			expect(grants).toHaveLength(1);
+			expect(local.serving(3)).toBe(false);
+			// It expired and was granted again (a new startTime), here: taken up.
+			refuse = false;
+			local.apply([
+				{ group: 3, lease: lease({ startTime: T + 25_000, expirationTime: T + 35_000 }) },
+			]);
+			expect(grants).toHaveLength(2);
+			expect(local.serving(3)).toBe(true);
+		}
+	});
+
 	it("ends everything on endAll, and a throwing onEnded does not keep a lease", () => {
 		const clock = new MockClock(T);
 		const local = new LocalLeases(ME, clock, S, {

@@ -6,6 +6,7 @@ import { faults, withFaults } from "@vvm/ttlstorage/testing";
 import type { BatchState } from "../batch-store.ts";
 import { readBatch } from "../batch-store.ts";
 import type { LeaseEvent } from "../events.ts";
+import type { LeaseGrant } from "../holder.ts";
 import { leaseKeys } from "../keys.ts";
 import type { LeaseNode } from "../node.ts";
 import {
@@ -64,6 +65,8 @@ export interface TestHost {
 	readonly link: FaultyTTLStorage;
 	readonly tracked: TrackedTTLStorage;
 	readonly events: LeaseEvent[];
+	/** The last grant of each group handed to it (`onGranted`), e.g. to `release()` one. */
+	readonly grants: Map<number, LeaseGrant>;
 	crashed: boolean;
 	partitioned: boolean;
 }
@@ -140,6 +143,7 @@ export class LeaseCluster {
 		const link = withFaults(this.#checked, { clock: o.clock });
 		const tracked = trackInflight(link);
 		const events: LeaseEvent[] = [];
+		const grants = new Map<number, LeaseGrant>();
 		let node: LeaseNode | undefined;
 		const hooks = this.log.hooks(label, (g) =>
 			node === undefined ? undefined : internals(node)[kHeldDeadline](g),
@@ -171,7 +175,10 @@ export class LeaseCluster {
 								: { leadershipSeconds: o.leadershipSeconds }),
 							...(o.recordLimit === undefined ? {} : { recordLimit: o.recordLimit }),
 						},
-			onGranted: hooks.onGranted,
+			onGranted: (grant) => {
+				grants.set(grant.group, grant);
+				hooks.onGranted(grant);
+			},
 			onEnded: hooks.onEnded,
 			onEvent: (e) => events.push(e),
 		});
@@ -182,6 +189,7 @@ export class LeaseCluster {
 			link,
 			tracked,
 			events,
+			grants,
 			crashed: false,
 			partitioned: false,
 		};

@@ -586,6 +586,46 @@ const CASES: ReadonlyArray<readonly [string, CaseBody, { mockOnly?: boolean }?]>
 		},
 	],
 	[
+		"ReleasedGroupIsGrantedAgain",
+		async (f) => {
+			const cluster = f.cluster();
+			await threeHosts(cluster);
+			await stable(cluster, f, 3 * f.p.I);
+			const h = cluster.hosts.find((x) => x.node.servedGroups().length > 0) as TestHost;
+			const group = h.node.servedGroups()[0] as number;
+			const grant = h.grants.get(group);
+			if (grant === undefined) throw new Error(`no grant of group ${group} at ${h.label}`);
+			const startTime = grant.lease.startTime;
+			// Its service closed on its own (a newer holder fenced it out): it gives the group up.
+			grant.release(new Error("closed on its own"));
+			expect(h.node.serving(group)).toBe(false);
+			expect(grant.signal.aborted).toBe(true);
+			const ends = h.events.flatMap((e) =>
+				e.type === "lease-ended" && e.lease.group === group ? [e.reason] : [],
+			);
+			expect(ends).toEqual(["released"]);
+			// The driver stops prolonging it; once it expired it is granted again, under a new
+			// startTime, to some host (maybe the same), and served once.
+			await cluster.until(
+				`group ${group} served again under a new grant`,
+				() =>
+					cluster.hosts.some(
+						(x) =>
+							!x.crashed &&
+							x.node.serving(group) &&
+							(x.node.holderOf(group)?.startTime ?? 0) > startTime,
+					),
+				2 * f.p.I + f.p.slack,
+			);
+			// The released grant was never taken up again, though its prolongations may show it.
+			const under = cluster.log.intervals.filter(
+				(i) => i.group === group && i.host === h.label && i.startTime === startTime,
+			);
+			expect(under).toHaveLength(1);
+			assertSafe(cluster);
+		},
+	],
+	[
 		"WaitForHolderResolvesOrAborts",
 		async (f) => {
 			const cluster = f.cluster();
