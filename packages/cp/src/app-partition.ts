@@ -1505,8 +1505,8 @@ export class AppPartitionImpl implements AppPartition {
 	close(): Promise<void> {
 		if (this.#closePromise !== undefined) return this.#closePromise;
 		this.#closed = true;
-		this.#closing.abort(this.#deposed ?? closedError());
-		this.#wakeGate();
+		// The promise first: a listener of `closed` runs inside the abort below and may close
+		// again (an undeploy); it must get this one close, not start a second.
 		this.#closePromise = (async () => {
 			await this.#committing?.catch(noop);
 			// Cleanup then: a command waiting on the sequencer (a storage read) is cut short.
@@ -1514,6 +1514,8 @@ export class AppPartitionImpl implements AppPartition {
 			await this.#queue.idle();
 			this.#ctx.onClosed(this.partitionId);
 		})();
+		this.#closing.abort(this.#deposed ?? closedError());
+		this.#wakeGate();
 		return this.#closePromise;
 	}
 

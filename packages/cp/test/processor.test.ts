@@ -91,6 +91,28 @@ describe("createCommandProcessor", () => {
 		expect(() => cp.deploy(3)).toThrow(/closed/);
 	});
 
+	it("closed: aborts on close with CP_CLOSED, once; a listener that closes again gets the same close", async () => {
+		const storage = createMemTTLStorage();
+		const cp = createCommandProcessor({ storage, appId: 1, partitions: 2 });
+		const p = cp.deploy(1);
+		await p.ready();
+		expect(p.closed.aborted).toBe(false);
+		let inner: Promise<void> | undefined;
+		let calls = 0;
+		p.closed.addEventListener("abort", () => {
+			calls++;
+			inner = p.close(); // what an undeploy in a listener does
+		});
+		const outer = p.close();
+		expect(calls).toBe(1);
+		expect(inner).toBe(outer);
+		expect(p.close()).toBe(outer);
+		await outer;
+		expect(CpError.is(p.closed.reason) && p.closed.reason.code).toBe("CP_CLOSED");
+		expect(cp.partition(1)).toBeUndefined();
+		await cp.close();
+	});
+
 	it("an application command that throws, or produces bad CUDs, writes nothing and gives its numbers back", async () => {
 		const app = defineApp({
 			workspaceKinds: { "p.W": 1 },
