@@ -13,6 +13,7 @@ const KINDS: readonly PlacementFailureKind[] = [
 	"overlap",
 	"dark",
 	"revived",
+	"served-closed",
 	"error",
 ];
 

@@ -26,7 +26,13 @@ import { createMemTTLStorage } from "@vvm/ttlstorage-mem";
 import { Rng } from "./rng.ts";
 
 /** What a placement seed found wrong. */
-export type PlacementFailureKind = "same-epoch" | "overlap" | "dark" | "revived" | "error";
+export type PlacementFailureKind =
+	| "same-epoch"
+	| "overlap"
+	| "dark"
+	| "revived"
+	| "served-closed"
+	| "error";
 
 /** One failure of a placement seed, at simulated time `atMs` (from the run's start). */
 export interface PlacementFailure {
@@ -93,6 +99,8 @@ interface Instance {
 	readonly deployed: Map<number, bigint>;
 	/** Partition -> the grant it is deployed with, and whether its `leaseValid()` was seen false. */
 	readonly grants: Map<number, { grant: PartitionGrant; ended: boolean }>;
+	/** Deployed partitions that closed on their own (a newer fence refused them), until `onEnded`. */
+	readonly closed: Set<number>;
 	/** Until its close() resolved, the process may serve: it is checked. */
 	live: boolean;
 	/** Crashed: its link refuses every call from now on. */
@@ -139,6 +147,9 @@ type ChangeNumVVM = (s: TTLStorage, o: { from: number; to: number }) => Promise<
 type RepairRoot = (s: TTLStorage, o: { namespace: string; groups: number }) => Promise<unknown>;
 const changeStaticNumVVM = (appparts as unknown as { changeStaticNumVVM?: ChangeNumVVM })
 	.changeStaticNumVVM;
+type TakeEpoch = (s: TTLStorage, ns: string, p: number, o: { tag: string }) => Promise<bigint>;
+const takePartitionEpoch = (appparts as unknown as { takePartitionEpoch?: TakeEpoch })
+	.takePartitionEpoch;
 const repairLeaseRoot = (leases as unknown as { repairLeaseRoot?: RepairRoot }).repairLeaseRoot;
 /** Whether the placements keep per-partition epochs and the stored numVVM (the fixed tree). */
 export const PLACEMENT_TREE_FIXED = typeof changeStaticNumVVM === "function";
@@ -223,17 +234,28 @@ export async function runPlacementSeed(
 	const config = `${mode}, ${HOSTS} hosts, numVVM ${numVVM0}, ${PARTITIONS} partitions, fault rate ${faultRate}, skews ${hosts.map((h) => h.clock.offsetMs).join("/")} ms (bound ${MAX_SKEW_MS})${lateMaxMs === 0 ? "" : `, timers up to ${lateMaxMs} ms late`}`;
 	note(`config ${config}; tree ${PLACEMENT_TREE_FIXED ? "fixed" : "old"}`);
 
+	// Each partition's storage fence, as @vvm/cp raises it: a deploy under a lower epoch is refused
+	// (its onGranted rejects: declined), and a deployment whose epoch a newer one passed closes on
+	// its own at its next write (modelled at the end of each step, while its grant is valid).
+	const fences = new Map<number, bigint>();
 	const handlersOf = (
 		deployed: Map<number, bigint>,
 		grants: Map<number, { grant: PartitionGrant; ended: boolean }>,
+		closed: Set<number>,
 	): PlacementHandlers => ({
 		async onGranted(p, grant) {
-			deployed.set(p, grant.fencingToken ?? -1n);
+			const token = grant.fencingToken ?? -1n;
+			const fence = fences.get(p) ?? -1n;
+			if (token < fence) throw new Error(`fenced: epoch ${token} is below the fence ${fence}`);
+			fences.set(p, token);
+			closed.delete(p);
+			deployed.set(p, token);
 			grants.set(p, { grant, ended: false });
 		},
 		onEnded(p) {
 			deployed.delete(p);
 			grants.delete(p);
+			closed.delete(p);
 		},
 	});
 
@@ -246,7 +268,8 @@ export async function runPlacementSeed(
 		const name = `${host.label}#${host.incarnation}`;
 		const deployed = new Map<number, bigint>();
 		const grants = new Map<number, { grant: PartitionGrant; ended: boolean }>();
-		const handlers = handlersOf(deployed, grants);
+		const closed = new Set<number>();
+		const handlers = handlersOf(deployed, grants, closed);
 		const address = `${host.label}:8080`;
 		let inst: Instance;
 		if (mode === "leases") {
@@ -277,6 +300,7 @@ export async function runPlacementSeed(
 				placement,
 				deployed,
 				grants,
+				closed,
 				live: true,
 				started: false,
 				nextTryAt: 0,
@@ -332,6 +356,7 @@ export async function runPlacementSeed(
 				placement,
 				deployed,
 				grants,
+				closed,
 				live: true,
 				started: false,
 				elections,
@@ -561,6 +586,48 @@ export async function runPlacementSeed(
 		t += rng.int(5_000, 25_000);
 	}
 
+	// Another holder (a host of the other placement mode in an overlap of a switch, a stale
+	// process): in half the runs, one or two times in the fault phase, it takes a partition's next
+	// epoch, raises the fence to it, and is gone. From a stream of its own, so that the other draws
+	// of a seed stay where they were (added 2026-12-07).
+	const intruders = new Rng((seed ^ 0x27d4eb2f) >>> 0);
+	const nIntrusions = intruders.chance(0.5) ? intruders.int(1, 2) : 0;
+	for (let i = 0; i < nIntrusions; i++) {
+		const atMs = intruders.int(15_000, FAULT_PHASE_MS - 10_000);
+		const p = intruders.int(0, PARTITIONS - 1);
+		actions.push({
+			atMs,
+			name: `intrude ${p}`,
+			run: async () => {
+				const fence = fences.get(p) ?? 0n;
+				const epoch =
+					takePartitionEpoch === undefined
+						? fence + 1n
+						: await takePartitionEpoch(storage, NAMESPACE, p, { tag: "intruder" });
+				if (epoch > fence) fences.set(p, epoch);
+				note(
+					`another holder takes partition ${p} under epoch ${epoch}, raises its fence, and is gone`,
+				);
+			},
+		});
+	}
+	actions.sort((a, b) => a.atMs - b.atMs);
+	/** Deployments a newer fence passed while their grant is valid: they close on their own now. */
+	const depose = (): void => {
+		for (const inst of instances) {
+			if (!inst.live) continue;
+			for (const [p, epoch] of inst.deployed) {
+				const g = inst.grants.get(p);
+				if (inst.closed.has(p) || g === undefined || !g.grant.leaseValid()) continue;
+				const fence = fences.get(p) ?? -1n;
+				if (epoch >= fence) continue;
+				inst.closed.add(p);
+				note(`${inst.name} partition ${p} (epoch ${epoch}) closed on its own: fence ${fence}`);
+				g.grant.release?.(new Error(`fenced out by epoch ${fence}`));
+			}
+		}
+	};
+
 	// The run.
 	for (const h of hosts) startInstance(h);
 	let steps = 0;
@@ -575,6 +642,15 @@ export async function runPlacementSeed(
 			if (!inst.live) continue;
 			for (let p = 0; p < PARTITIONS; p++) {
 				if (inst.placement.locate(p).kind !== "served") continue;
+				if (inst.closed.has(p)) {
+					// What the host would answer: 503 for a partition it says it serves.
+					fail(
+						"served-closed",
+						`partition ${p}: ${inst.name} says it serves it, but its deployment (epoch ${inst.deployed.get(p)}) closed on its own`,
+						inst.mode,
+					);
+					continue;
+				}
 				const epoch = inst.deployed.get(p);
 				const list = served.get(p) ?? [];
 				list.push(`${inst.name}(${inst.mode})@${epoch}`);
@@ -632,6 +708,7 @@ export async function runPlacementSeed(
 		steps++;
 		await settle();
 		check();
+		depose();
 		// Distinct failures only once per (kind, partition) per second, to keep reports short.
 		if (!faultsOn && recoveredMs === undefined && busyUntil === 0) {
 			let all = true;
