@@ -14,7 +14,7 @@ import { createCommandProcessor } from "@vvm/cp";
 import type { TTLStorage } from "@vvm/ttlstorage";
 import { createMemTTLStorage } from "@vvm/ttlstorage-mem";
 import { describe, expect, it } from "vitest";
-import type { PartitionPlacement } from "../src/index.ts";
+import type { PartitionPlacement, PlacementHandlers } from "../src/index.ts";
 import {
 	claimPartitionEpoch,
 	createLeasesPlacement,
@@ -23,6 +23,7 @@ import {
 	readPartitionEpoch,
 	takePartitionEpoch,
 } from "../src/index.ts";
+import { stubLeadership } from "./leadership.ts";
 
 const T = 1_700_000_000_000;
 const I = 1_000;
@@ -76,13 +77,27 @@ async function longestDark(
 	return longest;
 }
 
+/** A command processor of one partition on a mem storage, its deployments, and the ends seen. */
+function processor() {
+	const clock = new MockClock(T);
+	const mem = createMemTTLStorage({ clock });
+	const parts = deployCpPartitions(
+		createCommandProcessor({ storage: mem, appId: 1, partitions: 1 }),
+	);
+	const ended: string[] = [];
+	const handlers: PlacementHandlers = {
+		onGranted: (p, g) => parts.handlers.onGranted(p, g),
+		onEnded: (p, reason) => {
+			ended.push(reason);
+			parts.handlers.onEnded(p, reason);
+		},
+	};
+	return { clock, mem, parts, ended, handlers };
+}
+
 describe("a cp partition that closes on its own gives its grant back (never served while closed)", () => {
 	it("leases: the lease ends here (released) and is granted again under a new startTime, above the newer holder's fence", async () => {
-		const clock = new MockClock(T);
-		const mem = createMemTTLStorage({ clock });
-		const cp = createCommandProcessor({ storage: mem, appId: 1, partitions: 1 });
-		const parts = deployCpPartitions(cp);
-		const ended: string[] = [];
+		const { clock, mem, parts, ended, handlers } = processor();
 		const placement = createLeasesPlacement({
 			storage: mem,
 			address: "a:1",
@@ -90,13 +105,7 @@ describe("a cp partition that closes on its own gives its grant back (never serv
 			leaseIntervalMs: I,
 			maxClockSkewMs: 100,
 			namespace: NS,
-			handlers: {
-				onGranted: (p, g) => parts.handlers.onGranted(p, g),
-				onEnded: (p, reason) => {
-					ended.push(reason);
-					parts.handlers.onEnded(p, reason);
-				},
-			},
+			handlers,
 			clock,
 		});
 		await placement.start(AbortSignal.timeout(60_000));
@@ -139,34 +148,14 @@ describe("a cp partition that closes on its own gives its grant back (never serv
 	}, 60_000);
 
 	it("static: the grant ends (released), a new epoch is taken after a pause, and the partition is deployed again", async () => {
-		const clock = new MockClock(T);
-		const mem = createMemTTLStorage({ clock });
-		const cp = createCommandProcessor({ storage: mem, appId: 1, partitions: 1 });
-		const parts = deployCpPartitions(cp);
-		const ended: string[] = [];
+		const { clock, mem, parts, ended, handlers } = processor();
 		const placement = createStaticPlacement({
 			partitions: 1,
 			numVVM: 1,
 			storage: mem,
 			namespace: NS,
-			handlers: {
-				onGranted: (p, g) => parts.handlers.onGranted(p, g),
-				onEnded: (p, reason) => {
-					ended.push(reason);
-					parts.handlers.onEnded(p, reason);
-				},
-			},
-			leadership: () => ({
-				slot: 1,
-				address: "a:1#n",
-				durationSeconds: 20,
-				acquiredAt: 0,
-				renewals: 0,
-				lastRenewedAt: 0,
-				leaseDeadline: 16_000,
-				leaseTimeLeftMs: 16_000,
-				fencingToken: 1,
-			}),
+			handlers,
+			leadership: () => stubLeadership(1, 1, "a:1#n"),
 			leaderOf: async () => "a:1#n",
 			clock,
 		});

@@ -20,22 +20,12 @@ import {
 	readStaticNumVVM,
 	takePartitionEpoch,
 } from "../src/index.ts";
+import { stubLeadership } from "./leadership.ts";
 
 const NS = "vvm-test";
 
-function leadership(slot: number, token: number): VVMLeadership {
-	return {
-		slot,
-		address: `10.0.0.${slot}:8080#n`,
-		durationSeconds: 20,
-		acquiredAt: 0,
-		renewals: 0,
-		lastRenewedAt: 0,
-		leaseDeadline: Number.MAX_SAFE_INTEGER,
-		leaseTimeLeftMs: Number.MAX_SAFE_INTEGER,
-		fencingToken: token,
-	};
-}
+const leadership = (slot: number, token: number): VVMLeadership =>
+	stubLeadership(slot, token, `10.0.0.${slot}:8080#n`);
 
 function recorder() {
 	const granted = new Map<number, PartitionGrant>();

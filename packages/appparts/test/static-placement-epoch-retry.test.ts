@@ -19,22 +19,11 @@ import {
 } from "../src/index.ts";
 import { epochRetryDelay } from "../src/options.ts";
 import { createStaticPlacement } from "../src/static-placement.ts";
+import { stubLeadership } from "./leadership.ts";
 
 const NS = "t33";
 
-function leadership(slot: number): VVMLeadership {
-	return {
-		slot,
-		address: "127.0.0.1:8081#abc",
-		durationSeconds: 20,
-		acquiredAt: 0,
-		renewals: 0,
-		lastRenewedAt: 0,
-		leaseDeadline: 16_000,
-		leaseTimeLeftMs: 16_000,
-		fencingToken: 3,
-	};
-}
+const leadership = (slot: number): VVMLeadership => stubLeadership(slot, 3);
 
 /** A logger that keeps every line (level, object, message). */
 function recordingLogger() {

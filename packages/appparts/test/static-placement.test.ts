@@ -8,6 +8,7 @@ import {
 	staticPartitionsOf,
 	staticSlotOf,
 } from "../src/static-placement.ts";
+import { stubLeadership } from "./leadership.ts";
 
 /** Whether `placement` serves `partition` now (its `locate` answer). */
 const serving = (placement: PartitionPlacement, partition: number): boolean =>
@@ -19,19 +20,7 @@ function holderOf(placement: PartitionPlacement, partition: number): PartitionHo
 	return where.kind === "held" ? where.holder : undefined;
 }
 
-function leadership(slot: number): VVMLeadership {
-	return {
-		slot,
-		address: "127.0.0.1:8081#abc",
-		durationSeconds: 20,
-		acquiredAt: 0,
-		renewals: 0,
-		lastRenewedAt: 0,
-		leaseDeadline: 16_000,
-		leaseTimeLeftMs: 16_000,
-		fencingToken: 7,
-	};
-}
+const leadership = (slot: number): VVMLeadership => stubLeadership(slot, 7);
 
 /** Handlers that record what the placement asked for; grants resolve when the test says. */
 function recorder() {
