@@ -101,6 +101,8 @@ interface Instance {
 	readonly grants: Map<number, { grant: PartitionGrant; ended: boolean }>;
 	/** Deployed partitions that closed on their own (a newer fence refused them), until `onEnded`. */
 	readonly closed: Set<number>;
+	/** Partitions whose grant this instance gave back, until it is granted one again. */
+	readonly released: Set<number>;
 	/** Until its close() resolved, the process may serve: it is checked. */
 	live: boolean;
 	/** Crashed: its link refuses every call from now on. */
@@ -242,8 +244,10 @@ export async function runPlacementSeed(
 		deployed: Map<number, bigint>,
 		grants: Map<number, { grant: PartitionGrant; ended: boolean }>,
 		closed: Set<number>,
+		released: Set<number>,
 	): PlacementHandlers => ({
 		async onGranted(p, grant) {
+			released.delete(p);
 			const token = grant.fencingToken ?? -1n;
 			const fence = fences.get(p) ?? -1n;
 			if (token < fence) throw new Error(`fenced: epoch ${token} is below the fence ${fence}`);
@@ -269,7 +273,8 @@ export async function runPlacementSeed(
 		const deployed = new Map<number, bigint>();
 		const grants = new Map<number, { grant: PartitionGrant; ended: boolean }>();
 		const closed = new Set<number>();
-		const handlers = handlersOf(deployed, grants, closed);
+		const released = new Set<number>();
+		const handlers = handlersOf(deployed, grants, closed, released);
 		const address = `${host.label}:8080`;
 		let inst: Instance;
 		if (mode === "leases") {
@@ -301,6 +306,7 @@ export async function runPlacementSeed(
 				deployed,
 				grants,
 				closed,
+				released,
 				live: true,
 				started: false,
 				nextTryAt: 0,
@@ -357,6 +363,7 @@ export async function runPlacementSeed(
 				deployed,
 				grants,
 				closed,
+				released,
 				live: true,
 				started: false,
 				elections,
@@ -623,7 +630,9 @@ export async function runPlacementSeed(
 				if (epoch >= fence) continue;
 				inst.closed.add(p);
 				note(`${inst.name} partition ${p} (epoch ${epoch}) closed on its own: fence ${fence}`);
-				g.grant.release?.(new Error(`fenced out by epoch ${fence}`));
+				if (g.grant.release === undefined) continue;
+				inst.released.add(p);
+				g.grant.release(new Error(`fenced out by epoch ${fence}`));
 			}
 		}
 	};
@@ -642,11 +651,12 @@ export async function runPlacementSeed(
 			if (!inst.live) continue;
 			for (let p = 0; p < PARTITIONS; p++) {
 				if (inst.placement.locate(p).kind !== "served") continue;
-				if (inst.closed.has(p)) {
-					// What the host would answer: 503 for a partition it says it serves.
+				// What the host would answer 503 for although it says it serves it: a deployment that
+				// closed on its own, or a partition given back and not granted here again since.
+				if (inst.closed.has(p) || inst.released.has(p)) {
 					fail(
 						"served-closed",
-						`partition ${p}: ${inst.name} says it serves it, but its deployment (epoch ${inst.deployed.get(p)}) closed on its own`,
+						`partition ${p}: ${inst.name} says it serves it, but ${inst.closed.has(p) ? `its deployment (epoch ${inst.deployed.get(p)}) closed on its own` : "it gave the grant back and has not been granted it again"}`,
 						inst.mode,
 					);
 					continue;
@@ -712,7 +722,11 @@ export async function runPlacementSeed(
 		// Distinct failures only once per (kind, partition) per second, to keep reports short.
 		if (!faultsOn && recoveredMs === undefined && busyUntil === 0) {
 			let all = true;
-			for (let p = 0; p < PARTITIONS; p++) if (served.get(p)?.length !== 1) all = false;
+			// Served once, and deployed there (not only said served while its deploy is pending).
+			for (let p = 0; p < PARTITIONS; p++) {
+				const list = served.get(p);
+				if (list?.length !== 1 || list[0]?.endsWith("@undefined")) all = false;
+			}
 			if (all) {
 				recoveredMs = at() - FAULT_PHASE_MS;
 				note(`every partition served once, ${recoveredMs} ms after the faults stopped`);
@@ -722,7 +736,10 @@ export async function runPlacementSeed(
 	}
 	if (recoveredMs === undefined && !stopped()) {
 		const dark = [];
-		for (let p = 0; p < PARTITIONS; p++) if (served.get(p)?.length !== 1) dark.push(p);
+		for (let p = 0; p < PARTITIONS; p++) {
+			const list = served.get(p);
+			if (list?.length !== 1 || list[0]?.endsWith("@undefined")) dark.push(p);
+		}
 		fail(
 			"dark",
 			`partitions ${dark.join(", ")} not served once ${PLACEMENT_RECOVERY_BOUND_MS} ms after the faults stopped${darkCauses(dark)}`,

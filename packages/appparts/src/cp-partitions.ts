@@ -69,11 +69,28 @@ export function deployCpPartitions(
 				"abort",
 				() => {
 					if (grant.signal.aborted || closing) return;
+					const reason: unknown = deployed.closed.reason;
+					const why = reason instanceof Error ? reason.message : String(reason);
+					if (grant.release === undefined) {
+						logger.error(
+							{ event: "partition-closed", partition, err: reason },
+							`partition ${partition} closed on its own (${why}); the placement cannot take it back (no grant.release): not served until its grant ends`,
+						);
+						return;
+					}
 					logger.warn(
-						{ event: "partition-released", partition, err: deployed.closed.reason },
-						`partition ${partition} closed on its own; giving its grant back`,
+						{ event: "partition-closed", partition, err: reason },
+						`partition ${partition} closed on its own (${why}); giving its grant back`,
 					);
-					grant.release?.(deployed.closed.reason);
+					// Inside the abort: a throw here would be an uncaught exception.
+					try {
+						grant.release(reason);
+					} catch (error) {
+						logger.error(
+							{ event: "partition-release-failed", partition, err: error },
+							`partition ${partition}: giving its grant back failed`,
+						);
+					}
 				},
 				{ once: true },
 			);

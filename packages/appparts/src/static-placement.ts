@@ -127,14 +127,24 @@ interface Grant {
 	failures: number;
 	/** The last failed take's error. */
 	lastError: unknown;
+	/** Handed to `onGranted`. A grant after a hand-back that never was gets no `onEnded`. */
+	handed: boolean;
+	/** Made by a hand-back: its partition's `onEnded` was already called. */
+	readonly afterHandBack: boolean;
 }
+
+/** A hand-back this long after the previous one of the partition pauses from the start again. */
+const HAND_BACK_QUIET_MS = 60_000;
 
 interface Held {
 	readonly slot: number;
 	readonly ctx: VVMServiceContext;
 	readonly grants: Map<number, Grant>;
-	/** Grants handed back (released or declined) per partition in this leadership: the pause doubles. */
-	readonly releases: Map<number, number>;
+	/**
+	 * Hand-backs (released or declined grants) per partition in this leadership: `total` for
+	 * `describe()`; `streak` doubles the pause, and starts again after a quiet minute.
+	 */
+	readonly releases: Map<number, { total: number; streak: number; at: number }>;
 }
 
 /**
@@ -258,7 +268,7 @@ export function createStaticPlacement(options: StaticPlacementOptions): StaticPl
 		held = undefined;
 		for (const [p, grant] of h.grants) {
 			grant.ctl.abort(new Error(reason));
-			handlers.onEnded(p, reason);
+			if (grant.handed || !grant.afterHandBack) handlers.onEnded(p, reason);
 		}
 		logger.info(
 			{ event: "partitions-ended", slot: h.slot, partitions: [...h.grants.keys()], reason },
@@ -318,6 +328,7 @@ export function createStaticPlacement(options: StaticPlacementOptions): StaticPl
 			const hand = (p: number, grant: Grant): void => {
 				const { ctl, epoch } = grant;
 				if (epoch === undefined) return;
+				grant.handed = true;
 				handlers
 					.onGranted(p, {
 						signal: ctl.signal,
@@ -362,7 +373,8 @@ export function createStaticPlacement(options: StaticPlacementOptions): StaticPl
 						`partition ${p}: its epoch could not be taken (failure ${grant.failures}); not served, trying again in ${waitMs} ms`,
 					);
 				};
-				failed();
+				// After a hand-back whose lease was not valid at the end of the pause, no take failed.
+				if (grant.failures > 0) failed();
 				for (;;) {
 					const now = clock.monotonic();
 					if (giveUpAt !== undefined && now >= giveUpAt) return "gave-up";
@@ -407,23 +419,29 @@ export function createStaticPlacement(options: StaticPlacementOptions): StaticPl
 				why: "deploy failed" | "released",
 			): void => {
 				if (!live(grant)) return;
-				const releases = (h.releases.get(p) ?? 0) + 1;
-				h.releases.set(p, releases);
+				const now = clock.monotonic();
+				const last = h.releases.get(p);
+				const streak =
+					last !== undefined && now - last.at < HAND_BACK_QUIET_MS ? last.streak + 1 : 1;
+				const releases = (last?.total ?? 0) + 1;
+				h.releases.set(p, { total: releases, streak, at: now });
 				const next: Grant = {
 					ctl: new AbortController(),
 					ready: false,
 					epoch: undefined,
 					failures: 0,
 					lastError: undefined,
+					handed: false,
+					afterHandBack: true,
 				};
 				h.grants.set(p, next);
 				grant.ctl.abort(reason);
 				handlers.onEnded(p, why);
-				const pauseMs = epochRetryDelay(retryOptions, releases);
+				const pauseMs = epochRetryDelay(retryOptions, streak);
 				const fields = { partition: p, releases, retryInMs: pauseMs, err: reason };
 				if (why === "released") {
 					logger.warn(
-						{ event: "partition-released", ...fields },
+						{ event: "partition-handed-back", ...fields },
 						`partition ${p} closed on its own; taking a new epoch in ${pauseMs} ms`,
 					);
 				} else {
@@ -453,6 +471,8 @@ export function createStaticPlacement(options: StaticPlacementOptions): StaticPl
 					epoch: undefined,
 					failures: 0,
 					lastError: undefined,
+					handed: false,
+					afterHandBack: false,
 				});
 			}
 			ctx.signal.addEventListener(
@@ -580,7 +600,7 @@ export function createStaticPlacement(options: StaticPlacementOptions): StaticPl
 								ready: g.ready,
 								epoch: g.epoch?.toString() ?? null,
 								epochFailures: g.failures,
-								releases: h.releases.get(p) ?? 0,
+								releases: h.releases.get(p)?.total ?? 0,
 								epochError:
 									g.lastError === undefined
 										? null

@@ -197,6 +197,53 @@ describe("static placement", () => {
 		});
 	});
 
+	it("a hand-back's pause: no onEnded for the grant never handed over, no take logged as failed while the lease is not valid", async () => {
+		const clock = new MockClock();
+		const ended: string[] = [];
+		const lines: { level: string; event: unknown }[] = [];
+		const log = (level: string) => (o: unknown) => {
+			lines.push({ level, event: (o as { event?: unknown }).event });
+		};
+		let release: ((reason: unknown) => void) | undefined;
+		const placement = createStaticPlacement({
+			partitions: 1,
+			numVVM: 1,
+			handlers: {
+				onGranted: async (_p, grant) => {
+					release = grant.release;
+				},
+				onEnded: (p, reason) => ended.push(`${p}:${reason}`),
+			},
+			leadership: () => leadership(1),
+			leaderOf: async () => undefined,
+			storage: createMemTTLStorage({ clock }),
+			clock,
+			logger: { error: log("error"), warn: log("warn"), info: log("info"), debug: log("debug") },
+		});
+		const lease = { valid: true };
+		const ctl = new AbortController();
+		await placement.service.start({
+			signal: ctl.signal,
+			leaseValid: () => lease.valid,
+			fencingToken: 1,
+		});
+		await new Promise((r) => setImmediate(r));
+		release?.(new Error("closed on its own"));
+		expect(ended).toEqual(["0:released"]);
+		expect(serving(placement, 0)).toBe(false);
+		// The lease is not valid when the pause ends: nothing is taken, and no take "failed".
+		lease.valid = false;
+		await clock.advanceAsync(500);
+		await new Promise((r) => setImmediate(r));
+		expect(lines.filter((l) => l.event === "partition-epoch-failed")).toEqual([]);
+		expect(lines.filter((l) => l.event === "partition-handed-back")).toHaveLength(1);
+		// The leadership ends during the wait: the partition's onEnded came already, once.
+		ctl.abort(new Error("leadership ended"));
+		expect(ended).toEqual(["0:released"]);
+		await placement.close();
+		expect(ended).toEqual(["0:released"]);
+	});
+
 	it("answers the holder of another slot's partition from its leader record, refreshed on the clock", async () => {
 		const leaders = new Map([[2, "10.0.0.2:8080#n1"]]);
 		const t = setup({ slot: 1, numVVM: 3, partitions: 6, leaders });

@@ -154,10 +154,12 @@ export interface AppPartition extends AsyncDisposable {
 	readPLog(request?: ReadPLogRequest): Promise<LogEntry[]>;
 	stats(): PartitionStats;
 	/**
-	 * Aborts once the partition closes, whether undeployed (`close()`) or on its own: a newer
-	 * holder refused its write (deposed). `reason` is the `CP_CLOSED` {@link CpError}, which for a
-	 * deposed partition names the newer holder. What deployed the partition listens to it: a
-	 * partition that closed on its own is not served any more, whatever its lease says.
+	 * Aborts once the partition closes: undeployed (`close()`), or on its own, when a newer
+	 * holder refused its write (deposed) or its lease was over at a write. `reason` is the
+	 * `CP_CLOSED` {@link CpError}: for a deposed partition, that a newer holder took it over
+	 * (`cause`: the storage's refusal); for a lease that is over, that. What deployed the
+	 * partition listens to it: a partition that closed on its own serves nothing more, whatever
+	 * its grant says.
 	 */
 	readonly closed: AbortSignal;
 	/** Undeploys: queued commands fail with `CP_CLOSED`, the sequencer is cleaned up. Idempotent. */
@@ -1514,7 +1516,10 @@ export class AppPartitionImpl implements AppPartition {
 			await this.#queue.idle();
 			this.#ctx.onClosed(this.partitionId);
 		})();
-		this.#closing.abort(this.#deposed ?? closedError());
+		this.#closing.abort(
+			this.#deposed ??
+				(this.#lease?.valid() === false ? leaseOver(this.partitionId) : closedError()),
+		);
 		this.#wakeGate();
 		return this.#closePromise;
 	}
@@ -1526,6 +1531,11 @@ export class AppPartitionImpl implements AppPartition {
 
 function closedError(): CpError {
 	return new CpError("CP_CLOSED", "the partition is closed (undeployed)");
+}
+
+/** Why a partition whose lease is over closed (the `closed` signal's reason). */
+function leaseOver(partitionId: number): CpError {
+	return new CpError("CP_CLOSED", `partition ${partitionId} closed: its lease is over`);
 }
 
 function leaseEnded(partitionId: number, committed: CpCommitted): CpError {
