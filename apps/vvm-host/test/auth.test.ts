@@ -81,6 +81,27 @@ describe("bearer tokens from a file", () => {
 		expect(other).toMatchObject({ status: 403, body: { code: "HOST_FORBIDDEN", committed: "no" } });
 		expect(other.body.message).not.toContain(WRITER); // tokens are never echoed
 		expect((await call(base, ws(1002), ADMIN, "POST")).status).toBe(200);
+		// The workspace as the API parses it: percent-encoded digits are workspace 1002 too
+		// (review of 3ce9ef5: the raw-path check let them through to any valid token).
+		for (const path of [
+			"/api/v2/apps/vvm/demo/workspaces/%31002/docs/app1pkg.Customer",
+			"/api/v2/apps/vvm/demo/workspaces/100%32/docs/app1pkg.Customer",
+		]) {
+			expect(await call(base, path, WRITER, "POST")).toMatchObject({
+				status: 403,
+				body: { code: "HOST_FORBIDDEN" },
+			});
+		}
+		expect(
+			(
+				await call(
+					base,
+					"/api/v2/apps/vvm/demo/workspaces/100%31/docs/app1pkg.Customer",
+					WRITER,
+					"POST",
+				)
+			).status,
+		).toBe(200);
 		// Operator routes: an operator token only; probes are open.
 		expect((await call(base, "/metrics", WRITER)).status).toBe(403);
 		expect((await call(base, "/metrics")).status).toBe(401);

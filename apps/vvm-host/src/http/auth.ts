@@ -7,6 +7,7 @@ import { readFileSync } from "node:fs";
 import type { IncomingMessage } from "node:http";
 import type { JSONWebKeySet, JWTPayload } from "jose";
 import { createLocalJWKSet, importSPKI, jwtVerify } from "jose";
+import { parseApiRoute } from "./api-routes.ts";
 import type { ApiErrorReply } from "./errors.ts";
 import type { RouteRequest, RouteTable, TlsFiles } from "./router.ts";
 
@@ -57,7 +58,6 @@ export class AuthConfigError extends Error {
 
 /** Routes anyone may call: probes carry no data worth a token, and orchestrators call them bare. */
 const OPEN_PATHS: ReadonlySet<string> = new Set(["/healthz", "/readyz", "/openapi.json"]);
-const API_WSID = /^\/api\/v2\/apps\/[^/]+\/[^/]+\/workspaces\/([0-9]{1,16})(?:\/|$)/;
 /** Static tokens shorter than this are refused: a guessable token is no authentication. */
 const MIN_TOKEN_LENGTH = 24;
 /** Verified JWTs kept (by token) so a client's next request skips the signature check. */
@@ -284,19 +284,21 @@ export async function createAuthenticator(
 					"HOST_UNAUTHENTICATED",
 					"the bearer token is not valid (unknown, expired or badly signed); nothing was done",
 				);
-			const api = API_WSID.exec(path);
-			if (api !== null) {
-				const wsid = Number(api[1]);
-				if (grant.workspaces === "*" || grant.workspaces.has(wsid)) return OK;
+			if (path.startsWith("/api/")) {
+				// Authorized on the route exactly as the API parses it (percent-decoded segments),
+				// never on the raw path: `/workspaces/%31002/` is workspace 1002, and a raw-path
+				// check let it through as "not a workspace path" (review of 3ce9ef5).
+				const route = parseApiRoute(req.method ?? "GET", path, url.searchParams);
+				// A bad API path is answered by its route (400/404/405) to any valid token; it
+				// reads and writes nothing.
+				if (route.kind === "error") return OK;
+				if (grant.workspaces === "*" || grant.workspaces.has(route.wsid)) return OK;
 				return refusal(
 					403,
 					"HOST_FORBIDDEN",
-					`the token "${grant.name}" does not cover workspace ${wsid}; nothing was done`,
+					`the token "${grant.name}" does not cover workspace ${route.wsid}; nothing was done`,
 				);
 			}
-			// Any other path under the API (a bad one) is answered by its route (400/404) to any
-			// valid token; everything else is an operator route.
-			if (path.startsWith("/api/")) return OK;
 			if (grant.operator) return OK;
 			return refusal(
 				403,
