@@ -3,6 +3,7 @@
 import { execFileSync } from "node:child_process";
 import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { request } from "node:https";
+import { connect } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -86,6 +87,21 @@ describe("HTTPS", () => {
 			() => "refused",
 		);
 		expect(plain).not.toBe(200);
+	});
+
+	it("a connection that never starts its TLS handshake is closed after the headers' bound (node's own: 120 s)", async () => {
+		const tls = readTlsFiles({ tlsCert: cert, tlsKey: key });
+		const table = createRouteTable([]);
+		const http = await startHttpServer(table, "127.0.0.1", 0, { headersTimeoutMs: 300 }, tls);
+		servers.push(http);
+		const socket = connect(http.port, "127.0.0.1");
+		const began = performance.now();
+		const closedAfter = await new Promise<number>((resolve) => {
+			socket.on("error", () => {});
+			socket.on("close", () => resolve(performance.now() - began));
+		});
+		// Closed by the server within a few check intervals, not held for two minutes.
+		expect(closedAfter).toBeLessThan(10_000);
 	});
 
 	it("needs both flags and readable PEM files, naming the flag", async () => {

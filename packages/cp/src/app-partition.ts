@@ -762,6 +762,8 @@ export class AppPartitionImpl implements AppPartition {
 		plan: () => Plan,
 	): Promise<CommandResult> {
 		let inFlight: string | undefined;
+		/** Past this point the command may write; before it, nothing was written. */
+		let queued = false;
 		try {
 			if (this.#closed) throw this.#deposed ?? closedError();
 			const p = plan();
@@ -785,13 +787,14 @@ export class AppPartitionImpl implements AppPartition {
 			if (this.sequencer.stats().actualizing) throw this.#busy("the partition is actualizing");
 			if (inFlight !== undefined) this.#keysInFlight.add(inFlight);
 			this.#prefetch(p.wsid);
+			queued = true;
 			const ran = await this.#queue.run(() => this.#execute({ plan: p, idempotency }));
 			const result = ran instanceof Deferred ? await ran.answer : ran;
 			if (result.replayed === true) this.#counters.replayed++;
 			else this.#counters.commands++;
 			return result;
 		} catch (error) {
-			throw this.#count(error);
+			throw this.#count(queued || CpError.is(error) ? error : unprepared(error));
 		} finally {
 			if (inFlight !== undefined) this.#keysInFlight.delete(inFlight);
 		}
@@ -1531,6 +1534,25 @@ export class AppPartitionImpl implements AppPartition {
 
 function closedError(): CpError {
 	return new CpError("CP_CLOSED", "the partition is closed (undeployed)");
+}
+
+/**
+ * An unexpected error while a command was prepared (planned, checked, fingerprinted): nothing was
+ * written, so the answer says so. A request nested too deeply for the stack is a bad request (a
+ * client's, found by review: it was a 500 "unknown" that a retry with the key met again forever).
+ */
+function unprepared(error: unknown): CpError {
+	if (error instanceof RangeError && /call stack/i.test(error.message))
+		return new CpError("CP_BAD_REQUEST", "request: nested too deeply; nothing was written", {
+			field: "request",
+			cause: error,
+		});
+	const message = error instanceof Error ? error.message : String(error);
+	return new CpError(
+		"CP_INTERNAL",
+		`the command could not be prepared (${message}); nothing was written`,
+		{ cause: error },
+	);
 }
 
 /** Why a partition whose lease is over closed (the `closed` signal's reason). */

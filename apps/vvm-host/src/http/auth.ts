@@ -237,7 +237,7 @@ export async function createAuthenticator(
 			: readStaticTokens(settings.tokensFile, "--auth-tokens-file");
 	const verify = await jwtVerifier(settings);
 	if (statics.length === 0 && verify === undefined) return undefined;
-	const cache = new Map<string, { grant: Grant; until: number }>();
+	const cache = new Map<string, { grant: Grant; exp: number; recheckAt: number }>();
 
 	const staticGrant = (token: string): Grant | undefined => {
 		const digest = sha256(token);
@@ -249,8 +249,10 @@ export async function createAuthenticator(
 	const jwtGrant = async (token: string): Promise<Grant | undefined> => {
 		if (verify === undefined || token.split(".").length !== 3) return undefined;
 		const now = Date.now();
+		const mono = performance.now();
 		const hit = cache.get(token);
-		if (hit !== undefined && hit.until > now) return hit.grant;
+		// The cache's own bound on the monotonic clock; `exp` (another host's wall time) on the wall.
+		if (hit !== undefined && hit.recheckAt > mono && hit.exp > now) return hit.grant;
 		let payload: JWTPayload;
 		try {
 			payload = await verify(token);
@@ -262,7 +264,7 @@ export async function createAuthenticator(
 		if (grant === undefined) return undefined;
 		if (cache.size >= JWT_CACHE_SIZE) cache.delete(cache.keys().next().value as string);
 		const exp = typeof payload.exp === "number" ? payload.exp * 1000 : now;
-		cache.set(token, { grant, until: Math.min(exp, now + JWT_CACHE_MS) });
+		cache.set(token, { grant, exp, recheckAt: mono + JWT_CACHE_MS });
 		return grant;
 	};
 
@@ -319,13 +321,55 @@ export async function createAuthenticator(
  * ```
  */
 export function guardRoutes(table: RouteTable, auth: Authenticator | undefined): RouteTable {
-	if (auth === undefined) return table;
+	if (auth === undefined) {
+		// Without authentication a web page the operator opens can still send writes here: those
+		// from another site are refused (review of 3ce9ef5). A bearer token is never sent by a
+		// browser on its own, so with authentication there is nothing to refuse.
+		return async (request) => {
+			const refused = browserRefusal(request.req);
+			if (refused === undefined || refused.ok) return table(request);
+			request.req.resume();
+			return refused.reply;
+		};
+	}
 	return async (request) => {
 		const checked = await auth.check(request);
 		if (checked.ok) return table(request);
 		request.req.resume();
 		return checked.reply;
 	};
+}
+
+/**
+ * What a host without authentication refuses (403, nothing done): a write a browser sends from a
+ * page of another site (CSRF: a form, or a `fetch` with a "simple" content type, needs no
+ * preflight, and a host on loopback is reachable from the operator's browser). The browser says
+ * so itself in `Sec-Fetch-Site` (computed against the URL it called, so it holds behind a reverse
+ * proxy); a browser too old to send it is judged by `Origin` against `Host`. curl and programs
+ * send neither header. (A page that rebinds its own name to 127.0.0.1 sends neither either: a
+ * host reachable from a browser wants authentication, README "Security".)
+ */
+function browserRefusal(req: IncomingMessage): AuthCheck | undefined {
+	const method = req.method ?? "GET";
+	if (method === "GET" || method === "HEAD" || method === "OPTIONS") return undefined;
+	const site = req.headers["sec-fetch-site"];
+	let elsewhere: boolean;
+	if (site !== undefined) elsewhere = site !== "same-origin" && site !== "none";
+	else {
+		const origin = req.headers.origin;
+		if (origin === undefined) return undefined;
+		try {
+			elsewhere = origin === "null" || new URL(origin).host !== req.headers.host;
+		} catch {
+			elsewhere = true;
+		}
+	}
+	if (!elsewhere) return undefined;
+	return refusal(
+		403,
+		"HOST_FORBIDDEN",
+		"a write sent by a web page of another site is refused by a host without authentication; nothing was done",
+	);
 }
 
 /**

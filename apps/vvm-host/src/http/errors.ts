@@ -135,7 +135,8 @@ const COMMITTED_HINT = {
  * says so and how to find the outcome, whatever the code; otherwise 400 bad request, 404 not
  * found, 405 not allowed, 409 conflict (the key named) or idempotency key in flight, 421
  * misdirected, 422 idempotency key reused, 503 + `Retry-After` busy, closed or a storage failure
- * that wrote nothing, 500 internal. Every body carries `committed`.
+ * that wrote nothing, 500 internal. Every body carries `committed`; an unexpected error of a read
+ * (`read`) says `"no"`, of anything else `"unknown"`.
  *
  * @example
  * ```ts
@@ -143,19 +144,22 @@ const COMMITTED_HINT = {
  * // reply.status === 503, reply.headers["retry-after"] === "1", reply.body.committed === "no"
  * ```
  */
-export function cpErrorReply(error: unknown): ApiErrorReply {
+export function cpErrorReply(error: unknown, read = false): ApiErrorReply {
 	if (!CpError.is(error)) {
 		const message = error instanceof Error ? error.message : String(error);
+		// A read writes nothing: its unexpected error is no reason to doubt anything was written.
 		return {
 			status: 500,
 			headers: {},
-			body: {
-				status: 500,
-				code: "HOST_INTERNAL",
-				message,
-				committed: "unknown",
-				hint: COMMITTED_HINT.unknown,
-			},
+			body: read
+				? { status: 500, code: "HOST_INTERNAL", message, committed: "no" }
+				: {
+						status: 500,
+						code: "HOST_INTERNAL",
+						message,
+						committed: "unknown",
+						hint: COMMITTED_HINT.unknown,
+					},
 			outcome: "internal",
 		};
 	}

@@ -5,7 +5,7 @@
 import type { IncomingMessage, Server, ServerResponse } from "node:http";
 import { createServer } from "node:http";
 import { createServer as createTlsServer } from "node:https";
-import type { AddressInfo } from "node:net";
+import type { AddressInfo, Socket } from "node:net";
 import { cpErrorReply, hostRefusal } from "./errors.ts";
 
 /**
@@ -172,6 +172,8 @@ export interface HttpLimits {
 	readonly requestTimeoutMs: number;
 	readonly keepAliveTimeoutMs: number;
 	readonly maxConnections: number;
+	/** A connection with nothing read or written for this long is closed (replies left unread). */
+	readonly idleSocketTimeoutMs: number;
 }
 
 /** What one client may hold of the host's HTTP server (README, Security: Limits). */
@@ -188,6 +190,12 @@ const HTTP_LIMITS: Readonly<HttpLimits> = Object.freeze({
 	 */
 	keepAliveTimeoutMs: 5_000,
 	maxConnections: 4_096,
+	/**
+	 * A client that stops reading its replies (pipelined requests, unread WLog pages of up to
+	 * 4 MiB each) would make the host buffer them for good: its connection is closed once nothing
+	 * moved on it for this long, which also ends the requests it holds in flight.
+	 */
+	idleSocketTimeoutMs: 30_000,
 });
 
 /** The PEM certificate (chain) and private key of an HTTPS server. */
@@ -203,7 +211,10 @@ export interface HttpServer {
 	close(): Promise<void>;
 }
 
-/** Ends a request an {@link Admission} counted: called once, when the route table answered. */
+/**
+ * Ends a request an {@link Admission} counted: called once, when both the route table answered
+ * and the reply was sent (or the connection closed).
+ */
 type Release = () => void;
 
 /**
@@ -211,7 +222,9 @@ type Release = () => void;
  * returns is sent at once, the request's body unread (the host's overload shedding:
  * `overload.ts`); `undefined` lets the request through; a {@link Release} lets it through and
  * is called once the table's answer for it is settled (an answer, a thrown error, a client gone
- * or timed out: each ends the route's promise), before the answer is written.
+ * or timed out: each ends the route's promise) and its reply is out (written to the socket, or
+ * the connection closed): a reply a client does not read still holds its place, so unread
+ * replies cannot pile up beyond the admission's bound.
  */
 export type Admission = (method: string, url: RequestUrl) => Reply | Release | undefined;
 
@@ -238,6 +251,28 @@ function refuse(req: IncomingMessage, res: ServerResponse, reply: Reply): void {
 	if (!small) res.shouldKeepAlive = false;
 	req.resume();
 	safeReply(res, reply);
+}
+
+/** Per connection, what to call when it ends: one `close` listener however many requests wait. */
+const connectionEnds = new WeakMap<Socket, Set<() => void>>();
+
+/** Calls `fn` when `socket` closes (unless the returned function was called first). */
+function onConnectionEnd(socket: Socket, fn: () => void): () => void {
+	let waiting = connectionEnds.get(socket);
+	if (waiting === undefined) {
+		const set = new Set<() => void>();
+		waiting = set;
+		connectionEnds.set(socket, set);
+		socket.once("close", () => {
+			for (const f of set) f();
+			set.clear();
+		});
+	}
+	const mine = waiting;
+	mine.add(fn);
+	return () => {
+		mine.delete(fn);
+	};
 }
 
 /**
@@ -282,13 +317,29 @@ export function startHttpServer(
 			refuse(req, res, verdict);
 			return;
 		}
+		// Released once the answer is settled and the reply is out: the response's `close` (after
+		// it was handed to the socket), or the connection's end, which is the only sign a
+		// pipelined reply queued behind an unread one ever gets (its response never closes).
+		let steps = 2;
+		let sent = false;
+		const onSent = (): void => {
+			if (sent) return;
+			sent = true;
+			forget();
+			step();
+		};
+		const step = (): void => {
+			if (--steps === 0) verdict();
+		};
+		const forget = onConnectionEnd(req.socket, onSent);
+		res.once("close", onSent);
 		table({ method, url, req }).then(
 			(reply) => {
-				verdict();
+				step();
 				safeReply(res, reply);
 			},
 			(error: unknown) => {
-				verdict();
+				step();
 				safeReply(res, cpErrorReply(error));
 			},
 		);
@@ -297,7 +348,12 @@ export function startHttpServer(
 	const server: Server =
 		tls === undefined
 			? createServer(options, handler)
-			: createTlsServer({ ...options, cert: tls.cert, key: tls.key }, handler);
+			: // A TLS handshake is bounded like the headers (node's own bound is 120 s): idle
+				// connections that never handshake would otherwise hold the connection slots.
+				createTlsServer(
+					{ ...options, cert: tls.cert, key: tls.key, handshakeTimeout: bound.headersTimeoutMs },
+					handler,
+				);
 	// Slow or idle clients cannot hold the host: the headers within 10 s, the whole request within
 	// 30 s, an idle keep-alive connection closed after 5 s, and at most 4 096 connections at once
 	// (more are refused at accept).
@@ -305,6 +361,8 @@ export function startHttpServer(
 	server.requestTimeout = bound.requestTimeoutMs;
 	server.keepAliveTimeout = bound.keepAliveTimeoutMs;
 	server.maxConnections = bound.maxConnections;
+	// No 'timeout' listener: node destroys a socket idle this long (nothing read or written).
+	server.timeout = bound.idleSocketTimeoutMs;
 	return new Promise((resolvePromise, reject) => {
 		const onError = (error: Error): void => reject(error);
 		server.once("error", onError);

@@ -4,6 +4,7 @@ import { validatePgIdentifier, validatePgTTLStorageOptions } from "@vvm/ttlstora
 import { ConfigError, integer, nonEmpty } from "../options.ts";
 import type { StorageEntry } from "./entry.ts";
 import { load, message, StorageOpenError, untilStopped } from "./entry.ts";
+import { maskUserinfo } from "./mask-url.ts";
 
 interface PgSettings {
 	readonly url: string | undefined;
@@ -23,7 +24,7 @@ const postgresUrl = (raw: string, source: string): string => {
 	} catch {}
 	if (protocol !== "postgres:" && protocol !== "postgresql:")
 		throw new ConfigError(
-			`${source} must be a postgres:// URL such as postgres://vvm@127.0.0.1:54329/vvm, got "${raw.replace(/:[^:@/]*@/, ":***@")}"`,
+			`${source} must be a postgres:// URL such as postgres://vvm@127.0.0.1:54329/vvm, got "${maskUserinfo(raw)}"`,
 		);
 	return raw;
 };

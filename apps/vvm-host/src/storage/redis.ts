@@ -10,6 +10,7 @@ import {
 	StorageOpenError,
 	untilStopped,
 } from "./entry.ts";
+import { maskUserinfo } from "./mask-url.ts";
 
 interface RedisSettings {
 	readonly url: string | undefined;
@@ -23,7 +24,6 @@ interface RedisSettings {
 const COMMAND_TIMEOUT_MS = 5_000;
 
 /** A URL with its password (and user) replaced, for messages. */
-const masked = (raw: string): string => raw.replace(/\/\/[^/@]*@/, "//***@");
 
 const redisUrl = (raw: string, source: string): string => {
 	let url: URL | undefined;
@@ -32,7 +32,7 @@ const redisUrl = (raw: string, source: string): string => {
 	} catch {}
 	const bad = (why: string): ConfigError =>
 		new ConfigError(
-			`${source} must be a redis:// or rediss:// URL such as redis://127.0.0.1:6379/0 (${why}), got "${masked(raw)}"`,
+			`${source} must be a redis:// or rediss:// URL such as redis://127.0.0.1:6379/0 (${why}), got "${maskUserinfo(raw)}"`,
 		);
 	if (url === undefined || (url.protocol !== "redis:" && url.protocol !== "rediss:"))
 		throw bad("scheme");

@@ -10,6 +10,7 @@ import { pino } from "pino";
 import { Registry } from "prom-client";
 import { createCpMetrics } from "../../src/cp-metrics.ts";
 import { apiV2Route } from "../../src/http/api-v2.ts";
+import type { Admission, HttpLimits, RouteTable } from "../../src/http/router.ts";
 import { createRouteTable, startHttpServer } from "../../src/http/router.ts";
 
 /** Partitions of the fixture's application. */
@@ -27,6 +28,12 @@ export interface ApiV2ServerOptions {
 	readonly fencingToken?: (partition: number) => bigint | undefined;
 	/** This host's address. */
 	readonly self?: string;
+	/** Wraps the route table (an authenticator's guard, a delay). */
+	readonly guard?: (table: RouteTable) => RouteTable;
+	/** The server's admission (the host's load shedder), as `startHttpServer` takes it. */
+	readonly admit?: Admission;
+	/** The server's limits. */
+	readonly limits?: Partial<HttpLimits>;
 }
 
 /** A placement stand-in: this host serves `serving`; `holders` answers the others. */
@@ -78,7 +85,15 @@ export async function serveApiV2(
 		),
 		logger: pino({ level: "silent" }),
 	});
-	const http = await startHttpServer(createRouteTable([route]), "127.0.0.1", 0);
+	const table = createRouteTable([route]);
+	const http = await startHttpServer(
+		options.guard?.(table) ?? table,
+		"127.0.0.1",
+		0,
+		options.limits ?? {},
+		undefined,
+		options.admit,
+	);
 	closers.push(async () => {
 		await http.close();
 		await cp.close();
