@@ -16,7 +16,12 @@ const key = (offset: number): string => offset.toString().padStart(16, "0");
 export function createLevelPLog(db: ClassicLevel): LevelPLog {
 	const events = db.sublevel<string, PLogEvent>("plog", { valueEncoding: "json" });
 	return {
-		append: (offset, values) => events.put(key(offset), { offset, values }),
+		// Synced before it resolves: an event printed as done survives a power cut, not only a kill
+		// (LevelDB's own default writes the log without an fsync).
+		append: (offset, values) =>
+			db.batch([{ type: "put", sublevel: events, key: key(offset), value: { offset, values } }], {
+				sync: true,
+			}),
 		async *read(fromOffset, signal) {
 			for await (const event of events.values({ gte: key(fromOffset) })) {
 				signal.throwIfAborted();

@@ -51,7 +51,7 @@ for (let i = 1; i <= commands; i++) {
 	if (i >= crashAfter) process.kill(process.pid, "SIGKILL");
 }
 
-await cleanup(); // waits for the numbers to be stored
+await cleanup(); // stops the sequencer; numbers not yet stored are recovered from the PLog next run
 await storage.close();
 await db.close();
 console.log("stopped");

@@ -44,7 +44,7 @@ export async function retryUntilAborted<T>(
 			signal.throwIfAborted();
 			ctx.onError(error, operation, failures);
 			const cap = Math.min(ctx.maxDelayMs, ctx.baseDelayMs * 2 ** attempt);
-			attempt = cap >= ctx.maxDelayMs ? 0 : attempt + 1;
+			attempt = cap >= ctx.maxDelayMs || attempt >= 30 ? 0 : attempt + 1;
 			await ctx.clock.sleep(Math.floor(ctx.random() * cap), signal);
 		}
 	}

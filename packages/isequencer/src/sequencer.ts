@@ -243,9 +243,11 @@ export class SequencerImpl implements Sequencer {
 		this.#clock = options.clock ?? systemClock;
 		const base = options.retry?.baseDelayMs ?? 500;
 		const max = options.retry?.maxDelayMs ?? 500;
-		if (!(base >= 0) || !(max >= base) || !Number.isFinite(max))
+		// A zero base below a positive cap never grows: retries without pause, and after 1024
+		// failures its delay was NaN, which killed the flusher (found by review).
+		if (!(base >= 0) || !(max >= base) || !Number.isFinite(max) || (base === 0 && max > 0))
 			throw new RangeError(
-				`[@vvm/isequencer] retry delays must satisfy 0 <= baseDelayMs <= maxDelayMs, got ${base}/${max}`,
+				`[@vvm/isequencer] retry delays must satisfy 0 <= baseDelayMs <= maxDelayMs, and baseDelayMs > 0 unless both are 0, got ${base}/${max}`,
 			);
 		this.#retry = {
 			clock: this.#clock,

@@ -1,7 +1,7 @@
 // Ports of voedger pkg/isequencer isequencer_test.go (public API), reference §6.7, with the names
 // of LongRecovery and MultipleActualizes as the design (seed 004) defines them.
 import { describe, expect, it } from "vitest";
-import { ErrUnknownSeqID, SequencerError } from "../src/index.ts";
+import { createSequencer, ErrUnknownSeqID, SequencerError } from "../src/index.ts";
 import { gate, MockSeqStorage, settle, waitForStart } from "./helpers/mock-storage.ts";
 import { describeEachCache, setup } from "./helpers/setup.ts";
 
@@ -599,6 +599,14 @@ describeEachCache(() => {
 			expect(() => setup({ seqTypes: {} })).toThrow(RangeError);
 			expect(() => setup({ seqTypes: { 70000: { 1: 1 } } })).toThrow(RangeError);
 			expect(() => setup({ cache: "lru" as "clock" })).toThrow(/cache must be one of/);
+		});
+
+		it("refuses a zero retry base below a positive cap (retries without pause, then a NaN delay)", () => {
+			const make = (retry: { baseDelayMs: number; maxDelayMs: number }) =>
+				createSequencer({ seqTypes: { 1: { 1: 1 } } }, new MockSeqStorage(), { retry });
+			expect(() => make({ baseDelayMs: 0, maxDelayMs: 500 })).toThrow(/baseDelayMs > 0/);
+			expect(() => make({ baseDelayMs: 0, maxDelayMs: 0 }).cleanup()).not.toThrow();
+			expect(() => make({ baseDelayMs: 1, maxDelayMs: 500 }).cleanup()).not.toThrow();
 		});
 
 		it("accepts Maps as seqTypes", async () => {

@@ -43,7 +43,9 @@ export interface SeqStorageOptions {
 	 * workspace's numbers also reads its log past that offset, taking the maximum with the numbers
 	 * its entries took. A stored number that went back (a deposed writer's flush landing late, a
 	 * retried request applied late) then costs a longer read, never a number handed out twice, so
-	 * the numbers' writes need no fence. Without it, stored numbers are trusted: one writer only.
+	 * the numbers' writes need no fence. Without it, stored numbers are trusted: one writer only,
+	 * on a storage whose writes never land after their answer (level, mem); a networked driver's
+	 * timed-out flush can land after a later one (README, "Several writers over time").
 	 */
 	readonly wlog?: WorkspaceLog;
 	/**

@@ -46,7 +46,7 @@ export function setup(
 		{
 			clock,
 			random: () => 0.5,
-			onStorageError: () => {}, // the default (console.error) is tested on its own
+			onStorageError: () => {}, // the logger's lines are tested on their own
 		},
 	);
 	handles.push(handle);
