@@ -229,7 +229,10 @@ export interface PartitionContext {
 	readonly pipelineDepth: number;
 	/** Already guarded and bound to the package (`libraryLogger`). */
 	readonly log: Logger;
-	readonly newSequencer: (storage: SeqStorage, onStorageError: () => void) => SequencerHandle;
+	readonly newSequencer: (
+		storage: SeqStorage,
+		onStorageError: (error: unknown) => void,
+	) => SequencerHandle;
 	readonly onClosed: (partitionId: number) => void;
 }
 
@@ -367,8 +370,12 @@ export class AppPartitionImpl implements AppPartition {
 				this.#caughtUp = true;
 			},
 		};
-		this.#handle = ctx.newSequencer(seqStorage, () => {
+		this.#handle = ctx.newSequencer(seqStorage, (error) => {
 			this.#counters.sequencerStorageErrors++;
+			// The sequencer's flush carries the fence too: refused, a newer holder serves the
+			// partition. Deposed now, not at the next command (an idle partition went on retrying
+			// the refused flush for good, and stayed "served"; found by review).
+			if (isFenced(error)) this.#depose(error);
 		});
 		this.sequencer = this.#handle.sequencer;
 	}

@@ -306,13 +306,13 @@ class CommandProcessorImpl implements CommandProcessor {
 				maxQueueWaitMs: this.#maxQueueWaitMs,
 				queueWaitTargetMs: this.#queueWaitTargetMs,
 				log: libraryLogger(o.logger, { pkg: "@vvm/cp" }),
-				newSequencer: (storage: SeqStorage, count: () => void) =>
+				newSequencer: (storage: SeqStorage, count: (error: unknown) => void) =>
 					factory({ ...o.sequencer, seqTypes }, storage, {
 						...(o.clock === undefined ? {} : { clock: o.clock }),
 						...(o.sequencerRetry === undefined ? {} : { retry: o.sequencerRetry }),
 						...(o.logger === undefined ? {} : { logger: o.logger }),
 						onStorageError: (error, operation, attempt) => {
-							count();
+							count(error);
 							o.onSequencerStorageError?.(error, operation, attempt);
 						},
 					}),

@@ -168,3 +168,39 @@ describe("a deposed holder's flush", () => {
 		},
 	);
 });
+
+describe("a refused sequencer flush deposes the partition (found by review of 3ce9ef5)", () => {
+	it("an idle partition whose numbers' flush a newer fence refuses closes at once, instead of retrying it for good", async () => {
+		const base = createMemTTLStorage();
+		const a = withFaults(base);
+		const pA = processor(a, {}).deploy(0, { lease: { epoch: 10n, valid: () => true } });
+		await pA.ready();
+		// The numbers' flush of A's command waits at the gate, after its command was answered.
+		const held = gate();
+		let reached = false;
+		a.inject({
+			on: WRITES,
+			match: isSequencerWrite,
+			times: 1,
+			action: faults.hook(async () => {
+				reached = true;
+				await held.promise;
+			}),
+		});
+		await pA.createRecord({ wsid: WSID, table: CUSTOMER, fields: { name: "Ada" } });
+		await waitFor(() => reached, "A's flush at the gate");
+		// A newer holder raises the fence and is gone; A takes no more commands (idle).
+		const pB = processor(withFaults(base), {}).deploy(0, {
+			lease: { epoch: 20n, valid: () => true },
+		});
+		await pB.ready();
+		await pB.close();
+		held.open();
+		// The flush is refused (TTLSTORAGE_FENCED): A is deposed and closes on its own, so what
+		// deployed it gives its grant back; before, it retried the flush until undeployed.
+		await waitFor(() => pA.closed.aborted, "A closed");
+		expect(pA.stats().deposed).toBe(true);
+		expect(pA.closed.reason).toMatchObject({ code: "CP_CLOSED" });
+		expect(String((pA.closed.reason as Error).message)).toContain("newer holder");
+	});
+});
