@@ -133,6 +133,19 @@ interface Grant {
 	readonly afterHandBack: boolean;
 }
 
+/** A grant not handed over yet, without an epoch. */
+function newGrant(afterHandBack: boolean): Grant {
+	return {
+		ctl: new AbortController(),
+		ready: false,
+		epoch: undefined,
+		failures: 0,
+		lastError: undefined,
+		handed: false,
+		afterHandBack,
+	};
+}
+
 /** A hand-back this long after the previous one of the partition pauses from the start again. */
 const HAND_BACK_QUIET_MS = 60_000;
 
@@ -425,15 +438,7 @@ export function createStaticPlacement(options: StaticPlacementOptions): StaticPl
 					last !== undefined && now - last.at < HAND_BACK_QUIET_MS ? last.streak + 1 : 1;
 				const releases = (last?.total ?? 0) + 1;
 				h.releases.set(p, { total: releases, streak, at: now });
-				const next: Grant = {
-					ctl: new AbortController(),
-					ready: false,
-					epoch: undefined,
-					failures: 0,
-					lastError: undefined,
-					handed: false,
-					afterHandBack: true,
-				};
+				const next = newGrant(true);
 				h.grants.set(p, next);
 				grant.ctl.abort(reason);
 				handlers.onEnded(p, why);
@@ -464,17 +469,7 @@ export function createStaticPlacement(options: StaticPlacementOptions): StaticPl
 					if (live(next)) await retry(p, next, false);
 				})();
 			};
-			for (const p of mine) {
-				h.grants.set(p, {
-					ctl: new AbortController(),
-					ready: false,
-					epoch: undefined,
-					failures: 0,
-					lastError: undefined,
-					handed: false,
-					afterHandBack: false,
-				});
-			}
+			for (const p of mine) h.grants.set(p, newGrant(false));
 			ctx.signal.addEventListener(
 				"abort",
 				() => end(String(ctx.signal.reason ?? "leadership ended")),
