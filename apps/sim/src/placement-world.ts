@@ -427,6 +427,9 @@ export async function runPlacementSeed(
 					"abort",
 					() => {
 						note(`${inst.name} lost slot ${slot}`);
+						// What it gave back belonged to this leadership; the next one grants afresh
+						// (served from its epoch on, while it deploys: as at any leadership's start).
+						inst.released.clear();
 						inst.slot = undefined;
 						inst.token = undefined;
 						inst.nextTryAt = clock.monotonic() + 1_000;
