@@ -743,9 +743,7 @@ export class AppPartitionImpl implements AppPartition {
 			await this.#handle.sequencer.ready(signal);
 		} catch (error) {
 			if (CpError.is(error)) throw error;
-			throw SequencerError.is(error) && error.code === "SEQUENCER_CLEANED_UP"
-				? (this.#deposed ?? closedError())
-				: error;
+			throw sequencerEnded(error) ? (this.#deposed ?? closedError()) : error;
 		}
 	}
 
@@ -1364,7 +1362,7 @@ export class AppPartitionImpl implements AppPartition {
 		const cause = unwrapPhase(error);
 		if (CpError.is(cause)) return cause;
 		const committed: CpCommitted = at === "prepare" ? "no" : at === "plog" ? "unknown" : "yes";
-		if (SequencerError.is(cause) && cause.code === "SEQUENCER_CLEANED_UP")
+		if (sequencerEnded(cause))
 			return new CpError("CP_CLOSED", "the partition was closed during the command", {
 				cause,
 				committed,
@@ -1610,4 +1608,15 @@ function checkRange(request: { from?: number; limit?: number }): { from: number;
 	if (!Number.isSafeInteger(limit) || limit < 1 || limit > MAX_READ_LIMIT)
 		throw badRequest("limit", `must be an integer in 1..${MAX_READ_LIMIT}`);
 	return { from, limit };
+}
+
+/**
+ * The sequencer ended: cleaned up by `close()`, or stopped on its own by a write a newer fence
+ * refused (which deposes the partition: its `onStorageError` saw the same error first).
+ */
+function sequencerEnded(error: unknown): boolean {
+	return (
+		SequencerError.is(error) &&
+		(error.code === "SEQUENCER_CLEANED_UP" || error.code === "SEQUENCER_STOPPED")
+	);
 }

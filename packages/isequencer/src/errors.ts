@@ -6,12 +6,16 @@
  * - `SEQUENCER_MISUSE`: a call out of order (`start` twice, `next`/`flush`/`actualize` outside a
  *   transaction, `flush` while a `next` is still reading storage).
  * - `SEQUENCER_CLEANED_UP`: any call after cleanup, and a `next` whose storage read was cut short by it.
+ * - `SEQUENCER_STOPPED`: any call after the storage refused a call for good (by default: a write
+ *   refused by a newer fence, `TTLSTORAGE_FENCED`, so another holder serves the partition); the
+ *   sequencer stopped itself. Its `cause` is the storage's error.
  */
 export type SequencerErrorCode =
 	| "SEQUENCER_UNKNOWN_SEQ_ID"
 	| "SEQUENCER_UNKNOWN_WS_KIND"
 	| "SEQUENCER_MISUSE"
-	| "SEQUENCER_CLEANED_UP";
+	| "SEQUENCER_CLEANED_UP"
+	| "SEQUENCER_STOPPED";
 
 /**
  * The code `next` throws for an unknown sequence; named after voedger's `ErrUnknownSeqID`.
@@ -27,7 +31,7 @@ const MARKER = Symbol.for("vvm.error.SequencerError");
 
 /**
  * The one error class of `@vvm/isequencer`. Storage errors never surface here: the sequencer
- * retries them until success or cleanup.
+ * retries them until success or cleanup, except one that can never succeed (`SEQUENCER_STOPPED`).
  *
  * @example
  * ```ts

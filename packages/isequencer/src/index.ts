@@ -10,6 +10,7 @@ export { type CacheKind, DEFAULT_CACHE } from "./record-cache.ts";
 export type { RetryOptions } from "./retry.ts";
 export {
 	createSequencer,
+	isFencedStorageError,
 	type SequencerHandle,
 	type SequencerOptions,
 	type SequencerStats,

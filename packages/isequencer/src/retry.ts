@@ -23,11 +23,16 @@ export interface RetryContext {
 	readonly baseDelayMs: number;
 	readonly maxDelayMs: number;
 	readonly onError: (error: unknown, operation: string, attempt: number) => void;
+	/** An error no retry can cure: `stop` ends the sequencer and aborts every retry's signal. */
+	readonly isTerminal: (error: unknown) => boolean;
+	readonly stop: (error: unknown) => void;
 }
 
 /**
  * @internal Calls `op` until it resolves; waits a jittered delay on the clock after each failure.
  * Rejects with `signal.reason` once `signal` aborts (checked before each attempt and during waits).
+ * A terminal error (`ctx.isTerminal`) is not retried: `ctx.stop` ends the sequencer, whose abort
+ * reason `signal` must then carry.
  */
 export async function retryUntilAborted<T>(
 	ctx: RetryContext,
@@ -43,6 +48,11 @@ export async function retryUntilAborted<T>(
 		} catch (error) {
 			signal.throwIfAborted();
 			ctx.onError(error, operation, failures);
+			if (ctx.isTerminal(error)) {
+				ctx.stop(error);
+				signal.throwIfAborted();
+				throw error;
+			}
 			const cap = Math.min(ctx.maxDelayMs, ctx.baseDelayMs * 2 ** attempt);
 			attempt = cap >= ctx.maxDelayMs || attempt >= 30 ? 0 : attempt + 1;
 			await ctx.clock.sleep(Math.floor(ctx.random() * cap), signal);

@@ -66,6 +66,45 @@ export interface SequencerOptions {
 	 * is ignored.
 	 */
 	readonly onStorageError?: (error: unknown, operation: string, attempt: number) => void;
+	/**
+	 * Which storage errors no retry can cure. On one, the sequencer stops itself (as by cleanup)
+	 * and every later call, `ready` and a `next` still reading throw `SEQUENCER_STOPPED` with the
+	 * error as `cause`. Default {@link isFencedStorageError}: a write refused by a newer fence,
+	 * whose holder now numbers the partition (retrying it forever kept `actualize` from ever
+	 * finishing; found by review). A throw counts as `false`.
+	 */
+	readonly isTerminalError?: (error: unknown) => boolean;
+}
+
+const TTL_STORAGE_ERROR = Symbol.for("vvm.error.TTLStorageError");
+
+/**
+ * `true` for a `@vvm/ttlstorage` error `TTLSTORAGE_FENCED` (from any copy of that package): a
+ * write refused because a newer epoch took its fence scope. The default of
+ * {@link SequencerOptions.isTerminalError}.
+ *
+ * @example
+ * ```ts
+ * createSequencer(params, storage, { isTerminalError: (e) => isFencedStorageError(e) || isMine(e) });
+ * ```
+ */
+export function isFencedStorageError(error: unknown): boolean {
+	return (
+		typeof error === "object" &&
+		error !== null &&
+		(error as Record<symbol, unknown>)[TTL_STORAGE_ERROR] === true &&
+		(error as { code?: unknown }).code === "TTLSTORAGE_FENCED"
+	);
+}
+
+function guardedPredicate(predicate: (error: unknown) => boolean): (error: unknown) => boolean {
+	return (error) => {
+		try {
+			return predicate(error) === true;
+		} catch {
+			return false; // a broken predicate must not stop the retries
+		}
+	};
 }
 
 /**
@@ -104,7 +143,8 @@ export interface SequencerHandle extends AsyncDisposable {
 		/**
 		 * Resolves once no actualization runs (at once when none does): from then on `start` is not
 		 * refused for actualization (it may still be for back-pressure). Instead of polling `start`.
-		 * Rejects with `SEQUENCER_CLEANED_UP` after cleanup, or `signal.reason` when it aborts.
+		 * Rejects with `SEQUENCER_CLEANED_UP` after cleanup, `SEQUENCER_STOPPED` once the storage
+		 * refused a call for good, or `signal.reason` when it aborts.
 		 *
 		 * @example
 		 * ```ts
@@ -232,6 +272,8 @@ export class SequencerImpl implements Sequencer {
 	#flushes = 0;
 
 	#closed = false;
+	/** Why the sequencer stopped on its own (`SEQUENCER_STOPPED`); `undefined` for cleanup. */
+	#stopped: SequencerError | undefined;
 	readonly #cleanupCtl = new AbortController();
 	#cleanupRun: Promise<void> | undefined;
 
@@ -255,6 +297,8 @@ export class SequencerImpl implements Sequencer {
 			baseDelayMs: base,
 			maxDelayMs: max,
 			onError: storageErrorHandler(options, this.#clock),
+			isTerminal: guardedPredicate(options.isTerminalError ?? isFencedStorageError),
+			stop: (error) => this.#halt(error),
 		};
 		const txNums: number[] = [];
 		for (let i = 0; i < this.#p.numSlots; i++) txNums.push(Number.NaN);
@@ -274,7 +318,7 @@ export class SequencerImpl implements Sequencer {
 	// ---------------------------------------------------------------- public API
 
 	start(wsKind: WSKind, wsid: WSID): PLogOffset | undefined {
-		if (this.#closed) throw cleanedUp("start");
+		if (this.#closed) throw this.#closedError("start");
 		if (this.#actualizing) return undefined;
 		if (this.#txActive)
 			throw new SequencerError("SEQUENCER_MISUSE", "start: sequencing transaction already started");
@@ -412,15 +456,7 @@ export class SequencerImpl implements Sequencer {
 
 	cleanup(): Promise<void> {
 		if (this.#cleanupRun !== undefined) return this.#cleanupRun;
-		this.#closed = true;
-		this.#notifyReady(); // waiters reject at once, not after the storage calls end
-		this.#endTx();
-		this.#gen++;
-		this.#cleanupCtl.abort(
-			new SequencerError("SEQUENCER_CLEANED_UP", "the sequencer was cleaned up"),
-		);
-		this.#flusherStop = true;
-		this.#signalFlusher();
+		this.#halt(undefined);
 		const actualizer = this.#actualizerRun;
 		const flusher = this.#flusherRun;
 		this.#cleanupRun = (async () => {
@@ -432,6 +468,32 @@ export class SequencerImpl implements Sequencer {
 			this.#notifyFlushWaiters();
 		})();
 		return this.#cleanupRun;
+	}
+
+	/**
+	 * Ends every activity: by cleanup (`cause` undefined) or on its own, when the storage refused a
+	 * call for good. The first one wins; cleanup after a stop only waits for the ends.
+	 */
+	#halt(cause: unknown): void {
+		if (this.#closed) return;
+		this.#closed = true;
+		if (cause !== undefined)
+			this.#stopped = new SequencerError("SEQUENCER_STOPPED", STOPPED, { cause });
+		this.#notifyReady(); // waiters reject at once, not after the storage calls end
+		this.#endTx();
+		this.#gen++;
+		this.#cleanupCtl.abort(
+			this.#stopped ?? new SequencerError("SEQUENCER_CLEANED_UP", "the sequencer was cleaned up"),
+		);
+		this.#flusherStop = true;
+		this.#signalFlusher();
+	}
+
+	/** What a call after the end throws. */
+	#closedError(op: string): SequencerError {
+		const stopped = this.#stopped;
+		if (stopped === undefined) return cleanedUp(op);
+		return new SequencerError("SEQUENCER_STOPPED", `${op}: ${STOPPED}`, { cause: stopped.cause });
 	}
 
 	// ---------------------------------------------------------------- white-box access for tests
@@ -476,7 +538,7 @@ export class SequencerImpl implements Sequencer {
 
 	#noTx(op: string): SequencerError {
 		return this.#closed
-			? cleanedUp(op)
+			? this.#closedError(op)
 			: new SequencerError("SEQUENCER_MISUSE", `${op}: sequencing transaction is not in progress`);
 	}
 
@@ -517,7 +579,7 @@ export class SequencerImpl implements Sequencer {
 
 	#ended(): SequencerError {
 		return this.#closed
-			? cleanedUp("next")
+			? this.#closedError("next")
 			: new SequencerError(
 					"SEQUENCER_MISUSE",
 					"next: the transaction ended (actualize) while next() was reading storage",
@@ -673,11 +735,7 @@ export class SequencerImpl implements Sequencer {
 
 	ready(signal?: AbortSignal): Promise<void> {
 		const check = (): { done: boolean; error?: unknown } => {
-			if (this.#closed)
-				return {
-					done: true,
-					error: new SequencerError("SEQUENCER_CLEANED_UP", "the sequencer was cleaned up"),
-				};
+			if (this.#closed) return { done: true, error: this.#closedError("ready") };
 			if (signal?.aborted) return { done: true, error: signal.reason };
 			return { done: !this.#actualizing };
 		};
@@ -870,6 +928,8 @@ export class SequencerImpl implements Sequencer {
 		for (const w of [...this.#flushWaiters]) w();
 	}
 }
+
+const STOPPED = "the storage refused a call for good (a newer fence?); the sequencer stopped";
 
 function cleanedUp(op: string): SequencerError {
 	return new SequencerError("SEQUENCER_CLEANED_UP", `${op}: the sequencer was cleaned up`);
