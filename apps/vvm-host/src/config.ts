@@ -11,6 +11,8 @@ import type { VVMTimings } from "@vvm/orch";
 import { checkVVMTimings, VVM_TIMING_DEFAULTS } from "@vvm/orch";
 import type { AuthSettings } from "./http/auth.ts";
 import { JWT_CLAIMS } from "./http/auth.ts";
+import type { AllowedHosts } from "./http/host-names.ts";
+import { parseAllowedHosts } from "./http/host-names.ts";
 import { defaultMaxRequestsInFlight } from "./http/overload.ts";
 import type { OptionSpec } from "./options.ts";
 import { ConfigError, integer, intIn, nonEmpty, offOrIntIn, oneOf, ownedBy } from "./options.ts";
@@ -94,6 +96,11 @@ interface HttpConfig {
 	 * idle time; 0: never (`--max-event-loop-utilization`).
 	 */
 	readonly maxEventLoopUtilization: number;
+	/**
+	 * The `Host` names served besides IP addresses, `localhost` and `*.localhost` (DNS rebinding);
+	 * `"*"`: any. Unset: none without authentication, any with it (`--allowed-hosts`).
+	 */
+	readonly allowedHosts: AllowedHosts;
 }
 
 /** The placement section: who serves which partition, and the lease cluster's timings. */
@@ -237,6 +244,14 @@ const SPECS: readonly SectionSpec[] = [
 			def: undefined,
 			parse: nonEmpty,
 			help: "HTTPS: the PEM private key file of --tls-cert",
+		},
+		{
+			key: "allowedHosts",
+			flag: "allowed-hosts",
+			env: ["VVM_ALLOWED_HOSTS"],
+			def: undefined,
+			parse: parseAllowedHosts,
+			help: 'the names a request\'s Host may give besides IP addresses, localhost and *.localhost, comma-separated (".example.com": every name under it), or "*": any; others are refused 403 (a page that rebinds its own name to this host, DNS rebinding); unset: none without authentication, any with it',
 		},
 		{
 			key: "workIntervalMs",
@@ -619,6 +634,7 @@ export function parseHostConfig(
 		http: {
 			...http,
 			address: http.address,
+			allowedHosts: http.allowedHosts ?? (authenticates ? "*" : []),
 			maxRequestsInFlight:
 				http.maxRequestsInFlight ?? defaultMaxRequestsInFlight(cpConfig.partitions),
 		},

@@ -315,6 +315,7 @@ export async function runHost(config: HostConfig, options: RunHostOptions = {}):
 				openApiRoute(hostVersion()),
 			]),
 			auth,
+			config.http.allowedHosts,
 		);
 		if (auth !== undefined)
 			logger.info(

@@ -14,6 +14,7 @@ describe("parseHostConfig", () => {
 				host: "127.0.0.1",
 				port: 8080,
 				address: undefined,
+				allowedHosts: [],
 				workIntervalMs: 1_000,
 				maxEventLoopDelayMs: 100,
 				// 8 per partition (10), at least 64
@@ -157,6 +158,13 @@ describe("parseHostConfig", () => {
 		],
 		[["--sequences-trust-level", "high"], '--sequences-trust-level must be an integer, got "high"'],
 		[["--dyn-table", "a b"], "--dyn-table must match ^[A-Za-z0-9_.-]{3,255}$"],
+		[
+			["--allowed-hosts", "vvm.example.org:8080"],
+			'--allowed-hosts must be "*" or a comma-separated',
+		],
+		[["--allowed-hosts", "a.example,,b.example"], "--allowed-hosts must be"],
+		[["--allowed-hosts", "*,vvm.example.org"], '--allowed-hosts: "*" (any name) stands alone'],
+		[["--allowed-hosts", "https://vvm.example.org"], "--allowed-hosts must be"],
 		[
 			["--max-clock-skew-ms", "10001"],
 			"--max-clock-skew-ms 10001 is more than half of --leadership-seconds 20",
@@ -342,5 +350,23 @@ describe("parseHostConfig", () => {
 		["128.0.0.1", false],
 	])("isLoopback(%s) is %s", (host, loopback) => {
 		expect(isLoopback(host)).toBe(loopback);
+	});
+});
+
+describe("--allowed-hosts (DNS rebinding)", () => {
+	it("is none without authentication and any with it, unless given", () => {
+		expect(config([]).http.allowedHosts).toEqual([]);
+		expect(config(["--allowed-hosts", "VVM.example.org, .internal"]).http.allowedHosts).toEqual([
+			"vvm.example.org",
+			".internal",
+		]);
+		expect(config(["--allowed-hosts", "*"]).http.allowedHosts).toBe("*");
+		const authed = (argv: string[]) => {
+			const parsed = parseHostConfig(["--auth-tokens-file", "/t.json", ...argv], {});
+			if (parsed.help) throw new Error("help");
+			return parsed.config.http.allowedHosts;
+		};
+		expect(authed([])).toBe("*");
+		expect(authed(["--allowed-hosts", "vvm.example.org"])).toEqual(["vvm.example.org"]);
 	});
 });

@@ -189,7 +189,7 @@ describe("the HTTP layer's error boundary", () => {
 			expect(
 				await statusLine(
 					http.port,
-					`GET ${target} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n`,
+					`GET ${target} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n`,
 				),
 				target,
 			).toBe("HTTP/1.1 400 Bad Request");
@@ -264,7 +264,7 @@ describe("the HTTP layer's error boundary", () => {
 		const held = await Promise.all(idle);
 		const third = await statusLine(
 			http.port,
-			"GET /ok HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+			"GET /ok HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n",
 		).catch((e: NodeJS.ErrnoException) => e.code);
 		expect(["", "ECONNRESET"]).toContain(third);
 		for (const s of held) s.destroy();

@@ -191,7 +191,7 @@ describe("the host's bound on API requests in flight", () => {
 				if (text.includes("\r\n\r\n")) resolve(text);
 			});
 		});
-		const head = `POST ${CREATE} HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: ${body.length}\r\n\r\n`;
+		const head = `POST ${CREATE} HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\ncontent-length: ${body.length}\r\n\r\n`;
 		await new Promise<void>((resolve) => socket.write(head + body.slice(0, 5), () => resolve()));
 		// Until the host counts it, a create may still be served; then every one is shed.
 		let shed: Response | undefined;

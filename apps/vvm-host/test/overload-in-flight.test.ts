@@ -445,7 +445,7 @@ describe("the router's in-flight bound", () => {
 			const socket = connect(port, "127.0.0.1");
 			socket.on("error", () => {});
 			socket.write(
-				"POST /api/v2/read-then-hold HTTP/1.1\r\nhost: x\r\ncontent-length: 10\r\n\r\nhalf ",
+				"POST /api/v2/read-then-hold HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-length: 10\r\n\r\nhalf ",
 			);
 			return socket;
 		};

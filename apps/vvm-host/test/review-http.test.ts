@@ -158,7 +158,7 @@ describe("review: a host without authentication and web pages", () => {
 			req.end(method === "POST" ? '{"name":"Ada"}' : undefined);
 		});
 
-	it("refuses a write a browser sends from another site's page (CSRF); curl-like clients, same-origin pages and reverse proxies pass", async () => {
+	it("refuses a write a browser sends from another site's page (CSRF); curl-like clients, same-origin pages and allowed proxies pass", async () => {
 		const table = createRouteTable([
 			{ method: "*", path: "/api/v2/", prefix: true, handle: () => ({ status: 200, body: "api" }) },
 		]);
@@ -181,16 +181,59 @@ describe("review: a host without authentication and web pages", () => {
 		// An older browser without Sec-Fetch-Site: its Origin against Host.
 		expect(await call(port, "POST", { host: here, origin: "https://evil.example" })).toBe(403);
 		expect(await call(port, "POST", { host: here, origin: "null" })).toBe(403);
-		// Reads are not refused; a same-origin page may write, also behind a proxy that
-		// forwards its public Host name.
+		// Reads are not refused; a same-origin page may write.
 		expect(await call(port, "GET", { host: here, "sec-fetch-site": "cross-site" })).toBe(200);
+		expect(await call(port, "POST", { host: here, origin: `http://${here}` })).toBe(200);
+		// Behind a proxy that forwards its public Host name, once that name is allowed.
+		const proxied = await startHttpServer(
+			guardRoutes(table, undefined, ["vvm.example.org"]),
+			"127.0.0.1",
+			0,
+		);
+		closers.push(() => proxied.close());
 		expect(
-			await call(port, "POST", {
+			await call(proxied.port, "POST", {
 				host: "vvm.example.org",
 				origin: "https://vvm.example.org",
 				"sec-fetch-site": "same-origin",
 			}),
 		).toBe(200);
-		expect(await call(port, "POST", { host: here, origin: `http://${here}` })).toBe(200);
+	});
+
+	it("refuses a page that rebound its own name to this host (DNS rebinding: same-origin to the browser), reads too; IP addresses and localhost pass", async () => {
+		// Before, a no-auth host answered anything whose browser said same-origin: a page of
+		// evil.example that rebinds evil.example to 127.0.0.1 could read /status and write.
+		const table = createRouteTable([
+			{ method: "*", path: "/", prefix: true, handle: () => ({ status: 200, body: "ok" }) },
+		]);
+		const http = await startHttpServer(guardRoutes(table, undefined), "127.0.0.1", 0);
+		closers.push(() => http.close());
+		const { port } = http;
+		const rebound = { host: `evil.example:${port}`, "sec-fetch-site": "same-origin" };
+		expect(await call(port, "POST", rebound)).toBe(403);
+		expect(await call(port, "GET", rebound)).toBe(403);
+		expect(await call(port, "GET", { host: `EVIL.example.:${port}` })).toBe(403);
+		for (const host of [
+			`127.0.0.1:${port}`,
+			`localhost:${port}`,
+			`app.localhost:${port}`,
+			`[::1]:${port}`,
+			`10.1.2.3:${port}`,
+			"localhost.",
+		])
+			expect(await call(port, "POST", { host, "sec-fetch-site": "same-origin" }), host).toBe(200);
+		// --allowed-hosts: a name, a domain, "*".
+		for (const [allowed, host, status] of [
+			[["vvm.example.org"], "vvm.example.org:443", 200],
+			[["vvm.example.org"], "other.example.org", 403],
+			[[".example.org"], "a.b.example.org", 200],
+			[[".example.org"], "example.org", 200],
+			[[".example.org"], "badexample.org", 403],
+			["*", "evil.example", 200],
+		] as const) {
+			const h = await startHttpServer(guardRoutes(table, undefined, allowed), "127.0.0.1", 0);
+			closers.push(() => h.close());
+			expect(await call(h.port, "GET", { host }), `${String(allowed)} ${host}`).toBe(status);
+		}
 	});
 });

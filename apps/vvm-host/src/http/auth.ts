@@ -9,6 +9,8 @@ import type { JSONWebKeySet, JWTPayload } from "jose";
 import { createLocalJWKSet, importSPKI, jwtVerify } from "jose";
 import { parseApiRoute } from "./api-routes.ts";
 import type { ApiErrorReply } from "./errors.ts";
+import type { AllowedHosts } from "./host-names.ts";
+import { refusedHostName } from "./host-names.ts";
 import type { RouteRequest, RouteTable, TlsFiles } from "./router.ts";
 
 /** What a token may do: the workspaces it may read and write (`"*"`: all), and operator routes. */
@@ -82,6 +84,21 @@ function refusal(status: 401 | 403, code: string, message: string): AuthCheck {
 			body: { status, code, message, committed: "no" },
 			outcome: status === 401 ? "unauthenticated" : "forbidden",
 		},
+	};
+}
+
+/** 403 for a `Host` name outside `--allowed-hosts` (no `WWW-Authenticate`: no token helps). */
+function hostRefusal(name: string): ApiErrorReply {
+	return {
+		status: 403,
+		headers: {},
+		body: {
+			status: 403,
+			code: "HOST_FORBIDDEN",
+			message: `this host does not answer to the name "${name.slice(0, 253)}" (a page may have rebound that name to it: DNS rebinding); a proxy that forwards that name needs it in --allowed-hosts; nothing was done`,
+			committed: "no",
+		},
+		outcome: "forbidden",
 	};
 }
 
@@ -320,7 +337,22 @@ export async function createAuthenticator(
  * const guarded = guardRoutes(createRouteTable(routes), await createAuthenticator(settings));
  * ```
  */
-export function guardRoutes(table: RouteTable, auth: Authenticator | undefined): RouteTable {
+export function guardRoutes(
+	table: RouteTable,
+	auth: Authenticator | undefined,
+	allowedHosts: AllowedHosts = auth === undefined ? [] : "*",
+): RouteTable {
+	if (allowedHosts !== "*") {
+		// A page that rebinds its own name to this host is same-origin to the browser: only its
+		// name in Host gives it away (found by review: not caught by the cross-site check).
+		const inner = guardRoutes(table, auth, "*");
+		return (request) => {
+			const name = refusedHostName(request.req.headers.host, allowedHosts);
+			if (name === undefined) return inner(request);
+			request.req.resume();
+			return Promise.resolve(hostRefusal(name));
+		};
+	}
 	if (auth === undefined) {
 		// Without authentication a web page the operator opens can still send writes here: those
 		// from another site are refused (review of 3ce9ef5). A bearer token is never sent by a

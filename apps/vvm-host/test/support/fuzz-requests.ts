@@ -326,33 +326,41 @@ function validRequest(rng: Rng): FuzzRequest {
 function rawRequest(rng: Rng): FuzzRequest {
 	const body = '{"name":"Ada"}';
 	const cases: Array<[string, string | Buffer]> = [
-		["bad target //", "GET // HTTP/1.1\r\nHost: x\r\n\r\n"],
-		["bad target //a:99999/x", "GET //a:99999/x HTTP/1.1\r\nHost: x\r\n\r\n"],
-		["bad target *", "GET * HTTP/1.1\r\nHost: x\r\n\r\n"],
-		["absolute target", "GET http://other/metrics HTTP/1.1\r\nHost: x\r\n\r\n"],
-		["long target", `GET /${"a".repeat(20_000)} HTTP/1.1\r\nHost: x\r\n\r\n`],
-		["space in target", "GET /a b HTTP/1.1\r\nHost: x\r\n\r\n"],
+		["bad target //", "GET // HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"],
+		["bad target //a:99999/x", "GET //a:99999/x HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"],
+		["bad target *", "GET * HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"],
+		["absolute target", "GET http://other/metrics HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"],
+		["long target", `GET /${"a".repeat(20_000)} HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n`],
+		["space in target", "GET /a b HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"],
 		["no version", "GET /healthz\r\n\r\n"],
 		["HTTP/1.0", "GET /healthz HTTP/1.0\r\n\r\n"],
 		["garbage", "\u0000\u0001\u0002 not http\r\n\r\n"],
-		["truncated body", `POST ${CREATE} HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{"na`],
+		[
+			"truncated body",
+			`POST ${CREATE} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 100\r\n\r\n{"na`,
+		],
 		[
 			"bad chunked",
-			`POST ${CREATE} HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\nx\r\n0\r\n\r\n`,
+			`POST ${CREATE} HTTP/1.1\r\nHost: 127.0.0.1\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\nx\r\n0\r\n\r\n`,
 		],
 		[
 			"two lengths",
-			`POST ${CREATE} HTTP/1.1\r\nHost: x\r\nContent-Length: 14\r\nContent-Length: 15\r\n\r\n${body}`,
+			`POST ${CREATE} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 14\r\nContent-Length: 15\r\n\r\n${body}`,
 		],
 		[
 			"two keys",
-			`POST ${CREATE} HTTP/1.1\r\nHost: x\r\nIdempotency-Key: a\r\nIdempotency-Key: b\r\nContent-Length: ${body.length}\r\n\r\n${body}`,
+			`POST ${CREATE} HTTP/1.1\r\nHost: 127.0.0.1\r\nIdempotency-Key: a\r\nIdempotency-Key: b\r\nContent-Length: ${body.length}\r\n\r\n${body}`,
 		],
-		["huge header", `GET /healthz HTTP/1.1\r\nHost: x\r\nX-A: ${"a".repeat(20_000)}\r\n\r\n`],
+		[
+			"huge header",
+			`GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nX-A: ${"a".repeat(20_000)}\r\n\r\n`,
+		],
 		[
 			"latin1 body",
 			Buffer.concat([
-				Buffer.from(`POST ${CREATE} HTTP/1.1\r\nHost: x\r\nContent-Length: 13\r\n\r\n{"name":"`),
+				Buffer.from(
+					`POST ${CREATE} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 13\r\n\r\n{"name":"`,
+				),
 				Buffer.from([0xc1, 0xe9]),
 				Buffer.from('"}'),
 			]),
