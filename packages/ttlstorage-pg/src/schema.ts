@@ -15,6 +15,13 @@ export interface PgSchemaOptions {
 	readonly schema?: string;
 	/** Table to create if missing; default `"vvm_ttl"`. Rule: {@link validatePgIdentifier}. */
 	readonly table?: string;
+	/**
+	 * Accept a session whose commits are acknowledged before they are durable
+	 * (`synchronous_commit = off`, or a server with `fsync = off`). Default `false`: such a
+	 * session is refused, since a server crash then loses acknowledged writes (a raised fence, a
+	 * lease, an event). For benchmarks and diagnostics only.
+	 */
+	readonly allowAsyncCommit?: boolean;
 }
 
 /** The names a storage and its schema use, validated (a `RangeError` before any I/O). @internal */
@@ -85,6 +92,8 @@ export async function ensurePgSchema(
 ): Promise<"created" | "exists"> {
 	if (typeof options !== "object" || options === null)
 		throw new TypeError("[@vvm/ttlstorage-pg] options must be an object");
+	if (options.allowAsyncCommit !== undefined && typeof options.allowAsyncCommit !== "boolean")
+		throw new TypeError("[@vvm/ttlstorage-pg] allowAsyncCommit must be a boolean");
 	const statements = pgSchemaStatements(options);
 	const { schema, table } = resolveNames(options);
 	if (typeof pool?.connect !== "function")
@@ -103,6 +112,7 @@ export async function ensurePgSchema(
 		const q = (text: string, values: unknown[] = []) => client.query({ text, values });
 		await q("BEGIN");
 		try {
+			if (options.allowAsyncCommit !== true) await refuseAsyncCommit(q, operation);
 			await q("SELECT pg_advisory_xact_lock($1::int8)", [SCHEMA_LOCK_KEY]);
 			const before = await q("SELECT to_regclass($1) IS NOT NULL AS present", [
 				`"${schema}"."${table}"`,
@@ -148,4 +158,26 @@ export async function ensurePgSchema(
 	} finally {
 		client.release(broken instanceof Error ? broken : broken !== undefined);
 	}
+}
+
+/**
+ * Refuses a session whose commits are acknowledged before they are durable (found by review:
+ * nothing checked it, and `PGOPTIONS`, the pool's `options` or `ALTER ROLE … SET` can turn it off).
+ * `local`, `remote_write`, `remote_apply` and `on` all flush the WAL here before answering.
+ */
+async function refuseAsyncCommit(
+	q: (text: string) => Promise<{ rows: Array<Record<string, unknown>> }>,
+	operation: string,
+): Promise<void> {
+	const r = await q(
+		"SELECT current_setting('synchronous_commit') AS commit, current_setting('fsync') AS fsync",
+	);
+	const commit = String(r.rows[0]?.commit);
+	const fsync = String(r.rows[0]?.fsync);
+	if (commit !== "off" && fsync !== "off") return;
+	throw new TTLStorageError(
+		"TTLSTORAGE_FAILED",
+		`${commit === "off" ? "synchronous_commit" : "fsync"} is off for this session: a commit is answered before its WAL is on disk, so a server crash can lose acknowledged writes (a raised fence, a lease, an event). Turn it on (postgresql.conf, ALTER ROLE … SET, PGOPTIONS), or pass allowAsyncCommit: true for a benchmark`,
+		{ driver: DRIVER_NAME, operation },
+	);
 }

@@ -19,6 +19,14 @@ export interface Statement {
 const DATABASE_NOW = "floor(extract(epoch FROM statement_timestamp()) * 1000)::int8";
 
 /**
+ * The now of a write group's conditions and expiries: the database's clock once the group holds
+ * its locks (the `nw` CTE), not when it started. A group that waited for a row lock judged a
+ * record by its start time, so a swap could renew a lease that a `get` had already seen expire
+ * while it waited (found by review: no order of the two explains both answers).
+ */
+const LOCKED_NOW = "(SELECT nw.ms FROM nw)";
+
+/**
  * Compiles `template`: `:name` becomes `$n` (one marker per distinct name, `::` casts are left
  * alone) and `{now}` the now of the statement: the database's clock, or the `:now` parameter when
  * the storage runs on an injected test clock.
@@ -27,6 +35,7 @@ function compile(kind: string, template: string, injectedNow: boolean): Statemen
 	const params: string[] = [];
 	const text = template
 		.replaceAll("{now}", injectedNow ? ":now::int8" : DATABASE_NOW)
+		.replaceAll("{lnow}", injectedNow ? ":now::int8" : LOCKED_NOW)
 		.replace(/(?<![:\w]):([a-z_]+)/g, (_, name: string) => {
 			let i = params.indexOf(name);
 			if (i === -1) i = params.push(name) - 1;
@@ -119,6 +128,8 @@ export function pgStatements(schema: string, table: string, injectedNow: boolean
 	// twice by one statement; but for links (:lr, :la): request lr only follows request la's write
 	// of a key it requires as la writes it (its item of that key is not sent), so it writes only if
 	// la wrote, and is "held" (sent again by the driver) when it could but la did not.
+	// Between 2 and 3, the now of every condition and expiry is read (nw): each count reads its
+	// CTE to the end, so the clock is read once every lock of steps 1 and 2 is held.
 	// Steps 1 and 2 look each key up on its own (a LATERAL subquery with LIMIT, which the planner
 	// cannot flatten into a join), in key order: the statement runs on a cached generic plan, which
 	// sizes every unnest() at 100 rows, and a join over the keys then went to a hash semi-join
@@ -166,6 +177,9 @@ export function pgStatements(schema: string, table: string, injectedNow: boolean
 				SELECT t.p_key, t.c_cols, t.value, t.expire_at, t.f_epoch, t.f_seq FROM ${T} AS t
 				WHERE t.p_key = q.p AND t.c_cols = q.c LIMIT 1 FOR UPDATE
 			) AS t
+		), nw AS MATERIALIZED (
+			SELECT floor(extract(epoch FROM clock_timestamp()) * 1000)::int8 AS ms
+			FROM (SELECT count(*) FROM fence) AS a CROSS JOIN (SELECT count(*) FROM cur) AS b
 		), chk AS MATERIALIZED (
 			SELECT i.r, bool_and(coalesce(CASE WHEN i.k = 1
 					THEN t.p_key IS NULL OR (t.expire_at IS NOT NULL AND t.expire_at <= {now})
@@ -284,7 +298,8 @@ export function pgStatements(schema: string, table: string, injectedNow: boolean
 				ELSE ceil((t.expire_at - {now}) / 1000.0)::int4 END AS remaining
 			FROM ${T} AS t WHERE t.p_key = :p AND t.c_cols = :c AND ${live}`,
 		),
-		group: c("group", group),
+		// Every condition and expiry of the group on the clock after its locks ({lnow}).
+		group: c("group", group.replaceAll("{now}", "{lnow}")),
 		puts: c("puts", puts),
 		createFences: c(
 			"fnew",

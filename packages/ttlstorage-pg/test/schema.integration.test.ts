@@ -47,6 +47,35 @@ describe.skipIf(skip)(`ensurePgSchema on PostgreSQL${skip ? ` [skipped: ${skip}]
 		}
 	});
 
+	it("refuses a session whose commits are not durable (synchronous_commit off) unless allowAsyncCommit", async () => {
+		// Found by review: nothing checked it, so a pool with synchronous_commit off had its raised
+		// fences and leases acknowledged before their WAL was on disk.
+		const schema = uniqueSchema("vvm_async");
+		const pool = newPool({ options: "-c synchronous_commit=off" });
+		try {
+			const error = await rejection(ensurePgSchema(pool, { schema }));
+			expect(error.code).toBe("TTLSTORAGE_FAILED");
+			expect(error.message).toContain("synchronous_commit is off");
+			expect(
+				(await pool.query("SELECT to_regclass($1) AS t", [`"${schema}".vvm_ttl`])).rows[0]?.t,
+			).toBeNull();
+			expect(await ensurePgSchema(pool, { schema, allowAsyncCommit: true })).toBe("created");
+			// "local" still flushes the WAL here before answering.
+			const local = newPool({ options: "-c synchronous_commit=local" });
+			try {
+				expect(await ensurePgSchema(local, { schema })).toBe("exists");
+			} finally {
+				await local.end();
+			}
+			await expect(
+				ensurePgSchema(pool, { schema, allowAsyncCommit: "yes" as never }),
+			).rejects.toThrow("allowAsyncCommit must be a boolean");
+		} finally {
+			await pool.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
+			await pool.end();
+		}
+	});
+
 	it("is idempotent, creates what pgSchemaStatements says, and keeps two tables of one schema apart", async () => {
 		const schema = uniqueSchema("vvm_idem");
 		const pool = newPool();
