@@ -166,7 +166,7 @@ export async function ensurePgSchema(
  * `local`, `remote_write`, `remote_apply` and `on` all flush the WAL here before answering.
  */
 async function refuseAsyncCommit(
-	q: (text: string) => Promise<{ rows: Array<Record<string, unknown>> }>,
+	q: (text: string) => Promise<{ readonly rows: ReadonlyArray<Record<string, unknown>> }>,
 	operation: string,
 ): Promise<void> {
 	const r = await q(
