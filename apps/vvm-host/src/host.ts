@@ -46,6 +46,15 @@ export const EXIT = Object.freeze({ OK: 0, FAILURE: 1, BAD_CONFIG: 2 });
 /** How long a shutdown waits for the command processor's queued writes. */
 const CP_CLOSE_TIMEOUT_MS = 5_000;
 
+/**
+ * How long a stop waits, still leading, for the API requests admitted before it to be answered
+ * (a command waits in cp's queue at most `--max-queue-wait-ms`, then runs in milliseconds).
+ */
+const DRAIN_TIMEOUT_MS = 5_000;
+
+/** How long closing HTTP waits for replies still being written before it resets connections. */
+const HTTP_CLOSE_GRACE_MS = 1_000;
+
 /** Closes the command processor, giving up (logged) after `ms`: the durable PLog covers the rest. */
 async function closeWithin(parts: CpPartitions, ms: number, logger: HostLogger): Promise<void> {
 	let timer: NodeJS.Timeout | undefined;
@@ -423,10 +432,16 @@ export async function runHost(config: HostConfig, options: RunHostOptions = {}):
 			return fail(describeError(error) ?? "the placement could not start");
 		}
 		operator.phase = "waiting";
-		return await leadSlot(vvm, config.leadership, { operator, logger, stop: stop.signal, fail });
+		return await leadSlot(vvm, config.leadership, {
+			operator,
+			logger,
+			stop: stop.signal,
+			fail,
+			drain: () => shedder.drain(DRAIN_TIMEOUT_MS),
+		});
 	} finally {
 		stop.dispose();
-		await opened.http?.close().catch(() => {});
+		await opened.http?.close(HTTP_CLOSE_GRACE_MS).catch(() => {});
 		opened.shedder?.close();
 		// After the VVM's shutdown stopped its services: nothing is served any more; wait for the
 		// queued writes, but not forever: a storage that stopped answering must not keep the process.
@@ -456,6 +471,8 @@ async function leadSlot(
 		readonly logger: HostLogger;
 		readonly stop: AbortSignal;
 		readonly fail: (message: string) => number;
+		/** Refuses new API requests and waits (bounded) for those admitted: see `LoadShedder.drain`. */
+		readonly drain: () => Promise<number>;
 	},
 ): Promise<number> {
 	const { operator, logger, stop, fail } = context;
@@ -470,8 +487,21 @@ async function leadSlot(
 		if (stop.aborted) resolve();
 		else stop.addEventListener("abort", () => resolve(), { once: true });
 	});
-	await Promise.race([problem, stopped]);
+	const first = await Promise.race([problem.then(() => "problem"), stopped.then(() => "stop")]);
 	if ((operator.phase as OperatorState["phase"]) !== "failed") operator.phase = "stopping";
+	if (first === "stop") {
+		// While the leadership still holds: the commands admitted finish under it and are
+		// answered; new ones get 503 "stopping" (nothing written). Before, the grants ended first
+		// and HTTP then reset every connection: requests in flight were reset or answered
+		// "unknown" although written (found by review).
+		const left = await context.drain();
+		logger.info(
+			{ event: "drained", left },
+			left === 0
+				? "every API request admitted was answered; new ones are refused while stopping"
+				: `${left} API request(s) still in flight after ${DRAIN_TIMEOUT_MS} ms; stopping anyway`,
+		);
+	}
 	const error = await vvm.shutdown();
 	if (error === undefined) {
 		logger.info({ event: "exit", code: EXIT.OK }, "graceful shutdown complete");

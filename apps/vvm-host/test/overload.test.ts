@@ -108,6 +108,47 @@ describe("timerDriftSource", () => {
 });
 
 describe("createLoadShedder", () => {
+	it("drain: refuses every new API request with 503 'stopping' and resolves once those admitted left, or at its timeout with how many are left", async () => {
+		const timers = manualTimers();
+		const shedder = createLoadShedder({
+			maxDelayMs: 0,
+			maxInFlight: 0,
+			logger: warnings(),
+			timers,
+		});
+		expect(shedder.enter()).toBeUndefined();
+		expect(shedder.enter()).toBeUndefined();
+		let drained: number | undefined;
+		void shedder.drain(5_000).then((left) => {
+			drained = left;
+		});
+		expect(shedder.enter()).toMatchObject({
+			status: 503,
+			headers: { connection: "close", "retry-after": "1" },
+			body: { code: "HOST_UNAVAILABLE", reason: "stopping", committed: "no" },
+		});
+		shedder.leave();
+		await Promise.resolve();
+		expect(drained).toBeUndefined(); // one still in flight
+		shedder.leave();
+		await Promise.resolve();
+		expect(drained).toBe(0);
+		// At the timeout: how many were left.
+		const other = createLoadShedder({ maxDelayMs: 0, logger: warnings(), timers });
+		other.enter();
+		let left: number | undefined;
+		void other.drain(5_000).then((n) => {
+			left = n;
+		});
+		timers.advanceTo(timers.at + 4_999);
+		await Promise.resolve();
+		expect(left).toBeUndefined();
+		timers.advanceTo(timers.at + 1);
+		await Promise.resolve();
+		expect(left).toBe(1);
+		expect(await createLoadShedder({ maxDelayMs: 0, logger: warnings() }).drain(10)).toBe(0);
+	});
+
 	it("sheds only while the delay is over the bound, with cp's shed answer", () => {
 		const loop = fixedDelay(100);
 		const log = warnings();

@@ -10,6 +10,7 @@
 // with counts.
 import { performance } from "node:perf_hooks";
 import type { ApiErrorReply } from "./errors.ts";
+import { unavailable } from "./errors.ts";
 import type { Reply } from "./router.ts";
 
 /** Where the host reads how late its event loop runs. */
@@ -211,9 +212,25 @@ export interface LoadShedder {
 	/** Counts a shed answered elsewhere (cp's `CP_BUSY`: `cp_busy`) for the rate-limited log. */
 	count(reason: ShedReason): void;
 	stats(): ShedStats;
+	/**
+	 * The host is stopping: from now on every API request is answered 503 `HOST_UNAVAILABLE`
+	 * (`reason: "stopping"`, committed no, `Connection: close`) before anything of it is read, and
+	 * the promise resolves once the requests already admitted have been answered, or after
+	 * `timeoutMs` (monotonic), with how many were still in flight then.
+	 */
+	drain(timeoutMs: number): Promise<number>;
 	/** Stops the delay source and the log's timer, and writes any pending counts. */
 	close(): void;
 }
+
+/** The answer to an API request that arrives while the host stops (see {@link LoadShedder.drain}). */
+const STOPPING_REPLY: Reply = (() => {
+	const refused = unavailable(
+		"stopping",
+		"this host is stopping; nothing was written: retry, another host serves the partition once it has stopped",
+	);
+	return Object.freeze({ ...refused, headers: { ...refused.headers, connection: "close" } });
+})();
 
 /**
  * The 503 of a request refused by the event-loop bound: the body and code of cp's own shed
@@ -354,6 +371,9 @@ export function createLoadShedder(options: LoadShedderOptions): LoadShedder {
 		busy = inFlightShedReply(limit, maxInFlight);
 	};
 	let inFlight = 0;
+	let stopping = false;
+	/** Called when the last admitted request leaves while the host stops. */
+	let drained: (() => void) | undefined;
 	const timers = options.timers ?? realTimers;
 	const logIntervalMs = options.logIntervalMs ?? 1000;
 	const source = maxDelayMs === 0 ? undefined : (options.source ?? timerDriftSource());
@@ -467,6 +487,7 @@ export function createLoadShedder(options: LoadShedderOptions): LoadShedder {
 		check,
 		// The counter first: one comparison, and the constant answer, for most refusals.
 		enter: () => {
+			if (stopping) return STOPPING_REPLY;
 			if (maxInFlight > 0 && inFlight >= limit) {
 				count("in_flight");
 				return busy;
@@ -477,6 +498,20 @@ export function createLoadShedder(options: LoadShedderOptions): LoadShedder {
 		},
 		leave: () => {
 			if (inFlight > 0) inFlight--;
+			if (inFlight === 0) drained?.();
+		},
+		drain: (timeoutMs) => {
+			stopping = true;
+			if (inFlight === 0) return Promise.resolve(0);
+			return new Promise<number>((resolve) => {
+				const timer = timers.schedule(() => finish(), timeoutMs);
+				const finish = (): void => {
+					timer.cancel();
+					drained = undefined;
+					resolve(inFlight);
+				};
+				drained = finish;
+			});
 		},
 		count,
 		stats: () => ({

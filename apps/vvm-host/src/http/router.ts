@@ -208,7 +208,11 @@ export interface TlsFiles {
 export interface HttpServer {
 	readonly port: number;
 	readonly server: Server;
-	close(): Promise<void>;
+	/**
+	 * Stops listening, closes idle connections, and resets the others after `graceMs` (default 0:
+	 * at once); resolves once every connection is closed.
+	 */
+	close(graceMs?: number): Promise<void>;
 }
 
 /**
@@ -374,10 +378,13 @@ export function startHttpServer(
 			resolvePromise({
 				port: (server.address() as AddressInfo).port,
 				server,
-				close: () =>
+				close: (graceMs = 0) =>
 					new Promise<void>((done) => {
 						server.close(() => done());
-						server.closeAllConnections();
+						// Idle keep-alive connections now; one still writing its reply gets `graceMs`.
+						server.closeIdleConnections();
+						if (graceMs <= 0) server.closeAllConnections();
+						else setTimeout(() => server.closeAllConnections(), graceMs).unref();
 					}),
 			});
 		});
