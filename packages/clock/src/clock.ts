@@ -49,6 +49,36 @@ export interface Clock {
 	sleep(delayMs: number, signal?: AbortSignal): Promise<void>;
 }
 
+/**
+ * The mark of a clock made for tests: a clock whose `[TEST_CLOCK]` is `true` declares that its time
+ * is not the host's real time ({@link MockClock} carries it, and so does {@link lateTimers} over a
+ * marked clock). APIs whose clock option is for tests only (the Redis and PostgreSQL TTL storage
+ * drivers, where production expiry is decided by the server's clock) refuse a clock without it, so
+ * `systemClock` or a hand-made wall clock cannot end up deciding expiry by each client's own wall
+ * clock. A test clock of your own declares itself with `[TEST_CLOCK]: true`.
+ *
+ * A registered symbol (`Symbol.for`): two copies of this package mark and recognise the same way.
+ */
+export const TEST_CLOCK: unique symbol = Symbol.for("@vvm/clock.testClock");
+
+/**
+ * `true` when `clock` is marked as made for tests ({@link TEST_CLOCK}): a {@link MockClock}, or a
+ * clock that declares `[TEST_CLOCK]: true`. `systemClock` is not.
+ *
+ * @example
+ * ```ts
+ * isTestClock(new MockClock()); // true
+ * isTestClock(systemClock); // false
+ * ```
+ */
+export function isTestClock(clock: unknown): boolean {
+	return (
+		typeof clock === "object" &&
+		clock !== null &&
+		(clock as { [TEST_CLOCK]?: unknown })[TEST_CLOCK] === true
+	);
+}
+
 /** Throws a `RangeError` unless `delayMs` is a finite number >= 0. */
 export function checkDelay(delayMs: number): void {
 	if (typeof delayMs !== "number" || !Number.isFinite(delayMs) || delayMs < 0) {

@@ -1,5 +1,5 @@
 import type { Clock, TimerHandle, TimerOptions } from "./clock.ts";
-import { checkDelay, sleepWith } from "./clock.ts";
+import { checkDelay, sleepWith, TEST_CLOCK } from "./clock.ts";
 
 /** What a test learns about a timer when it is armed. */
 export interface MockTimerInfo {
@@ -37,6 +37,12 @@ interface MockTimer extends MockTimerInfo {
  * ```
  */
 export class MockClock implements Clock {
+	static {
+		// Marks every MockClock as made for tests (see TEST_CLOCK, isTestClock): on the prototype,
+		// not enumerable, so it adds nothing to an instance's own keys.
+		Object.defineProperty(MockClock.prototype, TEST_CLOCK, { value: true });
+	}
+
 	/** Monotonic time; timers run on it. */
 	#now: number;
 	/** Wall time minus monotonic time: changed only by {@link MockClock.stepWall}. */

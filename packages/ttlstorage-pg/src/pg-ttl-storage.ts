@@ -1,6 +1,6 @@
 import { setImmediate as nextTurn } from "node:timers";
 import type { Clock, TimerHandle } from "@vvm/clock";
-import { systemClock } from "@vvm/clock";
+import { isTestClock, systemClock } from "@vvm/clock";
 import type { Logger } from "@vvm/log";
 import { libraryLogger } from "@vvm/log";
 import type {
@@ -55,7 +55,9 @@ export interface PgTTLStorageOptions {
 	 * **Tests only.** Without it (production) every expiry is decided by the database's clock.
 	 * With it, statements compare expiry with `clock.now()`, sent as a parameter, and the sweep runs
 	 * on the clock's timers: what the conformance suites' `MockClock` needs. Every storage over
-	 * one table must then use the same clock.
+	 * one table must then use the same clock. Only a test clock is accepted (`isTestClock` of
+	 * `@vvm/clock`: a `MockClock`); `systemClock` or any other clock is a `TypeError`, since each
+	 * client's wall clock would then decide expiry.
 	 */
 	readonly clock?: Clock;
 	/** How often expired records are deleted, in ms; default 60 000; 0 = never (another process sweeps). */
@@ -140,6 +142,10 @@ export function validatePgTTLStorageOptions(options: Partial<PgTTLStorageOptions
 		(typeof clock?.now !== "function" || typeof clock.setTimer !== "function")
 	)
 		throw new TypeError("[@vvm/ttlstorage-pg] clock must be a Clock (now, setTimer)");
+	if (clock !== undefined && !isTestClock(clock))
+		throw new TypeError(
+			"[@vvm/ttlstorage-pg] clock is for tests only and must be a test clock (a MockClock, or one marked with @vvm/clock's TEST_CLOCK): without it expiry is decided by the database's clock, which is what production needs; with systemClock or another wall clock each client would decide expiry by its own clock, with no bound on the skew between hosts. Leave clock out",
+		);
 	if (options.sweepIntervalMs !== undefined)
 		positiveInteger("sweepIntervalMs", options.sweepIntervalMs, true);
 	if (options.sweepBatchSize !== undefined)

@@ -1,6 +1,7 @@
 // Argument and option checks: every bad input is a TypeError or RangeError before any I/O (the
 // pool below fails the test if anything connects).
-import { MockClock } from "@vvm/clock";
+import type { Clock } from "@vvm/clock";
+import { lateTimers, MockClock, systemClock } from "@vvm/clock";
 import { utf8 } from "@vvm/ttlstorage";
 import { describe, expect, it } from "vitest";
 import type { PgPool } from "../src/index.ts";
@@ -85,6 +86,23 @@ describe("validatePgTTLStorageOptions", () => {
 		[{ clock: { now: () => 0 } }, TypeError],
 	] as const)("refuses %o", (options, type) => {
 		expect(() => validatePgTTLStorageOptions(options as never)).toThrow(type);
+	});
+
+	// Found by review: the "tests only" clock took systemClock, so each client's wall clock decided
+	// expiry, with no bound on the skew between two hosts (a host 25 s ahead took over a live lease).
+	it("refuses systemClock and any wall clock as the test clock, naming the database's clock", () => {
+		const ahead: Clock = { ...systemClock, now: () => Date.now() + 25_000 };
+		for (const clock of [systemClock, ahead, lateTimers(systemClock, () => 0)]) {
+			expect(() => validatePgTTLStorageOptions({ clock })).toThrow(
+				/clock is for tests only.*decided by the database's clock/,
+			);
+			expect(() => createPgTTLStorage({ pool: noIO, clock, sweepIntervalMs: 0 })).toThrow(
+				TypeError,
+			);
+		}
+		expect(() =>
+			validatePgTTLStorageOptions({ clock: lateTimers(new MockClock(), () => 5) }),
+		).not.toThrow();
 	});
 
 	it("refuses a non-object", () => {

@@ -1,5 +1,5 @@
 import type { Clock, TimerHandle } from "@vvm/clock";
-import { systemClock } from "@vvm/clock";
+import { isTestClock, systemClock } from "@vvm/clock";
 import type {
 	BatchItem,
 	Bytes,
@@ -55,7 +55,9 @@ export interface RedisTTLStorageOptions {
 	 * **Tests only.** Without it (production) every expiry is decided by the server's clock
 	 * (`TIME` inside each script). With it, scripts compare expiry with `clock.now()`, sent as an
 	 * argument, and the sweep runs on the clock's timers: what the conformance suites' `MockClock`
-	 * needs. Every storage over one key prefix must then use the same clock.
+	 * needs. Every storage over one key prefix must then use the same clock. Only a test clock is
+	 * accepted (`isTestClock` of `@vvm/clock`: a `MockClock`); `systemClock` or any other clock is a
+	 * `TypeError`, since each client's wall clock would then decide expiry.
 	 */
 	readonly clock?: Clock;
 	/** How often expired records are deleted, in ms; default 60 000; 0 = never (another process sweeps). */
@@ -110,6 +112,10 @@ export function validateRedisTTLStorageOptions(options: Partial<RedisTTLStorageO
 		(typeof clock?.now !== "function" || typeof clock.setTimer !== "function")
 	)
 		throw new TypeError("[@vvm/ttlstorage-redis] clock must be a Clock (now, setTimer)");
+	if (clock !== undefined && !isTestClock(clock))
+		throw new TypeError(
+			"[@vvm/ttlstorage-redis] clock is for tests only and must be a test clock (a MockClock, or one marked with @vvm/clock's TEST_CLOCK): without it expiry is decided by the Redis server's clock (TIME), which is what production needs; with systemClock or another wall clock each client would decide expiry by its own clock, with no bound on the skew between hosts. Leave clock out",
+		);
 	if (options.sweepIntervalMs !== undefined)
 		positiveInteger("sweepIntervalMs", options.sweepIntervalMs, true);
 	if (options.sweepBatchSize !== undefined)

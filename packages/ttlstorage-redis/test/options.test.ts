@@ -1,4 +1,5 @@
-import { MockClock } from "@vvm/clock";
+import type { Clock } from "@vvm/clock";
+import { lateTimers, MockClock, systemClock } from "@vvm/clock";
 import { TTLStorageError, utf8 } from "@vvm/ttlstorage";
 import { Redis } from "ioredis";
 import { describe, expect, it } from "vitest";
@@ -92,6 +93,29 @@ describe("options", () => {
 		expect(() =>
 			validateRedisTTLStorageOptions({ sweepIntervalMs: 0, pageSize: 10 }),
 		).not.toThrow();
+	});
+});
+
+describe("the test clock", () => {
+	// Found by review: the "tests only" clock took systemClock, so each client's wall clock decided
+	// expiry, with no bound on the skew between two hosts (a host 25 s ahead took over a live lease).
+	it("refuses systemClock and any wall clock, naming the server's clock, before any I/O", () => {
+		const ahead: Clock = { ...systemClock, now: () => Date.now() + 25_000 };
+		for (const clock of [systemClock, ahead, lateTimers(systemClock, () => 0)]) {
+			const client = fakeClient();
+			expect(() => createRedisTTLStorage({ client, clock, sweepIntervalMs: 0 })).toThrow(
+				/clock is for tests only.*decided by the Redis server's clock/,
+			);
+			expect(() => validateRedisTTLStorageOptions({ clock })).toThrow(TypeError);
+			expect(client.sent).toEqual([]);
+		}
+	});
+
+	it("takes a MockClock, and lateTimers over one", async () => {
+		for (const clock of [new MockClock(), lateTimers(new MockClock(), () => 5)]) {
+			const s = createRedisTTLStorage({ client: fakeClient(), clock, sweepIntervalMs: 0 });
+			await s.close();
+		}
 	});
 });
 
