@@ -1,5 +1,7 @@
 import type { Clock, TimerHandle } from "@vvm/clock";
 import { isTestClock, systemClock } from "@vvm/clock";
+import type { Logger } from "@vvm/log";
+import { libraryLogger } from "@vvm/log";
 import type {
 	BatchItem,
 	Bytes,
@@ -66,6 +68,11 @@ export interface RedisTTLStorageOptions {
 	readonly sweepBatchSize?: number;
 	/** Records per page of `read` (one script each); default 500. */
 	readonly pageSize?: number;
+	/**
+	 * Where a failed background sweep is logged (at `error`, with its code); any pino-compatible
+	 * logger. Default: silent. The sweep keeps running at its interval.
+	 */
+	readonly logger?: Logger;
 }
 
 /** The Redis driver: a {@link TTLStorage} with fences and `putBatchIf`, plus control over its sweep. */
@@ -121,6 +128,11 @@ export function validateRedisTTLStorageOptions(options: Partial<RedisTTLStorageO
 	if (options.sweepBatchSize !== undefined)
 		positiveInteger("sweepBatchSize", options.sweepBatchSize);
 	if (options.pageSize !== undefined) positiveInteger("pageSize", options.pageSize);
+	const logger = options.logger;
+	if (logger !== undefined && typeof (logger as Partial<Logger> | null)?.error !== "function")
+		throw new TypeError(
+			"[@vvm/ttlstorage-redis] logger must be a pino-compatible logger (error, warn, info, debug)",
+		);
 	const wait = options.waitForReplicas;
 	if (wait !== undefined) {
 		if (typeof wait !== "object" || wait === null)
@@ -181,6 +193,7 @@ class RedisTTLStorageImpl implements RedisTTLStorage {
 	readonly #sweepBatchSize: number;
 	readonly #pageSize: number;
 	readonly #inFlight = new Set<Promise<unknown>>();
+	readonly #log: Logger;
 	#timer: TimerHandle | undefined;
 	#closed = false;
 	#closing: Promise<void> | undefined;
@@ -203,6 +216,7 @@ class RedisTTLStorageImpl implements RedisTTLStorage {
 		this.#sweepIntervalMs = options.sweepIntervalMs ?? DEFAULT_SWEEP_INTERVAL_MS;
 		this.#sweepBatchSize = options.sweepBatchSize ?? 500;
 		this.#pageSize = options.pageSize ?? 500;
+		this.#log = libraryLogger(options.logger, { pkg: "@vvm/ttlstorage-redis" });
 		this.#arm();
 	}
 
@@ -372,10 +386,15 @@ class RedisTTLStorageImpl implements RedisTTLStorage {
 			this.#sweepIntervalMs,
 			() => {
 				this.#timer = undefined;
-				// A failed pass is retried at the next interval; the error reaches no caller.
+				// A failed pass is retried at the next interval; the error reaches no caller, so it is
+				// logged (one line per failed pass: at most one per interval).
 				const pass = this.#sweepPass().then(
 					() => undefined,
-					() => undefined,
+					(error: unknown) => {
+						if (this.#closed) return;
+						const code = TTLStorageError.is(error) ? error.code : undefined;
+						this.#log.error({ err: error, code }, "sweep of expired records failed");
+					},
 				);
 				this.#inFlight.add(pass);
 				void pass.finally(() => {
