@@ -120,8 +120,27 @@ function positiveInteger(name: string, value: unknown, zero = false): void {
 	}
 }
 
+/** Every option of {@link PgTTLStorageOptions}, checked against it by the compiler: any other key is refused. */
+const OPTIONS: { readonly [K in keyof PgTTLStorageOptions]-?: true } = {
+	pool: true,
+	schema: true,
+	table: true,
+	clock: true,
+	sweepIntervalMs: true,
+	sweepBatchSize: true,
+	pageSize: true,
+	prepare: true,
+	writesInFlight: true,
+	readsInFlight: true,
+	maxGroupItems: true,
+	logger: true,
+};
+const KNOWN_OPTIONS: ReadonlySet<string> = new Set(Object.keys(OPTIONS));
+
 /**
  * Throws a `TypeError` or `RangeError` unless `options` are valid for {@link createPgTTLStorage}.
+ * A key that is not an option (a misspelt `sweepIntervalMS` from a configuration file) is a
+ * `TypeError` naming it and the known ones.
  * No I/O: a host checks its configuration with it before it builds the pool (`pool` is checked
  * only when present).
  *
@@ -133,6 +152,11 @@ function positiveInteger(name: string, value: unknown, zero = false): void {
 export function validatePgTTLStorageOptions(options: Partial<PgTTLStorageOptions>): void {
 	if (typeof options !== "object" || options === null)
 		throw new TypeError("[@vvm/ttlstorage-pg] options must be an object");
+	const unknown = Object.keys(options).filter((key) => !KNOWN_OPTIONS.has(key));
+	if (unknown.length > 0)
+		throw new TypeError(
+			`[@vvm/ttlstorage-pg] unknown option${unknown.length > 1 ? "s" : ""} ${unknown.map((k) => JSON.stringify(k)).join(", ")}; the options are ${[...KNOWN_OPTIONS].join(", ")}`,
+		);
 	resolveNames(options);
 	if (options.pool !== undefined && typeof options.pool?.connect !== "function")
 		throw new TypeError("[@vvm/ttlstorage-pg] pool must be a node-postgres Pool");

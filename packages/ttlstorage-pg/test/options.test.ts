@@ -88,6 +88,19 @@ describe("validatePgTTLStorageOptions", () => {
 		expect(() => validatePgTTLStorageOptions(options as never)).toThrow(type);
 	});
 
+	// Found by review: a misspelt option from a configuration file was ignored without a word.
+	it("refuses an unknown option, naming it and the known ones", () => {
+		expect(() => validatePgTTLStorageOptions({ sweepIntervalMS: 1_000 } as never)).toThrow(
+			'unknown option "sweepIntervalMS"; the options are pool, schema, table, clock, sweepIntervalMs, sweepBatchSize, pageSize, prepare, writesInFlight, readsInFlight, maxGroupItems, logger',
+		);
+		expect(() =>
+			createPgTTLStorage({ pool: noIO, sweepIntervalMs: 0, writeInFlight: 4 } as never),
+		).toThrow(/unknown option "writeInFlight"/);
+		expect(() => validatePgTTLStorageOptions({ tabel: "x", scheme: "y" } as never)).toThrow(
+			/unknown options "tabel", "scheme"/,
+		);
+	});
+
 	// Found by review: the "tests only" clock took systemClock, so each client's wall clock decided
 	// expiry, with no bound on the skew between two hosts (a host 25 s ahead took over a live lease).
 	it("refuses systemClock and any wall clock as the test clock, naming the database's clock", () => {

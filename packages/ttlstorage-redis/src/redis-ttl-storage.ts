@@ -98,9 +98,23 @@ function positiveInteger(name: string, value: unknown, zero = false): void {
 	}
 }
 
+/** Every option of {@link RedisTTLStorageOptions}, checked against it by the compiler: any other key is refused. */
+const OPTIONS: { readonly [K in keyof RedisTTLStorageOptions]-?: true } = {
+	client: true,
+	keyPrefix: true,
+	waitForReplicas: true,
+	clock: true,
+	sweepIntervalMs: true,
+	sweepBatchSize: true,
+	pageSize: true,
+	logger: true,
+};
+const KNOWN_OPTIONS: ReadonlySet<string> = new Set(Object.keys(OPTIONS));
+
 /**
  * Throws a `TypeError` or `RangeError` unless `options` are valid for
- * {@link createRedisTTLStorage}. No I/O: a host checks its configuration with it before it
+ * {@link createRedisTTLStorage}. A key that is not an option (a misspelt `waitForReplica` from a
+ * configuration file) is a `TypeError` naming it and the known ones. No I/O: a host checks its configuration with it before it
  * connects (`client` is checked only when present).
  *
  * @example
@@ -111,6 +125,11 @@ function positiveInteger(name: string, value: unknown, zero = false): void {
 export function validateRedisTTLStorageOptions(options: Partial<RedisTTLStorageOptions>): void {
 	if (typeof options !== "object" || options === null)
 		throw new TypeError("[@vvm/ttlstorage-redis] options must be an object");
+	const unknown = Object.keys(options).filter((key) => !KNOWN_OPTIONS.has(key));
+	if (unknown.length > 0)
+		throw new TypeError(
+			`[@vvm/ttlstorage-redis] unknown option${unknown.length > 1 ? "s" : ""} ${unknown.map((k) => JSON.stringify(k)).join(", ")}; the options are ${[...KNOWN_OPTIONS].join(", ")}`,
+		);
 	if (options.keyPrefix !== undefined) validateRedisKeyPrefix(options.keyPrefix);
 	if (options.client !== undefined) checkRedisClient(options.client);
 	const clock = options.clock;

@@ -96,6 +96,23 @@ describe("options", () => {
 	});
 });
 
+describe("unknown options", () => {
+	// Found by review: a misspelt safety option from a configuration file (waitForReplica) was
+	// ignored without a word, leaving every write un-WAITed.
+	it("are refused before any I/O, naming the key and the known ones", () => {
+		const client = fakeClient();
+		const typo = { waitForReplica: { replicas: 1, timeoutMs: 100 } };
+		expect(() => createRedisTTLStorage({ client, ...typo } as never)).toThrow(TypeError);
+		expect(() => validateRedisTTLStorageOptions(typo as never)).toThrow(
+			'unknown option "waitForReplica"; the options are client, keyPrefix, waitForReplicas, clock, sweepIntervalMs, sweepBatchSize, pageSize, logger',
+		);
+		expect(() =>
+			validateRedisTTLStorageOptions({ keyprefix: "a:", sweepInterval: 5 } as never),
+		).toThrow(/unknown options "keyprefix", "sweepInterval"; the options are/);
+		expect(client.sent).toEqual([]);
+	});
+});
+
 describe("the test clock", () => {
 	// Found by review: the "tests only" clock took systemClock, so each client's wall clock decided
 	// expiry, with no bound on the skew between two hosts (a host 25 s ahead took over a live lease).
