@@ -8,6 +8,7 @@ export { DRIVER_NAME, mapRedisError, type RedisPhase } from "./errors.ts";
 export { DEFAULT_KEY_PREFIX, validateRedisKeyPrefix } from "./names.ts";
 export {
 	createRedisTTLStorage,
+	MAX_REDIS_BATCH_ITEMS,
 	type RedisTTLStorage,
 	type RedisTTLStorageOptions,
 	validateRedisTTLStorageOptions,

@@ -90,6 +90,23 @@ export interface RedisTTLStorage extends TTLStorage {
 
 const DEFAULT_SWEEP_INTERVAL_MS = 60_000;
 
+/**
+ * Items of one `putBatch` or `putBatchIf` at most; a larger batch is a `RangeError` before any
+ * I/O. The batch is one script whose keys and arguments (11 per item, plus a fence key per scope)
+ * go to the client as the arguments of one call: JavaScript's argument spread overflows the stack
+ * at about 120 000, and the script holds the server for all of its items. 5 000 items is at most
+ * about 60 000 arguments; the command processor's largest batch (1 000 CUDs, its event and
+ * entries) fits with room to spare. Split larger batches (each part then is atomic on its own).
+ */
+export const MAX_REDIS_BATCH_ITEMS = 5_000;
+
+function checkBatchSize(operation: string, items: readonly unknown[]): void {
+	if (items.length > MAX_REDIS_BATCH_ITEMS)
+		throw new RangeError(
+			`[@vvm/ttlstorage-redis] ${operation} has ${items.length} items; the limit is ${MAX_REDIS_BATCH_ITEMS} (one script each: split the batch)`,
+		);
+}
+
 function positiveInteger(name: string, value: unknown, zero = false): void {
 	if (typeof value !== "number" || !Number.isSafeInteger(value) || value < (zero ? 0 : 1)) {
 		throw new RangeError(
@@ -301,7 +318,7 @@ class RedisTTLStorageImpl implements RedisTTLStorage {
 			);
 		try {
 			try {
-				return await this.#client.callBuffer("EVALSHA", s.sha, keys.length, ...keys, ...args);
+				return await this.#send(operation, "EVALSHA", [s.sha, keys.length, ...keys, ...args]);
 			} catch (error) {
 				if (!isNoScript(error)) throw error;
 			}
@@ -311,9 +328,30 @@ class RedisTTLStorageImpl implements RedisTTLStorage {
 					`the server did not know the ${s.name} script and the connection closed since (ioredis status "${this.#client.status}"); nothing ran`,
 					{ driver: DRIVER_NAME, operation },
 				);
-			return await this.#client.callBuffer("EVAL", s.text, keys.length, ...keys, ...args);
+			return await this.#send(operation, "EVAL", [s.text, keys.length, ...keys, ...args]);
 		} catch (error) {
 			throw mapRedisError(error, { operation, phase });
+		}
+	}
+
+	/**
+	 * Hands one command to the client. ioredis reports every failure of a command it took through
+	 * the promise it returns; an error thrown here, synchronously, comes before the command was
+	 * taken: building the call (the argument spread of a call too large for the stack, a
+	 * `RangeError`) or the client refusing its arguments. Nothing was sent, so it is
+	 * `TTLSTORAGE_FAILED` with nothing written, never `OUTCOME_UNKNOWN` (and not `UNAVAILABLE`:
+	 * sending the same command again would fail the same way).
+	 */
+	#send(operation: string, command: string, argv: readonly RedisArg[]): Promise<unknown> {
+		try {
+			return this.#client.callBuffer(command, ...argv);
+		} catch (error) {
+			const detail = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
+			throw new TTLStorageError(
+				"TTLSTORAGE_FAILED",
+				`the ${command} could not be handed to the client (${detail}); nothing was sent or written`,
+				{ driver: DRIVER_NAME, operation, cause: error },
+			);
 		}
 	}
 
@@ -563,6 +601,7 @@ class RedisTTLStorageImpl implements RedisTTLStorage {
 
 	async putBatch(items: readonly BatchItem[]): Promise<void> {
 		validateBatch(items);
+		checkBatchSize("putBatch", items);
 		this.#open("putBatch");
 		if (items.length === 0) return;
 		await this.#write(
@@ -573,6 +612,7 @@ class RedisTTLStorageImpl implements RedisTTLStorage {
 
 	async putBatchIf(items: readonly ConditionalBatchItem[]): Promise<boolean> {
 		validateConditionalBatch(items);
+		checkBatchSize("putBatchIf", items);
 		this.#open("putBatchIf");
 		if (items.length === 0) return true;
 		return this.#write(

@@ -4,7 +4,12 @@ import { TTLStorageError, utf8 } from "@vvm/ttlstorage";
 import { Redis } from "ioredis";
 import { Redis as FloorRedis } from "ioredis-floor";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { checkRedisServer, createRedisTTLStorage, REDIS_CLIENT_OPTIONS } from "../src/index.ts";
+import {
+	checkRedisServer,
+	createRedisTTLStorage,
+	MAX_REDIS_BATCH_ITEMS,
+	REDIS_CLIENT_OPTIONS,
+} from "../src/index.ts";
 import { gate, newClient, redisUrl, useRedis } from "./redis-env.ts";
 
 const skip = await gate();
@@ -153,6 +158,28 @@ describe.skipIf(skip)("the Redis driver on a real server", () => {
 			"TTLSTORAGE_OUTCOME_UNKNOWN",
 		);
 		expect(text(await s.get(utf8("p"), utf8("c")))).toBe("v");
+		await s.close();
+	});
+
+	it("a batch of MAX_REDIS_BATCH_ITEMS, each under its own fence, is one script: all written", async () => {
+		const { client, prefix } = redis();
+		const s = createRedisTTLStorage({ client, keyPrefix: `${prefix}big:`, sweepIntervalMs: 0 });
+		const pKey = utf8("big");
+		await s.putBatch(
+			Array.from({ length: MAX_REDIS_BATCH_ITEMS }, (_, i) => ({
+				pKey,
+				cCols: utf8(`c${String(i).padStart(5, "0")}`),
+				value: utf8(`v${i}`),
+				ttlSeconds: 600,
+				fence: { scope: utf8(`s${i}`), epoch: 1n },
+			})),
+		);
+		const written = await all(s, pKey);
+		expect([written.length, written[0], written.at(-1)]).toEqual([
+			MAX_REDIS_BATCH_ITEMS,
+			"c00000=v0",
+			`c0${MAX_REDIS_BATCH_ITEMS - 1}=v${MAX_REDIS_BATCH_ITEMS - 1}`,
+		]);
 		await s.close();
 	});
 
