@@ -183,11 +183,21 @@ describe.skipIf(skip)("the Redis driver on a real server", () => {
 		await s.close();
 	});
 
-	it("checkRedisServer reads the server's maxmemory-policy (the test server's: noeviction)", async () => {
+	it("checkRedisServer reads the server's eviction policy and persistence (the test server's: noeviction, appendonly yes, appendfsync always)", async () => {
 		const { client, admin } = redis();
 		const [, policy] = (await admin.config("GET", "maxmemory-policy")) as [string, string];
-		expect(await checkRedisServer(client)).toEqual({ maxmemoryPolicy: policy });
-		expect(policy).toBe("noeviction");
+		const [, appendonly] = (await admin.config("GET", "appendonly")) as [string, string];
+		const [, appendfsync] = (await admin.config("GET", "appendfsync")) as [string, string];
+		expect({ policy, appendonly, appendfsync }).toEqual({
+			policy: "noeviction",
+			appendonly: "yes",
+			appendfsync: "always",
+		});
+		expect(await checkRedisServer(client)).toEqual({
+			maxmemoryPolicy: policy,
+			aofEnabled: true,
+			appendfsync,
+		});
 	});
 
 	it("an unreachable server: UNAVAILABLE, nothing sent", async () => {

@@ -201,6 +201,18 @@ describe("arguments", () => {
 describe("checkRedisServer", () => {
 	const info = (policy: string) =>
 		Buffer.from(`# Memory\r\nused_memory:1000\r\nmaxmemory:0\r\nmaxmemory_policy:${policy}\r\n`);
+	const persistence = (aof: 0 | 1) =>
+		Buffer.from(
+			`# Persistence\r\nloading:0\r\nrdb_changes_since_last_save:3\r\naof_enabled:${aof}\r\n`,
+		);
+	const fsync = (value: string) => [Buffer.from("appendfsync"), Buffer.from(value)];
+	/** The replies of a server with `policy`, an append-only file and `appendfsync always`. */
+	const durable = (policy = "noeviction") => [info(policy), persistence(1), fsync("always")];
+	const SENT = [
+		{ command: "INFO", args: ["memory"] },
+		{ command: "INFO", args: ["persistence"] },
+		{ command: "CONFIG", args: ["GET", "appendfsync"] },
+	];
 
 	it("accepts noeviction and the volatile-* policies (every key of the driver has no expiry)", async () => {
 		for (const policy of [
@@ -211,16 +223,20 @@ describe("checkRedisServer", () => {
 			"volatile-random",
 		]) {
 			const client = fakeClient();
-			client.replies.push(info(policy));
-			expect(await checkRedisServer(client)).toEqual({ maxmemoryPolicy: policy });
-			expect(client.sent).toEqual([{ command: "INFO", args: ["memory"] }]);
+			client.replies.push(...durable(policy));
+			expect(await checkRedisServer(client)).toEqual({
+				maxmemoryPolicy: policy,
+				aofEnabled: true,
+				appendfsync: "always",
+			});
+			expect(client.sent).toEqual(SENT);
 		}
 	});
 
 	it("refuses an allkeys-* policy, naming it and the fix", async () => {
 		for (const policy of ["allkeys-lru", "allkeys-lfu", "allkeys-random"]) {
 			const client = fakeClient();
-			client.replies.push(info(policy));
+			client.replies.push(...durable(policy));
 			const error = await checkRedisServer(client).catch((e: unknown) => e);
 			expect(TTLStorageError.is(error) && error.code).toBe("TTLSTORAGE_FAILED");
 			expect((error as Error).message).toContain(`maxmemory-policy is ${policy}`);
@@ -228,17 +244,76 @@ describe("checkRedisServer", () => {
 		}
 	});
 
-	it("a reply without the field or INFO denied by an ACL: undefined; another failure: the mapped error", async () => {
+	// Found by review: the check read the eviction policy only, so a server that persists nothing
+	// (or fsyncs once a second) passed, and an acknowledged fence or lease was lost on a restart.
+	it("refuses a server without an append-only file, naming the fix", async () => {
 		const client = fakeClient();
-		client.replies.push(Buffer.from("# Memory\r\nused_memory:1000\r\n"));
-		expect(await checkRedisServer(client)).toEqual({ maxmemoryPolicy: undefined });
-		client.replies.push(
-			replyError("NOPERM this user has no permissions to run the 'info' command"),
+		client.replies.push(info("noeviction"), persistence(0));
+		const error = await checkRedisServer(client).catch((e: unknown) => e);
+		expect(TTLStorageError.is(error) && error.code).toBe("TTLSTORAGE_FAILED");
+		expect((error as Error).message).toMatch(
+			/aof_enabled:0.*set appendonly yes and appendfsync always/,
 		);
-		expect(await checkRedisServer(client)).toEqual({ maxmemoryPolicy: undefined });
+		expect(client.sent).toEqual(SENT.slice(0, 2));
+	});
+
+	it("refuses appendfsync everysec and no, naming the setting and the fix", async () => {
+		for (const value of ["everysec", "no"]) {
+			const client = fakeClient();
+			client.replies.push(info("noeviction"), persistence(1), fsync(value));
+			const error = await checkRedisServer(client).catch((e: unknown) => e);
+			expect(TTLStorageError.is(error) && error.code).toBe("TTLSTORAGE_FAILED");
+			expect((error as Error).message).toMatch(
+				new RegExp(`appendfsync is ${value}: .*set appendfsync always$`),
+			);
+		}
+	});
+
+	it("CONFIG denied, renamed or disabled: appendfsync undefined (cannot be told), not refused", async () => {
+		for (const refusal of [
+			replyError("NOPERM this user has no permissions to run the 'config|get' command"),
+			replyError("ERR unknown command 'CONFIG', with args beginning with: 'GET' 'appendfsync' "),
+		]) {
+			const client = fakeClient();
+			client.replies.push(info("noeviction"), persistence(1), refusal);
+			expect(await checkRedisServer(client)).toEqual({
+				maxmemoryPolicy: "noeviction",
+				aofEnabled: true,
+				appendfsync: undefined,
+			});
+		}
+		const client = fakeClient();
+		client.replies.push(info("noeviction"), persistence(1), []); // a server without the setting
+		expect((await checkRedisServer(client)).appendfsync).toBeUndefined();
+	});
+
+	it("a reply without the fields or INFO denied by an ACL: undefined; another failure: the mapped error", async () => {
+		const client = fakeClient();
+		client.replies.push(
+			Buffer.from("# Memory\r\nused_memory:1000\r\n"),
+			Buffer.from("# Persistence\r\nloading:0\r\n"),
+			fsync("always"),
+		);
+		expect(await checkRedisServer(client)).toEqual({
+			maxmemoryPolicy: undefined,
+			aofEnabled: undefined,
+			appendfsync: "always",
+		});
+		const denied = replyError("NOPERM this user has no permissions to run the 'info' command");
+		client.replies.push(denied, denied, fsync("always"));
+		expect(await checkRedisServer(client)).toEqual({
+			maxmemoryPolicy: undefined,
+			aofEnabled: undefined,
+			appendfsync: "always",
+		});
+		// INFO denied does not hide a weak appendfsync that CONFIG tells.
+		client.replies.push(denied, denied, fsync("everysec"));
+		expect(await codeOf(() => checkRedisServer(client))).toBe("TTLSTORAGE_FAILED");
 		client.replies.push(replyError("ERR something else"));
 		expect(await codeOf(() => checkRedisServer(client))).toBe("TTLSTORAGE_FAILED");
 		client.replies.push(new Error("Connection is closed."));
+		expect(await codeOf(() => checkRedisServer(client))).toBe("TTLSTORAGE_UNAVAILABLE");
+		client.replies.push(info("noeviction"), persistence(1), new Error("Connection is closed."));
 		expect(await codeOf(() => checkRedisServer(client))).toBe("TTLSTORAGE_UNAVAILABLE");
 	});
 });
