@@ -149,10 +149,18 @@ export const redisPrefix: ServerSetup<RedisServer> = {
 	},
 	async close({ client, keyPrefix }) {
 		try {
+			// The driver's keys hold binary bytes: scanned and deleted as buffers (as strings, a key
+			// with bytes that are not UTF-8 would be deleted under another name, and stay).
 			let cursor = "0";
 			do {
-				const [next, keys] = await client.scan(cursor, "MATCH", `${keyPrefix}*`, "COUNT", 1000);
-				cursor = next;
+				const [next, keys] = await client.scanBuffer(
+					cursor,
+					"MATCH",
+					`${keyPrefix}*`,
+					"COUNT",
+					1000,
+				);
+				cursor = String(next);
 				if (keys.length > 0) await client.del(...keys);
 			} while (cursor !== "0");
 		} finally {

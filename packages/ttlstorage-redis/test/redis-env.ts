@@ -28,12 +28,15 @@ function uniquePrefix(name: string): string {
 	return `vvm_test_${name}_${process.pid.toString(36)}${Date.now().toString(36)}_${randomBytes(3).toString("hex")}:`;
 }
 
-/** Deletes every key under `prefix`. */
+/**
+ * Deletes every key under `prefix`. The driver's keys hold binary bytes: scanned and deleted as
+ * buffers (as strings, a key with bytes that are not UTF-8 would be deleted under another name).
+ */
 async function dropPrefix(client: Redis, prefix: string): Promise<void> {
 	let cursor = "0";
 	do {
-		const [next, keys] = await client.scan(cursor, "MATCH", `${prefix}*`, "COUNT", 1000);
-		cursor = next;
+		const [next, keys] = await client.scanBuffer(cursor, "MATCH", `${prefix}*`, "COUNT", 1000);
+		cursor = String(next);
 		if (keys.length > 0) await client.del(...keys);
 	} while (cursor !== "0");
 }
