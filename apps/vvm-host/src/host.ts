@@ -156,10 +156,11 @@ async function openHostStorage(
 	config: HostConfig,
 	options: RunHostOptions,
 	signal: AbortSignal,
+	logger: HostLogger,
 ): Promise<OpenedStorage> {
 	if (options.storage !== undefined)
 		return { driver: options.storage, location: "a storage of the caller", close: async () => {} };
-	return openStorage(config.storage, signal);
+	return openStorage(config.storage, signal, logger);
 }
 
 /**
@@ -215,7 +216,7 @@ export async function runHost(config: HostConfig, options: RunHostOptions = {}):
 
 		// 2. Storage.
 		try {
-			opened.storage = await openHostStorage(config, options, stop.signal);
+			opened.storage = await openHostStorage(config, options, stop.signal, logger);
 		} catch (error) {
 			if (stop.signal.aborted) {
 				logger.info({ event: "exit", code: EXIT.OK }, "stopped during start-up");

@@ -1,6 +1,7 @@
 // What one storage of the host is: its flags, its driver's rules for them, and how it opens.
 // A new driver is one entry (a file beside this one) listed in index.ts.
 import type { TTLStorage } from "@vvm/ttlstorage";
+import type { Logger } from "pino";
 import type { OptionSpec } from "../options.ts";
 
 /** An opened storage driver plus whatever the host created for it (client, database). */
@@ -43,8 +44,15 @@ export interface StorageEntry {
 	 * user gave a setting (its flag or variable). Throws the driver's error.
 	 */
 	readonly check?: (settings: StorageSettings, name: (key: string) => string) => void;
-	/** Opens the driver; every network step gives up at once when `signal` aborts. */
-	readonly open: (settings: StorageSettings, signal?: AbortSignal) => Promise<OpenedStorage>;
+	/**
+	 * Opens the driver; every network step gives up at once when `signal` aborts. `logger` takes
+	 * the driver's own lines (a failed background sweep), where it has any.
+	 */
+	readonly open: (
+		settings: StorageSettings,
+		signal?: AbortSignal,
+		logger?: Logger,
+	) => Promise<OpenedStorage>;
 }
 
 /** Opening the storage failed: the CLI prints the message and exits with code 1. */

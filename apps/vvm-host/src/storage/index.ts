@@ -1,5 +1,6 @@
 // The storages the host runs on (`--storage`). Adding a driver: its entry file beside these,
 // listed here (and its package in the host's dependencies).
+import type { Logger } from "pino";
 import { casStorage } from "./cas.ts";
 import { dynStorage } from "./dyn.ts";
 import type { OpenedStorage, StorageEntry, StorageSettings } from "./entry.ts";
@@ -34,10 +35,14 @@ export interface StorageConfig {
  * const opened = await openStorage(config.storage, signal);
  * ```
  */
-export function openStorage(config: StorageConfig, signal?: AbortSignal): Promise<OpenedStorage> {
+export function openStorage(
+	config: StorageConfig,
+	signal?: AbortSignal,
+	logger?: Logger,
+): Promise<OpenedStorage> {
 	const entry = STORAGES.find((s) => s.kind === config.kind);
 	if (entry === undefined) throw new RangeError(`no storage "${config.kind}"`);
-	return entry.open(config.settings, signal);
+	return entry.open(config.settings, signal, logger);
 }
 
 export type { OpenedStorage } from "./entry.ts";

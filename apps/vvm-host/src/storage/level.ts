@@ -69,7 +69,7 @@ export const levelStorage: StorageEntry = {
 			help: "level: LevelDB's write buffer (memtable), MiB, 1..1024: larger means fewer, larger compactions (64 served 16 % more creates/s than LevelDB's own 4) for memory (up to twice this) and a longer log replay at start after a crash",
 		},
 	],
-	async open(settings) {
+	async open(settings, _signal, logger) {
 		const [{ ClassicLevel }, { createLevelTTLStorage }] = await Promise.all([
 			load("classic-level", "level storage", () => import("classic-level")),
 			load("@vvm/ttlstorage-level", "level storage", () => import("@vvm/ttlstorage-level")),
@@ -98,6 +98,7 @@ export const levelStorage: StorageEntry = {
 			db,
 			ownsDb: true,
 			unsafeNoSync,
+			...(logger === undefined ? {} : { logger }),
 		});
 		return {
 			driver,

@@ -123,7 +123,7 @@ export const pgStorage: StorageEntry = {
 		if (settings.writesInFlight !== undefined || cp.pipelineDepth === 1) return settings;
 		return { ...settings, writesInFlight: 1 };
 	},
-	async open(settings, signal) {
+	async open(settings, signal, logger) {
 		const s = settings as unknown as PgSettings;
 		const [pg, { createPgTTLStorage, ensurePgSchema }] = await Promise.all([
 			load("pg", "pg storage", () => import("pg")),
@@ -156,6 +156,7 @@ export const pgStorage: StorageEntry = {
 			table: s.table,
 			...(s.writesInFlight === undefined ? {} : { writesInFlight: s.writesInFlight }),
 			...(s.readsInFlight === undefined ? {} : { readsInFlight: s.readsInFlight }),
+			...(logger === undefined ? {} : { logger }),
 		});
 		return {
 			driver,

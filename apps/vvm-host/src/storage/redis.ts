@@ -97,7 +97,7 @@ export const redisStorage: StorageEntry = {
 			throw new ConfigError(`${name("keyPrefix")} ${rule}`);
 		}
 	},
-	async open(settings, signal) {
+	async open(settings, signal, logger) {
 		const s = settings as unknown as RedisSettings;
 		const [ioredis, { checkRedisServer, createRedisTTLStorage, REDIS_CLIENT_OPTIONS }] =
 			await Promise.all([
@@ -143,7 +143,11 @@ export const redisStorage: StorageEntry = {
 		client.off("error", onError);
 		// Without a listener ioredis prints every connection error; the driver's callers see them.
 		client.on("error", () => {});
-		const driver = createRedisTTLStorage({ client, keyPrefix: s.keyPrefix });
+		const driver = createRedisTTLStorage({
+			client,
+			keyPrefix: s.keyPrefix,
+			...(logger === undefined ? {} : { logger }),
+		});
 		return {
 			driver,
 			location: `${at}${durability === undefined ? "" : ` (${durability})`}`,
