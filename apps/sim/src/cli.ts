@@ -2,7 +2,15 @@
 import { parseArgs } from "node:util";
 import type { ProfileName } from "./profiles.ts";
 import { PROFILES } from "./profiles.ts";
-import { loadProfile, profileOfSeed, runMany, runParallel, shrinkSeed } from "./runner.ts";
+import {
+	livenessProblems,
+	loadProfile,
+	profileOfSeed,
+	runMany,
+	runParallel,
+	shrinkSeed,
+	tallyLine,
+} from "./runner.ts";
 import { runSeed, START } from "./world.ts";
 
 // `--placement`: the placement part (README, "Placement"), with options of its own.
@@ -19,6 +27,7 @@ const { values } = parseArgs({
 		profile: { type: "string", default: "all" },
 		soak: { type: "boolean", default: false },
 		mutant: { type: "boolean", default: false },
+		"mutant-never-serve": { type: "boolean", default: false },
 		level: { type: "string" },
 		pipeline: { type: "string" },
 		"stop-at-first": { type: "boolean", default: false },
@@ -42,6 +51,8 @@ for (const n of names)
 	}
 const level = values.level === undefined ? undefined : (Number(values.level) as 0 | 1 | 2);
 const mutant = values.mutant === true;
+const neverServe = values["mutant-never-serve"] === true;
+const neverServeOpt = neverServe ? { neverServe: true } : {};
 const pipeline = values.pipeline === undefined ? undefined : Number(values.pipeline);
 const pipelineOpt = pipeline === undefined ? {} : { pipelineDepth: pipeline };
 
@@ -54,6 +65,7 @@ if (values.seed !== undefined) {
 			profile,
 			keepTrace: values.trace,
 			unsafeUnfenced: mutant,
+			...neverServeOpt,
 			...(level === undefined ? {} : { trustLevel: level }),
 			...pipelineOpt,
 		});
@@ -70,6 +82,7 @@ if (values.seed !== undefined) {
 				seed,
 				profile,
 				unsafeUnfenced: mutant,
+				...neverServeOpt,
 				...(level === undefined ? {} : { trustLevel: level }),
 				...pipelineOpt,
 			},
@@ -100,6 +113,7 @@ const many = {
 	stride: Number(values.stride),
 	profiles: names,
 	unsafeUnfenced: mutant,
+	...neverServeOpt,
 	...(level === undefined ? {} : { trustLevel: level }),
 	...pipelineOpt,
 	stopAtFirst: values["stop-at-first"] || values["stop-on"] !== undefined,
@@ -109,17 +123,23 @@ const many = {
 };
 const workers = Number(values.workers);
 const summary = workers > 1 ? await runParallel(many, workers) : await runMany(many);
+// A stuck seed, or a profile that acknowledged nothing (or too little), fails the batch as a
+// failed seed does: every safety check passes on a run whose partition never served.
+const liveness = livenessProblems(summary);
+const code = summary.failures.length === 0 && liveness.length === 0 ? 0 : 1;
 if (json) {
 	// Exit once the line is written: stdout to a pipe is asynchronous, and a process.exit right
 	// after a long line (many failures) cut it, so the parallel runner found no summary.
-	process.stdout.write(`${JSON.stringify(summary)}\n`, () => process.exit(0));
+	process.stdout.write(`${JSON.stringify(summary)}\n`, () => process.exit(code));
 } else {
 	console.log(
 		`${summary.seeds} seeds (profiles ${names.join(",")}, one per seed in turn; ${workers} worker${workers > 1 ? "s" : ""}) in ${(summary.ms / 1000).toFixed(1)} s: ${summary.runsPerSecond.toFixed(1)} seeds/s (CPU ${(summary.cpuMs / 1000).toFixed(1)} s); ${summary.failures.length} failed, ${summary.stuck} stuck`,
 	);
+	console.log(`  ${tallyLine(summary)}`);
 	for (const f of summary.failures.slice(0, 20))
 		console.log(
 			`  FAILED seed ${f.seed} profile ${f.profile} at ${(f.atMs / 1000).toFixed(1)} s: ${f.anomalies[0]}`,
 		);
-	process.exit(summary.failures.length === 0 ? 0 : 1);
+	for (const p of liveness) console.log(`  FAILED (liveness): ${p}`);
+	process.exit(code);
 }

@@ -55,6 +55,13 @@ export interface RunOptions {
 	readonly keepTrace?: boolean;
 	/** The mutant: cp's `unsafeUnfenced`. */
 	readonly unsafeUnfenced?: boolean;
+	/**
+	 * The liveness mutant: a host build whose partition never serves (a grant is never deployed).
+	 * Nothing is acknowledged and the partition never recovers: the seed is `stuck`, with every
+	 * safety check passing. A batch's verdict (`livenessProblems` in `runner.ts`) must fail it;
+	 * `test/sim.test.ts` shows that it does.
+	 */
+	readonly neverServe?: boolean;
 	/** Force a trust level (default: from the seed). */
 	readonly trustLevel?: 0 | 1 | 2;
 	/**
@@ -470,7 +477,7 @@ export async function runSeed(opts: RunOptions): Promise<RunResult> {
 	// its whole capacity up front.
 	const lruCacheSize = cfgRng.pick([2, 16, 256]);
 	const budget = opts.ops ?? cfgRng.int(8, 20);
-	const config = `profile=${profile.name} holders=${holders} level=${trustLevel} coalesce=${coalesceWrites} conditionalBatches=${conditionalBatches} atomicBatches=${atomicBatches} workspaces=${workspaces.length} clients=${nClients} ops=${budget} cache=${lruCacheSize}${pipelineDepth > 1 ? ` pipelineDepth=${pipelineDepth}` : ""}${opts.unsafeUnfenced ? " MUTANT=unsafeUnfenced" : ""}`;
+	const config = `profile=${profile.name} holders=${holders} level=${trustLevel} coalesce=${coalesceWrites} conditionalBatches=${conditionalBatches} atomicBatches=${atomicBatches} workspaces=${workspaces.length} clients=${nClients} ops=${budget} cache=${lruCacheSize}${pipelineDepth > 1 ? ` pipelineDepth=${pipelineDepth}` : ""}${opts.unsafeUnfenced ? " MUTANT=unsafeUnfenced" : ""}${opts.neverServe ? " MUTANT=neverServe" : ""}`;
 	w.note(config);
 
 	const base = createMemTTLStorage({ clock: w.clock, fencing: profile.fencing });
@@ -528,6 +535,7 @@ export async function runSeed(opts: RunOptions): Promise<RunResult> {
 			await proc.cp?.undeploy(0).catch(() => {});
 			if (proc.dead || grant !== g) return;
 			const valid = (): boolean => w.now() < g.deadline;
+			if (opts.neverServe) return; // the liveness mutant: the grant is never deployed
 			try {
 				const p = proc.cp?.deploy(0, { lease: { epoch: g.epoch, valid } });
 				proc.partition = p;
