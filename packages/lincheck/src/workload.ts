@@ -82,6 +82,8 @@ const FENCED_KEYS = [0, 1];
 const PLAIN_KEYS = [2, 3];
 const KEYS = [...FENCED_KEYS, ...PLAIN_KEYS];
 const SCOPE = 0;
+/** The client id of the reads after each window (`-1` raises the window's first fence). */
+const FINAL_READER = -2;
 
 interface Window {
 	readonly pKey: Uint8Array;
@@ -215,6 +217,22 @@ export async function runLincheck(
 			}),
 		);
 		await options.afterWindow?.(w);
+		// Once every held or late request was delivered (afterWindow), one read of each key of the
+		// window, after everything else on the clock: a write answered "nothing was written" that
+		// landed anyway, or an acknowledged write that never took effect, shows even when it was
+		// the last write of its key (found by review: without these reads such windows passed).
+		// A read that fails is tried again (a driver reconnecting after the proxy's resets): an
+		// unanswered read proves nothing, so the window would go unchecked at the end.
+		for (const key of KEYS)
+			for (let attempt = 0; ; attempt++) {
+				const read = await perform(FINAL_READER, { kind: "get", key });
+				if (read.kind === "value") break;
+				if (attempt >= 150)
+					throw new Error(
+						`lincheck: window ${w}: the final read of k${key} failed 150 times (30 s)`,
+					);
+				await new Promise((resolve) => setTimeout(resolve, 200));
+			}
 		total += ops.length;
 		const verdict = checkHistory(ops, options);
 		results.push({ window: w, ops, verdict });
