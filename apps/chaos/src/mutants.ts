@@ -4,7 +4,7 @@ import { join } from "node:path";
 import type { ChaosOptions, MutantName } from "./options.ts";
 import { LEADERSHIP_MUTANTS } from "./options.ts";
 import type { RunResult } from "./run.ts";
-import { runChaos } from "./run.ts";
+import { commandsPassed, runChaos } from "./run.ts";
 
 /** One combination's outcome. */
 export interface MutantOutcome {
@@ -27,6 +27,18 @@ const mustCatch = (combo: readonly MutantName[], workload: ChaosOptions["workloa
 	workload === "commands"
 		? combo.includes("unfenced")
 		: LEADERSHIP_MUTANTS.every((m) => combo.includes(m));
+
+/**
+ * Whether the checkers caught a mutant's run: leadership, an overlap, a lease overlap or a token
+ * regression; commands, a safety anomaly in the history. A commands run that acknowledged too
+ * little to be checked (`CommandReport.tooLittle`) fails as a run but catches nothing: it proves
+ * nothing either way, so it leaves a mutant that must be caught uncaught.
+ */
+export function mutantCaught(result: RunResult): boolean {
+	const r = result.report;
+	if (result.options.workload === "commands") return (result.commands?.anomalies.length ?? 0) > 0;
+	return r.overlapCount > 0 || r.leaseOverlapCount > 0 || r.tokenRegressionCount > 0;
+}
 
 /**
  * Runs each combination (and, first, an unmutated control when `withControl`) with the same seed.
@@ -57,10 +69,7 @@ export async function runMutants(
 		const r = result.report;
 		outcomes.push({
 			mutants: combo,
-			caught:
-				result.commands !== undefined
-					? !result.commands.ok
-					: r.overlapCount > 0 || r.leaseOverlapCount > 0 || r.tokenRegressionCount > 0,
+			caught: mutantCaught(result),
 			confirmed: combo.every((m) => r.mutants.includes(m)) && r.mutants.length === combo.length,
 			result,
 		});
@@ -101,7 +110,7 @@ export function mutantsTable(outcomes: readonly MutantOutcome[]): string {
 export function mutantsPassed(outcomes: readonly MutantOutcome[]): boolean {
 	return outcomes.every((o) => {
 		if (!o.confirmed) return false;
-		if (o.mutants.length === 0) return o.result.report.ok && (o.result.commands?.ok ?? true);
+		if (o.mutants.length === 0) return o.result.report.ok && commandsPassed(o.result);
 		return mustCatch(o.mutants, o.result.options.workload) ? o.caught : true;
 	});
 }

@@ -74,11 +74,20 @@ const HOST_APP_ID = 1;
 /** commands: how long clients retry their last operation once the faults are undone. */
 const DRAIN_MS = 30_000;
 
+/**
+ * A commands run's own verdict: its history was checked (a commands run without one fails) and
+ * passed, enough operations acknowledged among it (`CommandReport.ok`). True for other workloads.
+ */
+export function commandsPassed(result: RunResult): boolean {
+	if (result.options.workload !== "commands") return true;
+	return result.commands?.ok ?? false;
+}
+
 /** The verdict of a run: its checkers passed (and, with `--changes`, the target was reached). */
 export function runPassed(result: RunResult): boolean {
 	return (
 		result.report.ok &&
-		(result.commands?.ok ?? true) &&
+		commandsPassed(result) &&
 		(result.epochs?.ok ?? true) &&
 		(result.operator?.ok ?? true) &&
 		result.targetReached &&

@@ -63,7 +63,7 @@ function commandLines(
 		.map(([k, n]) => `${k} ${n}`)
 		.join(", ");
 	return [
-		`commands verdict:    ${c.ok ? "PASS" : "FAIL"}: ${c.anomalies.length} anomalies${kinds === "" ? "" : ` (${kinds})`}`,
+		`commands verdict:    ${c.ok ? "PASS" : "FAIL"}: ${c.anomalies.length} anomalies${kinds === "" ? "" : ` (${kinds})`}${c.tooLittle === undefined ? "" : `; ${c.tooLittle}`}`,
 		`operations:          ${c.ops} (${c.creates} creates, ${c.updates} updates): acknowledged ${c.acknowledged}, unknown ${c.unknown} (${c.unknownApplied} of them applied), nothing written ${c.notWritten}, rejected ${c.rejected}; ${c.retried} retried, ${c.replays} answers replayed by idempotency key`,
 		`storage:             ${c.events} events (${c.markedEvents} marked corrupted); checkCpStorage problems ${c.storageProblems.length}${partitionMoves === undefined ? "" : `; partition moves ${partitionMoves}`}`,
 		...(recovery === undefined
@@ -140,6 +140,9 @@ export function summaryText(result: RunResult): string {
 		clusterLine(result),
 		...slowLine(result),
 		`load:                ${result.load.accepted} accepted, ${result.load.refused} refused, ${result.load.failed} without answer`,
+		...(o.workload === "commands"
+			? ["commands verdict:    FAIL: no client history was checked (the clients never started)"]
+			: []),
 		...reportLines(result.report),
 		`logs:                ${result.outDir}`,
 	].join("\n");
