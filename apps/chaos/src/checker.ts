@@ -115,6 +115,8 @@ export interface CheckReport {
 		readonly orphans: number;
 		/** 200 answers with no `work` line of the same holder and mono in the logs. */
 		readonly answersWithoutLogLine: number;
+		/** Acts whose `mono` is before their own tenure's `acquired` line (a failure). */
+		readonly beforeAcquisition: number;
 	};
 	/** Overlapping pairs of tenures (acting intervals); the first 20 are listed in `overlaps`. */
 	readonly overlapCount: number;
@@ -503,6 +505,12 @@ export function createChecker(options: CheckerOptions = {}): Checker {
 				if (!workLines.has(`${a.body.holder}|${a.body.mono}`)) answersWithoutLogLine++;
 			}
 			const orphans = all.filter((t) => t.orphan).reduce((n, t) => n + t.acts, 0);
+			// A tenure's acting interval starts at its acquisition: an act before it (an answer whose
+			// host mono is earlier than the acquired line of its token) is outside any interval the
+			// overlap check compares (found by review: such an act, inside the previous leader's
+			// lease, passed). An orphan's start is its first act, so it cannot have one.
+			const early = acts.filter((a) => !a.tenure.orphan && a.mono < a.tenure.start);
+			const earliest = early.reduce((m, a) => Math.max(m, a.tenure.start - a.mono), 0);
 			const tenuresWithoutToken = all.filter((t) => t.token === undefined).length;
 
 			const failures: string[] = [];
@@ -516,6 +524,10 @@ export function createChecker(options: CheckerOptions = {}): Checker {
 			if (orphans > 0) {
 				failures.push(`${orphans} act(s) of a tenure with no acquired line of that token`);
 			}
+			if (early.length > 0)
+				failures.push(
+					`${early.length} act(s) before their own tenure's acquisition (up to ${earliest.toFixed(1)} ms before)`,
+				);
 			if (tenuresWithoutToken > 0)
 				failures.push(`${tenuresWithoutToken} tenure(s) without a token`);
 			if (monoViolations > 0) {
@@ -537,6 +549,7 @@ export function createChecker(options: CheckerOptions = {}): Checker {
 					tenuresWithActs: all.filter((t) => t.acts > 0).length,
 					orphans,
 					answersWithoutLogLine,
+					beforeAcquisition: early.length,
 				},
 				overlapCount,
 				overlaps,

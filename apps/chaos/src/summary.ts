@@ -30,7 +30,7 @@ export function reportLines(r: CheckReport): string[] {
 		.map(([how, n]) => `${how} ${n}`)
 		.join(", ");
 	const lines = [
-		`verdict:             ${r.ok ? "PASS" : "FAIL"}${r.ok ? "" : `: ${r.failures.join("; ")}`}`,
+		`verdict:             ${r.ok ? "PASS" : "FAIL"}${r.ok ? "" : `: ${r.failures.join("; ")}`}${r.acts.answersWithoutLogLine > 0 ? `${r.ok ? " (" : "; "}note: ${r.acts.answersWithoutLogLine} answer(s) without a work log line, checked from the answer alone${r.ok ? ")" : ""}` : ""}`,
 		`leadership changes:  ${r.changes} (${Object.entries(r.changesPerSlot)
 			.map(([s, n]) => `slot ${s}: ${n}`)
 			.join(", ")}; ${r.tenures} tenures)`,

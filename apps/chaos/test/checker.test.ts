@@ -2,6 +2,7 @@
 import { describe, expect, it } from "vitest";
 import type { Checker, HostRecord } from "../src/checker.ts";
 import { createChecker } from "../src/checker.ts";
+import { reportLines } from "../src/summary.ts";
 
 const D = 2_000; // leadership seconds 2: lease 1 600 ms, renewal every 500 ms
 
@@ -314,5 +315,87 @@ describe("checker", () => {
 			mutants: ["killer", "lease-timer"],
 		});
 		expect(c.report().mutants).toEqual(["killer", "lease-timer"]);
+	});
+
+	// Found by review: an act before its own tenure's acquisition (an answer whose host mono is
+	// earlier than its token's acquired line) lay outside every acting interval the overlap check
+	// compares, so one inside the previous leader's live lease passed.
+	it("fails an act before its own tenure's acquisition, and says so in the verdict", () => {
+		const c = createChecker();
+		const A = "127.0.0.1:11#a";
+		const B = "127.0.0.1:12#b";
+		c.addHostLine("H1", {
+			event: "acquired",
+			mono: 0,
+			pid: 11,
+			slot: 1,
+			holder: A,
+			fencingToken: 1,
+			leaseLeftMs: 1600,
+		});
+		c.addHostLine("H1", { event: "work", mono: 300, pid: 11, slot: 1, holder: A, fencingToken: 1 });
+		c.addHostLine("H1", { event: "released", mono: 1000, pid: 11, slot: 1 });
+		c.addHostLine("H2", {
+			event: "acquired",
+			mono: 1100,
+			pid: 12,
+			slot: 1,
+			holder: B,
+			fencingToken: 2,
+			leaseLeftMs: 1600,
+		});
+		c.addHostLine("H2", {
+			event: "work",
+			mono: 1200,
+			pid: 12,
+			slot: 1,
+			holder: B,
+			fencingToken: 2,
+		});
+		// A 200 from H2 under token 2 at host mono 500, while H1 held a live lease.
+		c.addAnswer({
+			host: "H2",
+			sent: 499,
+			received: 501,
+			body: { mono: 500, slot: 1, holder: B, fencingToken: 2 },
+		});
+		const r = c.report();
+		expect(r.acts.beforeAcquisition).toBe(1);
+		expect(r.ok).toBe(false);
+		expect(r.failures).toContain(
+			"1 act(s) before their own tenure's acquisition (up to 600.0 ms before)",
+		);
+		// That answer has no work line either: counted, and named in the verdict line.
+		expect(r.acts.answersWithoutLogLine).toBe(1);
+		const verdict = reportLines(r)[0] as string;
+		expect(verdict).toMatch(/^verdict: +FAIL: /);
+		expect(verdict).toContain("act(s) before their own tenure's acquisition");
+		expect(verdict).toContain("note: 1 answer(s) without a work log line");
+	});
+
+	it("a passing verdict names answers without a work log line", () => {
+		const c = createChecker();
+		tenure(c, { host: "H1", pid: 11, slot: 1, nonce: "a", token: 1, from: 0, lastWork: 500 });
+		const holder = "127.0.0.1:11#a";
+		c.addAnswer({
+			host: "H1",
+			sent: 449,
+			received: 451,
+			body: { mono: 450, slot: 1, holder, fencingToken: 1 },
+		});
+		const r = c.report();
+		expect(r.ok).toBe(true);
+		expect(reportLines(r)[0]).toMatch(
+			/^verdict: +PASS \(note: 1 answer\(s\) without a work log line, checked from the answer alone\)$/,
+		);
+		const clean = createChecker();
+		tenure(clean, { host: "H1", pid: 11, slot: 1, nonce: "a", token: 1, from: 0, lastWork: 500 });
+		clean.addAnswer({
+			host: "H1",
+			sent: 409,
+			received: 411,
+			body: { mono: 410, slot: 1, holder, fencingToken: 1 },
+		});
+		expect(reportLines(clean.report())[0]).toMatch(/^verdict: +PASS$/);
 	});
 });
