@@ -62,6 +62,8 @@ export interface RunOptions {
 	 * `test/sim.test.ts` shows that it does.
 	 */
 	readonly neverServe?: boolean;
+	/** `false`: no overlapping grants (the fault that gives two holders a valid lease at once). */
+	readonly overlaps?: boolean;
 	/** Force a trust level (default: from the seed). */
 	readonly trustLevel?: 0 | 1 | 2;
 	/**
@@ -638,6 +640,28 @@ export async function runSeed(opts: RunOptions): Promise<RunResult> {
 		w.at(w.now() + rng.int(300, 4_000), "process faults", procFaults);
 	};
 	w.at(w.now() + w.procRng.int(300, 3_000), "process faults", procFaults);
+	// Overlapping grants (a --num-vvm change, a switch between placements): the lease moves at
+	// once, and the old holder serves on until its own deadline, not knowing. Only the fence then
+	// stands between them. From its own random stream, so earlier seeds keep their draws.
+	const overlapRng = new Rng(opts.seed ^ 0x6a09e667);
+	if (opts.overlaps !== false && overlapRng.chance(0.5)) {
+		for (let i = overlapRng.int(1, 2); i > 0; i--)
+			w.at(w.now() + overlapRng.int(300, 8_000), "overlapping grant", () => {
+				if (finished || !w.faultsOn || grant === undefined || moving) return;
+				const old = grant;
+				const to = others(old.holder);
+				if (to.length === 0) return;
+				const target = overlapRng.pick(to);
+				if (
+					!w.procFault(
+						`overlapping grant: h${target} takes the lease while h${old.holder} serves on until its deadline`,
+					)
+				)
+					return;
+				old.revoked = true; // no more renewals; its valid() holds until its deadline
+				grantTo(target);
+			});
+	}
 
 	// --- clients ------------------------------------------------------------------------------
 	const ops: OpRecord[] = [];

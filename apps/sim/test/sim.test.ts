@@ -102,6 +102,27 @@ describe("seeds that found a defect (each failed before its fix)", () => {
 	}, 60_000);
 });
 
+describe("seeds that found a defect (overlapping grants)", () => {
+	// Overlapping grants (a --num-vvm change, a placement switch: the old holder serves on until
+	// its own deadline): at level 2 over "ordered" fencing the deposed holder's PLog put to a new
+	// offset landed without an error, it acknowledged the command, and the new holder's event
+	// replaced it: "lost: … was acknowledged, no applied event has it". @vvm/cp now confirms the
+	// fence after the write (packages/appparts/test/ordered-overlap.test.ts).
+	it.each([
+		[218, "dyn"],
+		[358, "ordered"],
+	] as const)(
+		"%i, %s: an acknowledgement of a holder a newer grant overlapped",
+		async (seed, name) => {
+			const profile = await loadProfile(name);
+			const result = await runSeed({ seed, profile });
+			expect(result.anomalies).toEqual([]);
+			expect(result.faults.some((f) => f.what.startsWith("overlapping grant"))).toBe(true);
+		},
+		60_000,
+	);
+});
+
 describe("the mutant: cp built with unsafeUnfenced", () => {
 	it("is caught within 300 seeds, and its shrunk schedule still fails", async () => {
 		const summary = await runMany({

@@ -283,6 +283,8 @@ export class AppPartitionImpl implements AppPartition {
 	#writer: EventWriter | undefined;
 	#seqStorage: SeqStorage | undefined;
 	#epoch: bigint | undefined;
+	/** Level 2 over "ordered" fencing: confirms the fence is still ours (see the constructor). */
+	#fenceCheck: (() => Promise<void>) | undefined;
 	/** Why the partition can no longer write (a newer holder, the fence could not be raised). */
 	#deposed: CpError | undefined;
 	/** Idempotency keys of commands queued or running: a retry meanwhile is refused. */
@@ -422,6 +424,17 @@ export class AppPartitionImpl implements AppPartition {
 			}
 		}
 		this.#epoch = fence?.epoch;
+		// Level 2 over "ordered" fencing: a PLog put of a deposed holder to an offset nobody wrote
+		// yet lands without an error, so while two grants overlap (a --num-vvm change, a placement
+		// switch) both holders acknowledged commands at one offset, and the newer one's survived
+		// (found by review). An acknowledgement then waits for the fence, read after the write:
+		// still ours, the newer holder raised it after our event landed, so its actualization
+		// (after its raise) applies the event.
+		const raiseFence = ctx.storage.raiseFence?.bind(ctx.storage);
+		if (fence !== undefined && ctx.orderedFencing && ctx.trustLevel === 2 && raiseFence)
+			this.#fenceCheck = coalesced(async () => {
+				await raiseFence(fence.scope, fence.epoch);
+			});
 		const view = (s: TTLStorage): TTLStorage => (fence === undefined ? s : withFence(s, fence));
 		const storage = view(ctx.storage);
 		const writes = view(ctx.writes);
@@ -1103,6 +1116,7 @@ export class AppPartitionImpl implements AppPartition {
 			throw error;
 		}
 		if (!this.#mayWrite()) throw leaseEnded(this.partitionId, "unknown");
+		await this.#confirmFence();
 		let conflict: Awaited<ReturnType<EventWriter["apply"]>>;
 		try {
 			conflict = applied ? undefined : await writer.apply(encoded, false);
@@ -1164,6 +1178,7 @@ export class AppPartitionImpl implements AppPartition {
 				throw error;
 			}
 			if (!this.#mayWrite()) throw leaseEnded(this.partitionId, "unknown");
+			await this.#confirmFence();
 			if (!applied) {
 				if (!first)
 					throw new CpError(
@@ -1211,6 +1226,30 @@ export class AppPartitionImpl implements AppPartition {
 					// A full flush backlog or a closed partition: the next command tries again.
 				}
 			}
+		}
+	}
+
+	/**
+	 * Level 2 over "ordered" fencing, once the event's PLog write is confirmed: the fence is still
+	 * ours, else the event's fate is the newer holder's (applied if it landed before that holder's
+	 * actualization read the PLog, replaced otherwise): deposed, committed unknown.
+	 */
+	async #confirmFence(): Promise<void> {
+		const check = this.#fenceCheck;
+		if (check === undefined) return;
+		try {
+			await check();
+		} catch (error) {
+			// The event is in the PLog: our re-actualization applies it (still ours, the check
+			// failed on its own), or the newer holder's may (deposed).
+			if (isFenced(error)) this.#depose(error);
+			throw new CpError(
+				"CP_CLOSED",
+				isFenced(error)
+					? `partition ${this.partitionId} was taken over by a newer holder while its PLog write was in flight; the event may or may not be applied (retry with the same idempotency key, or read the WLog)`
+					: `the fence of partition ${this.partitionId} could not be confirmed after its PLog write; the event may or may not be applied (retry with the same idempotency key, or read the WLog)`,
+				{ cause: error, committed: "unknown" },
+			);
 		}
 	}
 
@@ -1619,4 +1658,31 @@ function sequencerEnded(error: unknown): boolean {
 		SequencerError.is(error) &&
 		(error.code === "SEQUENCER_CLEANED_UP" || error.code === "SEQUENCER_STOPPED")
 	);
+}
+
+/**
+ * `run` shared by its callers, each served by a run that started after it called: a caller that
+ * comes while one runs waits for the next (which starts when the running one ends), shared with
+ * everyone who comes meanwhile.
+ */
+function coalesced(run: () => Promise<void>): () => Promise<void> {
+	let running: Promise<void> | undefined;
+	let next: Promise<void> | undefined;
+	const start = (): Promise<void> => {
+		const p = run().finally(() => {
+			if (running === p) running = undefined;
+		});
+		running = p;
+		return p;
+	};
+	return () => {
+		if (next !== undefined) return next;
+		if (running === undefined) return start();
+		const queued = running.then(noop, noop).then(() => {
+			if (next === queued) next = undefined;
+			return start();
+		});
+		next = queued;
+		return queued;
+	};
 }
