@@ -28,6 +28,7 @@ const { values } = parseArgs({
 		soak: { type: "boolean", default: false },
 		mutant: { type: "boolean", default: false },
 		"mutant-never-serve": { type: "boolean", default: false },
+		overlaps: { type: "boolean", default: false },
 		level: { type: "string" },
 		pipeline: { type: "string" },
 		"stop-at-first": { type: "boolean", default: false },
@@ -52,7 +53,10 @@ for (const n of names)
 const level = values.level === undefined ? undefined : (Number(values.level) as 0 | 1 | 2);
 const mutant = values.mutant === true;
 const neverServe = values["mutant-never-serve"] === true;
-const neverServeOpt = neverServe ? { neverServe: true } : {};
+const neverServeOpt = {
+	...(neverServe ? { neverServe: true } : {}),
+	...(values.overlaps === true ? { overlaps: true } : {}),
+};
 const pipeline = values.pipeline === undefined ? undefined : Number(values.pipeline);
 const pipelineOpt = pipeline === undefined ? {} : { pipelineDepth: pipeline };
 
@@ -99,7 +103,7 @@ if (values.seed !== undefined) {
 		for (const c of s.result.causes.filter((x) => !s.result.anomalies.includes(x)))
 			console.log(`    cause: ${c}`);
 		console.log(
-			`replay: pnpm --filter @vvm/sim sim --seed ${seed} --profile ${name}${level === undefined ? "" : ` --level ${level}`}${mutant ? " --mutant" : ""}${pipeline === undefined ? "" : ` --pipeline ${pipeline}`}`,
+			`replay: pnpm --filter @vvm/sim sim --seed ${seed} --profile ${name}${level === undefined ? "" : ` --level ${level}`}${mutant ? " --mutant" : ""}${values.overlaps === true ? " --overlaps" : ""}${pipeline === undefined ? "" : ` --pipeline ${pipeline}`}`,
 		);
 	}
 	process.exit(0);

@@ -123,6 +123,8 @@ export interface ManyOptions {
 	readonly unsafeUnfenced?: boolean;
 	/** The liveness mutant ({@link RunOptions.neverServe}). */
 	readonly neverServe?: boolean;
+	/** Overlapping grants ({@link RunOptions.overlaps}). */
+	readonly overlaps?: boolean;
 	readonly trustLevel?: 0 | 1 | 2;
 	/** cp's `pipelineDepth` for every seed (see {@link RunOptions.pipelineDepth}). */
 	readonly pipelineDepth?: number;
@@ -179,6 +181,7 @@ async function manyRuns(
 				profile,
 				...(o.unsafeUnfenced ? { unsafeUnfenced: true } : {}),
 				...(o.neverServe ? { neverServe: true } : {}),
+				...(o.overlaps ? { overlaps: true } : {}),
 				...(o.trustLevel === undefined ? {} : { trustLevel: o.trustLevel }),
 				...(o.pipelineDepth === undefined ? {} : { pipelineDepth: o.pipelineDepth }),
 			});
@@ -333,6 +336,7 @@ export async function runParallel(o: ManyOptions, workers: number): Promise<Many
 				o.profiles.join(","),
 				...(o.unsafeUnfenced ? ["--mutant"] : []),
 				...(o.neverServe ? ["--mutant-never-serve"] : []),
+				...(o.overlaps ? ["--overlaps"] : []),
 				...(o.trustLevel === undefined ? [] : ["--level", String(o.trustLevel)]),
 				...(o.pipelineDepth === undefined ? [] : ["--pipeline", String(o.pipelineDepth)]),
 				...(o.budgetMs === undefined ? [] : ["--budget-ms", String(o.budgetMs)]),
