@@ -111,6 +111,10 @@ describe("seeds that found a defect (overlapping grants)", () => {
 	it.each([
 		[218, "dyn"],
 		[358, "ordered"],
+		// The same, through the deposed holder's re-write of its own unknown PLog entry: it landed
+		// after the newer holder's raise, and the flush that followed passed an event the newer
+		// holder replaced (now the fence is confirmed after the re-write too).
+		[25921, "ordered"],
 	] as const)(
 		"%i, %s: an acknowledgement of a holder a newer grant overlapped",
 		async (seed, name) => {

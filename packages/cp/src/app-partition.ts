@@ -621,6 +621,11 @@ export class AppPartitionImpl implements AppPartition {
 			if (!this.#mayWrite()) throw leaseEnded(this.partitionId, "unknown");
 			try {
 				await this.#writerReady.writePLog(unknown);
+				// Level 2 over "ordered" fencing: the rewrite lands even after a newer holder's
+				// raise, and actualization would then apply and flush past an event the newer
+				// holder replaces (simulator seed 25921 with overlapping grants). Still ours, the
+				// newer holder raised after it landed and applies it.
+				await this.#fenceCheck?.();
 				break;
 			} catch (error) {
 				if (isFenced(error)) {
