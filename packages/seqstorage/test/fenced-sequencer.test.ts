@@ -12,7 +12,9 @@ it("a flush a newer fence refused stops the sequencer instead of being retried f
 	const clock = new MockClock(0);
 	const mem = createMemTTLStorage({ clock });
 	const scope = new TextEncoder().encode("partition 0");
-	await mem.raiseFence(scope, 1n);
+	const raise = (epoch: bigint) =>
+		(mem.raiseFence as NonNullable<typeof mem.raiseFence>)(scope, epoch);
+	await raise(1n);
 	const plog = createMemPLog();
 	const storage = createSeqStorage({
 		storage: withFence(mem, { scope, epoch: 1n }),
@@ -30,7 +32,7 @@ it("a flush a newer fence refused stops the sequencer instead of being retried f
 	const offset = sequencer.start(1, 10) as number;
 	const n = await sequencer.next(1);
 	plog.append(offset, [{ wsid: 10, seqId: 1, value: n }]);
-	await mem.raiseFence(scope, 2n); // a newer holder takes the partition
+	await raise(2n); // a newer holder takes the partition
 	sequencer.flush();
 	for (let i = 0; i < 50 && errors.length === 0; i++) {
 		await clock.advanceAsync(5);
