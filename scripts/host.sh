@@ -20,6 +20,9 @@ pnpm turbo run build --filter=@vvm/vvm-host... --output-logs=errors-only >&2
 # Not exec'd, so the host's own exit status is printed: on Ctrl-C npm (which gets the SIGINT
 # too) may report a failure of its own whatever the host did; the line below says what the host did.
 status=0
-node apps/vvm-host/dist/cli.mjs --storage level --data-dir "$ROOT/.vvm-data" "$@" || status=$?
+# The defaults as variables, not flags: the host refuses a flag given twice (`-- --storage mem`
+# would repeat --storage) and --data-dir beside another storage; a flag after -- wins over them.
+VVM_STORAGE="${VVM_STORAGE:-level}" VVM_DATA_DIR="${VVM_DATA_DIR:-$ROOT/.vvm-data}" \
+	node apps/vvm-host/dist/cli.mjs "$@" || status=$?
 echo "host: vvm-host exited with code $status (0 = graceful shutdown)" >&2
 exit "$status"

@@ -571,14 +571,29 @@ export function parseHostConfig(
 	};
 	for (const s of ALL_SPECS) options[s.flag] = { type: "string" };
 	let values: Record<string, string | boolean | (string | boolean)[] | undefined>;
+	let given: readonly string[];
 	try {
-		values = parseArgs({ args: [...argv], options, strict: true, allowPositionals: false }).values;
+		const parsed = parseArgs({
+			args: [...argv],
+			options,
+			strict: true,
+			allowPositionals: false,
+			tokens: true,
+		});
+		values = parsed.values;
+		given = parsed.tokens.flatMap((t) => (t.kind === "option" ? [t.name] : []));
 	} catch (error) {
 		const message = error instanceof Error ? error.message : String(error);
 		throw new ConfigError(message.replace(/\. To specify a positional.*$/s, ""));
 	}
 	if (values.help === true) return { help: true, show: "help" };
 	if (values.version === true) return { help: true, show: "version" };
+	// A repeated flag is refused, not last-one-wins: `--storage mem … --storage level` ran level.
+	// (Its values are not shown: one may hold a password.)
+	for (const flag of new Set(given)) {
+		const times = given.filter((g) => g === flag).length;
+		if (times > 1) throw new ConfigError(`--${flag} is given ${times} times: give it once`);
+	}
 	const read = readFlags(values, env);
 
 	const host = sectionOf(read, "host").values as { storage: string; logLevel: string };
@@ -594,6 +609,18 @@ export function parseHostConfig(
 		}
 	}
 	if (storage === undefined) throw new ConfigError(`--storage ${host.storage} is unknown`);
+	// A flag of another storage than the one that runs is refused: a forgotten `--storage pg` ran
+	// on the local level storage with `--pg-url` ignored. (Variables stay lenient: an environment
+	// may hold every storage's settings and pick one with VVM_STORAGE.)
+	const storageName = sectionOf(read, "host").name("storage");
+	for (const entry of STORAGES) {
+		if (entry.kind === host.storage) continue;
+		const stray = entry.options.find((o) => given.includes(o.flag));
+		if (stray !== undefined)
+			throw new ConfigError(
+				`--${stray.flag} is a flag of --storage ${entry.kind}, but ${storageName} is ${host.storage}${values.storage === undefined && storageName === "--storage" ? " (the default)" : ""}: give --storage ${entry.kind}, or drop --${stray.flag}`,
+			);
+	}
 	const storageDepth = storageEntry?.defaultPipelineDepth;
 	const http = sectionOf(read, "http").values as unknown as HttpConfig;
 	if ((http.tlsCert === undefined) !== (http.tlsKey === undefined)) {
