@@ -1,14 +1,17 @@
 // Review 5 (command line, configuration, start-up, shutdown): the host's part. Each case failed on
 // the code the review was written against (its finding named in the describe). The spawned-host
 // cases run the build when it is up to date (a second signal only shows there: tsx takes it).
-import { mkdtemp, rm } from "node:fs/promises";
+import { execFileSync } from "node:child_process";
+import { existsSync } from "node:fs";
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import type { Server } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ConfigError, parseHostConfig } from "../src/config.ts";
+import { AuthConfigError, createAuthenticator, readTlsFiles } from "../src/http/auth.ts";
 import type { HostProcess } from "./support/host-process.ts";
-import { killHard } from "./support/host-process.ts";
+import { killHard, spawnHost } from "./support/host-process.ts";
 
 let dir = "";
 const hosts: HostProcess[] = [];
@@ -23,6 +26,30 @@ afterAll(async () => {
 	if (dir !== "") await rm(dir, { recursive: true, force: true });
 });
 
+const openssl = (keyOut: string, certOut: string): void => {
+	execFileSync(
+		"openssl",
+		[
+			"req",
+			"-x509",
+			"-newkey",
+			"ec",
+			"-pkeyopt",
+			"ec_paramgen_curve:P-256",
+			"-nodes",
+			"-keyout",
+			keyOut,
+			"-out",
+			certOut,
+			"-days",
+			"1",
+			"-subj",
+			"/CN=127.0.0.1",
+		],
+		{ stdio: "ignore" },
+	);
+};
+
 const configError = (argv: string[], env: Record<string, string> = {}): string => {
 	try {
 		parseHostConfig(argv, env);
@@ -32,6 +59,56 @@ const configError = (argv: string[], env: Record<string, string> = {}): string =
 	}
 	throw new Error(`accepted: ${argv.join(" ")}`);
 };
+
+describe("a TLS certificate and key that do not go together, or corrupt PEM", () => {
+	it("is a bad configuration (exit 2) found before the storage is opened, not exit 1 'check --http-host' after", async () => {
+		openssl(join(dir, "k1.pem"), join(dir, "c1.pem"));
+		openssl(join(dir, "k2.pem"), join(dir, "c2.pem"));
+		const data = join(dir, "tls-data");
+		const host = spawnHost("tls-mismatch", [
+			"--storage",
+			"level",
+			"--data-dir",
+			data,
+			"--http-port",
+			"0",
+			"--tls-cert",
+			join(dir, "c1.pem"),
+			"--tls-key",
+			join(dir, "k2.pem"), // another certificate's key
+		]);
+		hosts.push(host);
+		const { code } = await host.exited;
+		const stderr = host.stderr.join("\n");
+		expect(stderr).not.toContain("check --http-host");
+		expect(stderr).toMatch(/--tls-key .* is not the private key of --tls-cert/);
+		expect(host.lines.some((l) => l.event === "storage-open")).toBe(false);
+		expect(existsSync(data)).toBe(false); // nothing opened or created
+		expect(code).toBe(2);
+	}, 30_000);
+
+	it("a corrupt certificate or key names its flag, and never prints the key", async () => {
+		const cert = join(dir, "c1.pem");
+		const key = join(dir, "k1.pem");
+		const badCert = join(dir, "bad-cert.pem");
+		const badKey = join(dir, "bad-key.pem");
+		await writeFile(badCert, "-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n");
+		await writeFile(badKey, "-----BEGIN PRIVATE KEY-----\nc2VjcmV0\n-----END PRIVATE KEY-----\n");
+		expect(() => readTlsFiles({ tlsCert: badCert, tlsKey: key })).toThrow(
+			/^--tls-cert .*bad-cert\.pem: not a usable PEM certificate/,
+		);
+		let message = "";
+		try {
+			readTlsFiles({ tlsCert: cert, tlsKey: badKey });
+		} catch (error) {
+			expect(error).toBeInstanceOf(AuthConfigError);
+			message = (error as Error).message;
+		}
+		expect(message).toMatch(/^--tls-key .*bad-key\.pem: not a usable PEM private key/);
+		expect(message).not.toContain("c2VjcmV0");
+		expect(readTlsFiles({ tlsCert: cert, tlsKey: key })).toBeDefined();
+	}, 30_000);
+});
 
 describe("command-line values silently dropped", () => {
 	it("a flag given twice is refused naming it, not last-one-wins (values not shown)", () => {
@@ -69,5 +146,68 @@ describe("command-line values silently dropped", () => {
 			VVM_DATA_DIR: "/tmp/x",
 		});
 		expect(parsed.help === false && parsed.config.storage.kind).toBe("mem");
+	});
+});
+
+describe("storage values that passed the parser and failed later", () => {
+	it("a Redis URL whose userinfo is not valid percent-encoding is refused naming --redis-url, without the password (was: 'URI malformed', exit 1)", () => {
+		for (const url of [
+			"redis://:pa%ss@127.0.0.1:6379/0",
+			"redis://us%zzer:secret@127.0.0.1:6379/0",
+		]) {
+			const message = configError(["--storage", "redis", "--redis-url", url]);
+			expect(message).toMatch(/^--redis-url must be .*not valid percent-encoding/);
+			expect(message).not.toMatch(/pa%ss|secret/);
+		}
+		// Percent-encoded as it should be: accepted.
+		expect(
+			parseHostConfig(
+				["--storage", "redis", "--redis-url", "redis://:pa%25ss@127.0.0.1:6379/0"],
+				{},
+			).help,
+		).toBe(false);
+	});
+
+	it("a Cassandra contact point with a port that is not a port is refused before any I/O", () => {
+		// 99999: the driver fails at connect (exit 1); 'abc': the driver silently connects to 9042.
+		for (const point of [
+			"127.0.0.1:99999",
+			"127.0.0.1:abc",
+			"127.0.0.1:0",
+			"127.0.0.1:",
+			"[::1]:abc",
+			"[127.0.0.1]:9042",
+			"a b:9042",
+		])
+			expect(configError(["--storage", "cas", "--cas-contact-points", point])).toMatch(
+				/^--cas-contact-points has an invalid contact point/,
+			);
+		const parsed = parseHostConfig(
+			["--storage", "cas", "--cas-contact-points", "a:1,b,10.0.0.1:65535,::1,[fd00::5]:9042,[::1]"],
+			{},
+		);
+		expect(parsed.help === false && parsed.config.storage.settings.contactPoints).toEqual([
+			"a:1",
+			"b",
+			"10.0.0.1:65535",
+			"::1",
+			"[fd00::5]:9042",
+			"::1", // the driver takes an IPv6 address without a port bare only
+		]);
+	});
+
+	it("a JWKS file without one usable key is refused at start (else every JWT is 401)", async () => {
+		const file = join(dir, "jwks.json");
+		await writeFile(
+			file,
+			JSON.stringify({ keys: [{ kty: "EC", crv: "P-256", x: "AAAA", y: "BBBB", alg: "ES256" }] }),
+		);
+		await expect(createAuthenticator({ jwksFile: file })).rejects.toThrow(
+			/^--auth-jwks-file .*: keys\[0\] is not a usable public key/,
+		);
+		await writeFile(file, JSON.stringify({ keys: [{ kty: "oct", k: "c2VjcmV0" }] }));
+		await expect(createAuthenticator({ jwksFile: file })).rejects.toThrow(
+			/^--auth-jwks-file .*: no signature key in it/,
+		);
 	});
 });

@@ -5,8 +5,9 @@
 import { createHash, timingSafeEqual } from "node:crypto";
 import { readFileSync } from "node:fs";
 import type { IncomingMessage } from "node:http";
-import type { JSONWebKeySet, JWTPayload } from "jose";
-import { createLocalJWKSet, importSPKI, jwtVerify } from "jose";
+import { createSecureContext } from "node:tls";
+import type { JSONWebKeySet, JWK, JWTPayload } from "jose";
+import { createLocalJWKSet, importJWK, importSPKI, jwtVerify } from "jose";
 import { parseApiRoute } from "./api-routes.ts";
 import type { ApiErrorReply } from "./errors.ts";
 import type { AllowedHosts } from "./host-names.ts";
@@ -190,6 +191,7 @@ async function jwtVerifier(settings: AuthSettings): Promise<Verify | undefined> 
 			throw new AuthConfigError(
 				`--auth-jwks-file ${settings.jwksFile}: must be { "keys": [ ... ] }`,
 			);
+		await checkJwks(jwks, settings.jwksFile);
 		const keys = createLocalJWKSet(jwks);
 		return async (token) => (await jwtVerify(token, keys, options)).payload;
 	}
@@ -211,6 +213,52 @@ async function jwtVerifier(settings: AuthSettings): Promise<Verify | undefined> 
 			(await jwtVerify(token, key, { ...options, algorithms: [algorithm] })).payload;
 	}
 	return undefined;
+}
+
+/** The algorithm a signature key without `alg` is imported with at start (to check it only). */
+function algorithmOf(key: JWK): string | undefined {
+	if (typeof key.alg === "string") return key.alg;
+	if (key.kty === "RSA") return "RS256";
+	if (key.kty === "OKP" && key.crv === "Ed25519") return "EdDSA";
+	if (key.kty === "EC")
+		return ({ "P-256": "ES256", "P-384": "ES384", "P-521": "ES512" } as Record<string, string>)[
+			key.crv ?? ""
+		];
+	return undefined;
+}
+
+/**
+ * Imports each signature key of a JWKS file now: a file whose keys cannot be imported was accepted
+ * and then answered every JWT 401 (found by review). A signature key (`use` absent or `sig`, of
+ * type EC, RSA or OKP) that does not import refuses the file; keys of other uses or types are left
+ * to the key set (it never picks them); a file without one usable key is refused.
+ */
+async function checkJwks(jwks: JSONWebKeySet, file: string): Promise<void> {
+	let usable = 0;
+	for (const [i, key] of jwks.keys.entries()) {
+		if (key === null || typeof key !== "object")
+			throw new AuthConfigError(`--auth-jwks-file ${file}: keys[${i}] is not a JWK object`);
+		if (
+			(key.use !== undefined && key.use !== "sig") ||
+			!["EC", "RSA", "OKP"].includes(key.kty ?? "")
+		)
+			continue;
+		const named = `keys[${i}]${typeof key.kid === "string" ? ` (kid "${key.kid.slice(0, 64)}")` : ""}`;
+		const alg = algorithmOf(key);
+		try {
+			if (alg === undefined) throw new Error(`no alg, and none follows from kty ${key.kty}`);
+			await importJWK(key, alg);
+		} catch (error) {
+			throw new AuthConfigError(
+				`--auth-jwks-file ${file}: ${named} is not a usable public key (${error instanceof Error ? error.message : String(error)})`,
+			);
+		}
+		usable++;
+	}
+	if (usable === 0)
+		throw new AuthConfigError(
+			`--auth-jwks-file ${file}: no signature key in it (kty EC, RSA or OKP, use "sig" or none): every JWT would be refused`,
+		);
 }
 
 function grantOfClaims(payload: JWTPayload): Grant | undefined {
@@ -425,5 +473,29 @@ export function readTlsFiles(http: {
 		throw new AuthConfigError(`--tls-cert ${http.tlsCert}: no PEM certificate in it`);
 	if (!/-----BEGIN [A-Z ]*PRIVATE KEY-----/.test(key))
 		throw new AuthConfigError(`--tls-key ${http.tlsKey}: no PEM private key in it`);
+	// What the HTTPS server would do with them, now: a corrupt PEM, or a key of another
+	// certificate, was found only after the storage was open, as exit 1 "check --http-host"
+	// (found by review). OpenSSL's reason names no key material.
+	const refused = (parts: { cert?: string; key?: string }): string | undefined => {
+		try {
+			createSecureContext(parts);
+			return undefined;
+		} catch (error) {
+			return error instanceof Error ? error.message : String(error);
+		}
+	};
+	const badCert = refused({ cert });
+	if (badCert !== undefined)
+		throw new AuthConfigError(
+			`--tls-cert ${http.tlsCert}: not a usable PEM certificate (${badCert})`,
+		);
+	const badKey = refused({ key });
+	if (badKey !== undefined)
+		throw new AuthConfigError(`--tls-key ${http.tlsKey}: not a usable PEM private key (${badKey})`);
+	const mismatch = refused({ cert, key });
+	if (mismatch !== undefined)
+		throw new AuthConfigError(
+			`--tls-key ${http.tlsKey} is not the private key of --tls-cert ${http.tlsCert} (${mismatch})`,
+		);
 	return { cert, key };
 }

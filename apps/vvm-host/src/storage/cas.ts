@@ -1,4 +1,6 @@
 // --storage cas: Apache Cassandra (one node or a cluster).
+
+import { isIP } from "node:net";
 import { validateCassandraIdentifier } from "@vvm/ttlstorage-cas/names";
 import type { policies } from "cassandra-driver";
 import { ConfigError, nonEmpty } from "../options.ts";
@@ -19,13 +21,38 @@ const hostPorts = (raw: string, source: string): string[] => {
 		.map((p) => p.trim())
 		.filter((p) => p !== "");
 	if (points.length === 0) throw new ConfigError(`${source} must list at least one host[:port]`);
-	for (const p of points) {
-		if (!/^[A-Za-z0-9.\-_[\]:]+$/.test(p)) {
-			throw new ConfigError(`${source} has an invalid contact point "${p}"`);
-		}
-	}
-	return points;
+	return points.map((p) => contactPoint(p, source));
 };
+
+/**
+ * One contact point as the driver reads it: `host`, `host:port`, an IPv6 address bare (`::1`) or
+ * in brackets with a port (`[::1]:9042`); port `1..65535`. The driver takes anything: a port
+ * that is not one (`abc`) silently became 9042, and 99999 failed only at connect.
+ */
+function contactPoint(point: string, source: string): string {
+	const bad = (): ConfigError =>
+		new ConfigError(
+			`${source} has an invalid contact point "${point}": host or host:port (a name or IPv4 address; IPv6 bare, ::1, or [::1]:9042), port 1..65535`,
+		);
+	let host = point;
+	let port: string | undefined;
+	const v6 = /^\[([^\]]+)\](?::(.*))?$/.exec(point);
+	if (v6 !== null) {
+		if (isIP(v6[1] ?? "") !== 6) throw bad();
+		host = v6[1] as string;
+		port = v6[2];
+	} else if (isIP(point) !== 6) {
+		const colon = point.lastIndexOf(":");
+		if (colon !== -1) {
+			host = point.slice(0, colon);
+			port = point.slice(colon + 1);
+		}
+		if (!/^[A-Za-z0-9._-]+$/.test(host)) throw bad();
+	}
+	if (port === undefined) return v6 === null ? point : host; // the driver takes IPv6 bare
+	if (!/^\d{1,5}$/.test(port) || Number(port) < 1 || Number(port) > 65_535) throw bad();
+	return point;
+}
 
 const HOST_PORT = /^[A-Za-z0-9.\-_]+:\d{1,5}$/;
 const addressMap = (raw: string, source: string): Record<string, string> => {

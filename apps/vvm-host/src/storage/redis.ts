@@ -39,6 +39,18 @@ const redisUrl = (raw: string, source: string): string => {
 	if (url.hostname === "") throw bad("no host");
 	if (!/^\/?(\d{1,5})?$/.test(url.pathname)) throw bad("the path is a database number");
 	if (url.search !== "" || url.hash !== "") throw bad("no query or fragment");
+	// ioredis percent-decodes the user and password when it is built, outside any handler: a `%`
+	// that starts no escape ended the host with "URI malformed" (exit 1). Checked here instead.
+	for (const [part, text] of [
+		["user", url.username],
+		["password", url.password],
+	] as const) {
+		try {
+			decodeURIComponent(text);
+		} catch {
+			throw bad(`the ${part} is not valid percent-encoding: write % as %25`);
+		}
+	}
 	return raw;
 };
 
