@@ -12,7 +12,7 @@ import { checkVVMTimings, VVM_TIMING_DEFAULTS } from "@vvm/orch";
 import type { AuthSettings } from "./http/auth.ts";
 import { JWT_CLAIMS } from "./http/auth.ts";
 import type { AllowedHosts } from "./http/host-names.ts";
-import { parseAllowedHosts } from "./http/host-names.ts";
+import { parseAllowedHosts, parseHostPort, parseListenHost } from "./http/host-names.ts";
 import { defaultMaxRequestsInFlight } from "./http/overload.ts";
 import type { OptionSpec } from "./options.ts";
 import { ConfigError, integer, intIn, nonEmpty, offOrIntIn, oneOf, ownedBy } from "./options.ts";
@@ -210,16 +210,16 @@ const SPECS: readonly SectionSpec[] = [
 			flag: "address",
 			env: ["VVM_ADDRESS"],
 			def: undefined,
-			parse: nonEmpty,
-			help: "this VVM's address (default <http-host>:<bound http port>); the leader record stores <address>#<random nonce>, the nonce new on every start",
+			parse: parseHostPort,
+			help: "this VVM's address, host:port ([IPv6]:port), as other hosts reach it (a 421's Location); default <http-host>:<bound http port>; the leader record stores <address>#<random nonce>, the nonce new on every start",
 		},
 		{
 			key: "host",
 			flag: "http-host",
 			env: ["VVM_HTTP_HOST"],
 			def: "127.0.0.1",
-			parse: nonEmpty,
-			help: "HTTP listen address",
+			parse: parseListenHost,
+			help: "HTTP listen address (an IPv6 address bare or in brackets: ::1 or [::1])",
 		},
 		{
 			key: "port",

@@ -16,6 +16,7 @@ import { API_PREFIX } from "./http/api-routes.ts";
 import { apiV2Route } from "./http/api-v2.ts";
 import type { Authenticator } from "./http/auth.ts";
 import { AuthConfigError, createAuthenticator, guardRoutes, readTlsFiles } from "./http/auth.ts";
+import { authority } from "./http/host-names.ts";
 import { openApiRoute } from "./http/openapi.ts";
 import type { OperatorState } from "./http/operator-routes.ts";
 import { operatorRoutes } from "./http/operator-routes.ts";
@@ -342,10 +343,11 @@ export async function runHost(config: HostConfig, options: RunHostOptions = {}):
 				`cannot listen on ${host}:${port}: ${describeError(error)} (${listenHint(error)})`,
 			);
 		}
-		if (state.address === "") state.address = `${host}:${opened.http.port}`;
+		// An IPv6 literal in brackets: "::1:8080" was no address a URL or a 421's Location can use.
+		if (state.address === "") state.address = authority(host, opened.http.port);
 		// The leader record's value: the address plus a nonce unique to this run (`createLeaderValue` of @vvm/orch).
 		const leaderValue = createLeaderValue(state.address);
-		const url = `${scheme}://${host}:${opened.http.port}`;
+		const url = `${scheme}://${authority(host, opened.http.port)}`;
 		logger.info(
 			{
 				event: "listening",

@@ -145,7 +145,7 @@ describe("parseHostConfig", () => {
 		[["--dyn-endpoint", "localhost:8000"], "--dyn-endpoint must be an http(s) URL"],
 		[["--cas-keyspace", "bad-name"], "--cas-keyspace must match ^[a-z][a-z0-9_]{0,47}$"],
 		[["--cas-keyspace", "Vvm"], "--cas-keyspace must match ^[a-z][a-z0-9_]{0,47}$"],
-		[["--address", " "], "--address must not be empty"],
+		[["--address", " "], "--address must be host:port"],
 		[["--partitions", "0"], "--partitions must be an integer in 1..65536"],
 		[["--partitions", "65537"], "--partitions must be an integer in 1..65536"],
 		[["--sequences-trust-level", "3"], "--sequences-trust-level must be an integer in 0..2"],

@@ -211,3 +211,39 @@ describe("storage values that passed the parser and failed later", () => {
 		);
 	});
 });
+
+describe("--address and an IPv6 --http-host", () => {
+	it("--address is host:port: a URL, a missing or bad port, an IPv6 address without brackets are refused", () => {
+		for (const address of ["http://x:1", "x", "x:0", "x:65536", "::1:8080", "x:1/p", "[x]:1"])
+			expect(configError(["--address", address])).toMatch(/^--address must be host:port/);
+		for (const address of ["10.0.0.5:8080", "vvm-1.example.com:443", "[fd00::5]:8080"]) {
+			const parsed = parseHostConfig(["--address", address], {});
+			expect(parsed.help === false && parsed.config.http.address).toBe(address);
+		}
+	});
+
+	it("--http-host [::1] is read as ::1", () => {
+		const parsed = parseHostConfig(["--http-host", "[::1]"], {});
+		expect(parsed.help === false && parsed.config.http.host).toBe("::1");
+	});
+
+	it("advertises [host]:port, a URL a 421's Location can use (was '::1:port')", async () => {
+		const host = spawnHost("ipv6", [
+			"--storage",
+			"mem",
+			"--http-host",
+			"::1",
+			"--http-port",
+			"0",
+			"--work-interval-ms",
+			"0",
+		]);
+		hosts.push(host);
+		const listening = await host.waitFor((l) => l.event === "listening");
+		host.child.kill("SIGTERM");
+		await host.exited;
+		expect(String(listening.address)).toBe(`[::1]:${listening.port}`);
+		expect(String(listening.url)).toBe(`http://[::1]:${listening.port}`);
+		expect(new URL(`http://${String(listening.address)}/x`).port).toBe(String(listening.port));
+	}, 30_000);
+});

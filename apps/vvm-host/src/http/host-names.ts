@@ -74,3 +74,59 @@ export function refusedHostName(
 			return undefined;
 	return name;
 }
+
+/**
+ * `host:port` as a URL's authority takes it: an IPv6 literal in brackets (`[::1]:8080`), any other
+ * host as it is.
+ *
+ * @example
+ * ```ts
+ * authority("::1", 8080); // "[::1]:8080"
+ * authority("127.0.0.1", 8080); // "127.0.0.1:8080"
+ * ```
+ */
+export function authority(host: string, port: number): string {
+	return isIP(host) === 6 ? `[${host}]:${port}` : `${host}:${port}`;
+}
+
+/** A host name label or IPv4 address: letters, digits, `.`, `-`, `_`. */
+const NAME = /^[A-Za-z0-9._-]+$/;
+
+/**
+ * `--address`: `host:port` as a URL's authority takes it (a name or IPv4 address, or an IPv6
+ * literal in brackets), port `1..65535`; another host builds `Location` from it (a 421).
+ *
+ * @example
+ * ```ts
+ * parseHostPort("[fd00::5]:8080", "--address"); // "[fd00::5]:8080"
+ * ```
+ */
+export function parseHostPort(raw: string, source: string): string {
+	const text = raw.trim();
+	const match = /^(?:\[([^\]]+)\]|([^:[\]]+)):(\d{1,5})$/.exec(text);
+	const v6 = match?.[1];
+	const name = match?.[2];
+	const port = Number(match?.[3]);
+	const hostOk = v6 !== undefined ? isIP(v6) === 6 : name !== undefined && NAME.test(name);
+	if (match === null || !hostOk || !(port >= 1 && port <= 65_535))
+		throw new ConfigError(
+			`${source} must be host:port (a name or IPv4 address, or an IPv6 address in brackets: [fd00::5]:8080), port 1..65535, without a scheme or path, got "${raw}"`,
+		);
+	return text;
+}
+
+/**
+ * `--http-host`: an address or name to listen on; an IPv6 literal may be given in brackets
+ * (`[::1]`), which are dropped (listen takes it bare).
+ */
+export function parseListenHost(raw: string, source: string): string {
+	const text = raw.trim();
+	if (text === "") throw new ConfigError(`${source} must not be empty`);
+	const bracketed = /^\[(.*)\]$/.exec(text)?.[1];
+	if (bracketed !== undefined) {
+		if (isIP(bracketed) !== 6)
+			throw new ConfigError(`${source}: only an IPv6 address goes in brackets, got "${raw}"`);
+		return bracketed;
+	}
+	return text;
+}
