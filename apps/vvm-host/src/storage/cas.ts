@@ -5,7 +5,7 @@ import { validateCassandraIdentifier } from "@vvm/ttlstorage-cas/names";
 import type { policies } from "cassandra-driver";
 import { ConfigError, nonEmpty } from "../options.ts";
 import type { StorageEntry } from "./entry.ts";
-import { load, message, StorageOpenError, untilStopped } from "./entry.ts";
+import { load, message, StorageOpenError, untilStopped, within } from "./entry.ts";
 
 interface CasSettings {
 	readonly contactPoints: readonly string[];
@@ -220,7 +220,7 @@ export const casStorage: StorageEntry = {
 				() => client.shutdown(),
 			);
 		} catch (error) {
-			await client.shutdown().catch(() => {});
+			await within(client.shutdown());
 			if (signal?.aborted) throw signal.reason;
 			throw new StorageOpenError(`cas storage: cannot use ${where}: ${message(error)}`, {
 				cause: error,

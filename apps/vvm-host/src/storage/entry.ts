@@ -84,10 +84,37 @@ export const message = (error: unknown): string => {
 	return `${error.message}${cause}`;
 };
 
-/** Time one start-up request (a DynamoDB table check) may take before it fails. */
+/**
+ * Time one start-up request (a DynamoDB table check, a Redis or PostgreSQL connect) may take
+ * before it fails.
+ */
 export const STARTUP_REQUEST_TIMEOUT_MS = 5_000;
 
-/** `work`, unless `signal` aborts first: then `undo` runs and the abort reason is thrown. */
+/** How long a stop request waits for the undo of a start-up step before it goes on. */
+const UNDO_WAIT_MS = 1_000;
+
+/**
+ * `promise`, or nothing once `ms` have passed (its outcome then ignored): a close of a client
+ * whose connect hangs must not hold the stop or the failure it is part of.
+ */
+export async function within(promise: Promise<unknown>, ms: number = UNDO_WAIT_MS): Promise<void> {
+	let timer: NodeJS.Timeout | undefined;
+	try {
+		await Promise.race([
+			promise.catch(() => {}),
+			new Promise<void>((resolve) => {
+				timer = setTimeout(resolve, ms);
+			}),
+		]);
+	} finally {
+		clearTimeout(timer);
+	}
+}
+
+/**
+ * `work`, unless `signal` aborts first: then `undo` runs (waited for at most a second: it may
+ * wait for the very request that hangs) and the abort reason is thrown.
+ */
 export async function untilStopped<T>(
 	signal: AbortSignal | undefined,
 	work: Promise<T>,
@@ -105,7 +132,7 @@ export async function untilStopped<T>(
 	} catch (error) {
 		if (signal.aborted) {
 			work.catch(() => {}); // settles after the undo; its outcome no longer matters
-			await undo().catch(() => {});
+			await within(undo());
 		}
 		throw error;
 	} finally {

@@ -3,7 +3,14 @@
 import { validatePgIdentifier, validatePgTTLStorageOptions } from "@vvm/ttlstorage-pg";
 import { ConfigError, integer, nonEmpty } from "../options.ts";
 import type { StorageEntry } from "./entry.ts";
-import { load, message, StorageOpenError, untilStopped } from "./entry.ts";
+import {
+	load,
+	message,
+	STARTUP_REQUEST_TIMEOUT_MS,
+	StorageOpenError,
+	untilStopped,
+	within,
+} from "./entry.ts";
 import { maskUserinfo } from "./mask-url.ts";
 
 interface PgSettings {
@@ -133,6 +140,11 @@ export const pgStorage: StorageEntry = {
 		const pool = new Pool({
 			...(s.url === undefined ? {} : { connectionString: s.url }),
 			max: 20,
+			// A server that accepts and never answers held the start-up (and a stop request, which
+			// waited for the undo) for good (found by review). Only taking a connection is bounded:
+			// a write that waited for one failed before it was sent ("unavailable", nothing
+			// written); no query_timeout, which would make a sent write "unknown" on the client's clock.
+			connectionTimeoutMillis: STARTUP_REQUEST_TIMEOUT_MS,
 			statement_timeout: STATEMENT_TIMEOUT_MS,
 			application_name: "vvm-host",
 		});
@@ -144,7 +156,7 @@ export const pgStorage: StorageEntry = {
 				pool.end(),
 			);
 		} catch (error) {
-			await pool.end().catch(() => {});
+			await within(pool.end());
 			if (signal?.aborted) throw signal.reason;
 			throw new StorageOpenError(`pg storage: cannot use ${at}: ${message(error)}`, {
 				cause: error,
