@@ -495,7 +495,8 @@ export function helpText(): string {
 		"      GET /leases and POST /work?partition=<p> (--placement leases: 200 while this host holds",
 		"      the partition's lease, 421 naming the holder, 503 while nobody is known).",
 		"Exit codes: 0 graceful shutdown (SIGINT/SIGTERM), 1 launch failure or leadership lost,",
-		"            2 bad configuration.",
+		"            2 bad configuration, 3 forced: a second SIGINT/SIGTERM (1 s or more after",
+		"            the first) while stopping; the host exits at once, logging what was unfinished.",
 	);
 	return lines.join("\n");
 }

@@ -41,8 +41,17 @@ import { createWaitingReporter } from "./waiting-reporter.ts";
 /** The cluster application ID of the host's one application (`@vvm/cp` scopes every key by it). */
 export const HOST_APP_ID = 1;
 
-/** Exit codes of the host. */
-export const EXIT = Object.freeze({ OK: 0, FAILURE: 1, BAD_CONFIG: 2 });
+/**
+ * Exit codes of the host. `FORCED`: a second SIGINT/SIGTERM while the host was stopping ended it
+ * at once, the graceful shutdown unfinished (logged as `forced-exit`).
+ */
+export const EXIT = Object.freeze({ OK: 0, FAILURE: 1, BAD_CONFIG: 2, FORCED: 3 });
+
+/**
+ * A signal this soon after the first is the same stop request, not a second one: a wrapper (npx,
+ * pnpm, tsx) forwards the terminal's Ctrl-C that the host's process group got too.
+ */
+const REPEAT_SIGNAL_MS = 1_000;
 
 /** How long a shutdown waits for the command processor's queued writes. */
 const CP_CLOSE_TIMEOUT_MS = 5_000;
@@ -127,29 +136,106 @@ interface Opened {
 	shedder?: LoadShedder;
 }
 
-/** Step 1: SIGINT/SIGTERM (or the embedder's `stop`) become one abort signal. */
-function stopRequests(
-	options: RunHostOptions,
-	logger: HostLogger,
-): { readonly signal: AbortSignal; readonly dispose: () => void } {
+/** What a forced exit says was left unfinished: filled in as the run goes. */
+interface Progress {
+	/** The slot whose leader record this host wrote and has not released (nor lost). */
+	leader?: { readonly slot: number; readonly durationSeconds: number };
+	placement?: PartitionPlacement;
+	/** The command processor is deployed (its queued writes are awaited by the shutdown). */
+	cp?: boolean;
+	/** The storage is open (closed last by the shutdown). */
+	storage?: boolean;
+}
+
+/** The stop requests of a run, and what a second one must say. */
+interface StopRequests {
+	readonly signal: AbortSignal;
+	readonly progress: Progress;
+	/** The run is in its last steps (its closes); the listeners stay until {@link release}. */
+	readonly dispose: () => void;
+	/** The run is over: the signal listeners are removed. */
+	readonly release: () => void;
+}
+
+/** What a shutdown ended by a second signal leaves undone, one phrase each, for its log line. */
+function unfinished(progress: Progress): string[] {
+	const left: string[] = [];
+	const held = progress.leader;
+	if (held !== undefined)
+		left.push(
+			`the leader record of slot ${held.slot} was not released: another host takes the slot once it expires, within ${held.durationSeconds} s`,
+		);
+	const served = progress.placement?.served() ?? [];
+	if (served.length > 0)
+		left.push(
+			`partitions ${served.join(",")} were still served here: their leases were not released and expire within --lease-interval-ms`,
+		);
+	if (progress.cp === true)
+		left.push(
+			"commands in flight were not awaited: their clients see a dropped connection (outcome unknown; a retry with the same Idempotency-Key is safe), and the next start applies what reached the PLog",
+		);
+	if (progress.storage === true) left.push("the storage was not closed cleanly");
+	if (left.length === 0) left.push("the start-up was abandoned before the storage was open");
+	return left;
+}
+
+/**
+ * Step 1: SIGINT/SIGTERM (or the embedder's `stop`) become one abort signal. A second signal
+ * (not a repeat within {@link REPEAT_SIGNAL_MS}) while stopping ends the process at once with
+ * {@link EXIT.FORCED}, after a `forced-exit` line that says what was left undone; the listeners
+ * stay for the whole run, its closes included (once it removed them, and node's default action
+ * killed the host by the signal, silently).
+ */
+function stopRequests(options: RunHostOptions, logger: HostLogger): StopRequests {
 	const stopCtl = new AbortController();
+	const progress: Progress = {};
+	let first: { signal: NodeJS.Signals; at: number } | undefined;
 	const onSignal = (signal: NodeJS.Signals): void => {
-		logger.info({ event: "signal", signal }, `received ${signal}: shutting down gracefully`);
-		stopCtl.abort(signal);
+		const now = performance.now();
+		if (first === undefined) {
+			first = { signal, at: now };
+			logger.info({ event: "signal", signal }, `received ${signal}: shutting down gracefully`);
+			stopCtl.abort(signal);
+			return;
+		}
+		const sinceMs = Math.round(now - first.at);
+		if (sinceMs < REPEAT_SIGNAL_MS) {
+			logger.info(
+				{ event: "signal-repeat", signal, sinceMs },
+				`received ${signal} again ${sinceMs} ms after the first: the same stop request (send it again after ${REPEAT_SIGNAL_MS} ms to force an exit)`,
+			);
+			return;
+		}
+		const left = unfinished(progress);
+		logger.error(
+			{ event: "forced-exit", signal, code: EXIT.FORCED, stoppingMs: sinceMs, unfinished: left },
+			`received ${signal} again while stopping (for ${sinceMs} ms): exiting now with code ${EXIT.FORCED}, the graceful shutdown unfinished: ${left.join("; ")}`,
+		);
+		process.exit(EXIT.FORCED);
+	};
+	let ended = false;
+	const listener = (signal: NodeJS.Signals): void => {
+		if (!ended) onSignal(signal);
+	};
+	const remove = (): void => {
+		process.off("SIGINT", listener);
+		process.off("SIGTERM", listener);
+	};
+	// After a stop by signal the caller exits right away: a signal in between changes nothing
+	// (without a listener, node's default action would end the exit by that signal), and the
+	// listeners go a moment later, for an embedder that lives on.
+	const release = (): void => {
+		if (first === undefined) return remove();
+		ended = true;
+		setTimeout(remove, REPEAT_SIGNAL_MS).unref();
 	};
 	if (options.stop === undefined) {
-		process.once("SIGINT", onSignal);
-		process.once("SIGTERM", onSignal);
+		process.on("SIGINT", listener);
+		process.on("SIGTERM", listener);
 	} else {
 		options.stop.addEventListener("abort", () => stopCtl.abort("stop"), { once: true });
 	}
-	return {
-		signal: stopCtl.signal,
-		dispose: () => {
-			process.off("SIGINT", onSignal);
-			process.off("SIGTERM", onSignal);
-		},
-	};
+	return { signal: stopCtl.signal, progress, dispose: () => {}, release };
 }
 
 /** Step 2: the storage of `--storage`, or the caller's (kept open by it). */
@@ -179,13 +265,28 @@ async function openHostStorage(
  */
 export async function runHost(config: HostConfig, options: RunHostOptions = {}): Promise<number> {
 	const logger = createHostLogger(config.logLevel, options.logDestination);
+	// The signal listeners outlive the run's own closes: a second signal during them is handled.
+	const stop = stopRequests(options, logger);
+	try {
+		return await run(config, options, logger, stop);
+	} finally {
+		stop.release();
+	}
+}
+
+/** {@link runHost}'s steps, under `stop`. */
+async function run(
+	config: HostConfig,
+	options: RunHostOptions,
+	logger: HostLogger,
+	stop: StopRequests,
+): Promise<number> {
 	const stderr = options.stderr ?? ((line: string) => process.stderr.write(`${line}\n`));
 	const fail = (message: string): number => {
 		logger.error({ event: "exit", code: EXIT.FAILURE }, message);
 		stderr(`vvm-host: ${message}`);
 		return EXIT.FAILURE;
 	};
-	const stop = stopRequests(options, logger);
 	const opened: Opened = {};
 	// Empty unless the test-only VVM_UNSAFE_MUTANTS and --unsafe-allow-mutants are both given.
 	const mutants = unsafeMutantHooks(config.unsafeMutants);
@@ -225,6 +326,7 @@ export async function runHost(config: HostConfig, options: RunHostOptions = {}):
 			}
 			return fail(describeError(error) ?? "cannot open the storage");
 		}
+		stop.progress.storage = true;
 		logger.info(
 			{ event: "storage-open", storage: config.storage.kind, location: opened.storage.location },
 			"storage open",
@@ -268,6 +370,7 @@ export async function runHost(config: HostConfig, options: RunHostOptions = {}):
 		});
 		const partitions = deployCpPartitions(cp, { logger });
 		opened.parts = partitions;
+		stop.progress.cp = true;
 
 		// 4. HTTP: one route table; routes that need the placement answer 503 until it exists.
 		// Overload: API requests are shed before the table past the in-flight bound or while the
@@ -387,6 +490,7 @@ export async function runHost(config: HostConfig, options: RunHostOptions = {}):
 		});
 		state.placement = created.placement;
 		opened.placement = created.placement;
+		stop.progress.placement = created.placement;
 
 		// 6a. --placement leases: partitions are leased one by one; no VVM slot is needed.
 		if (created.lost !== undefined) {
@@ -420,6 +524,12 @@ export async function runHost(config: HostConfig, options: RunHostOptions = {}):
 				metrics.onEvent(event);
 				logVVMEvent(logger, event);
 				reportWaiting(event);
+				if (event.type === "leader")
+					stop.progress.leader = {
+						slot: event.slot,
+						durationSeconds: config.leadership.leadershipSeconds,
+					};
+				if (event.type === "released" || event.type === "lost") delete stop.progress.leader;
 				if (event.type === "services-started") operator.phase = "leader";
 				if (event.type === "problem" && operator.phase !== "stopping") operator.phase = "failed";
 			},

@@ -5,7 +5,7 @@ import { execFileSync } from "node:child_process";
 import { existsSync } from "node:fs";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import type { Server, Socket } from "node:net";
-import { createServer } from "node:net";
+import { connect, createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -313,5 +313,92 @@ describe("--storage pg against a server that accepts and never answers", () => {
 		const stderr = host.stderr.join("\n");
 		expect(stderr).toContain("pg storage: cannot use");
 		expect(stderr).not.toContain("secret-pw");
+	}, 30_000);
+});
+
+/**
+ * A TCP proxy to `target` that stops forwarding, both ways, when paused (connections kept open): a
+ * storage that stops answering.
+ */
+async function pausableProxy(target: number): Promise<{ port: number; pause: () => void }> {
+	let paused = false;
+	const server = createServer((client) => {
+		const upstream = connect(target, "127.0.0.1");
+		client.on("error", () => {});
+		upstream.on("error", () => {});
+		client.on("data", (d) => {
+			if (!paused) upstream.write(d);
+		});
+		upstream.on("data", (d) => {
+			if (!paused) client.write(d);
+		});
+		client.on("close", () => upstream.destroy());
+		upstream.on("close", () => client.destroy());
+		server.on("close", () => client.destroy());
+	});
+	servers.push(server);
+	await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+	const address = server.address();
+	if (address === null || typeof address === "string") throw new Error("no port");
+	return { port: address.port, pause: () => (paused = true) };
+}
+
+describe("a second SIGTERM while stopping (README: Exit codes)", () => {
+	it("right after the first (a wrapper forwarding the terminal's): the same request, a graceful exit 0 that releases the record", async () => {
+		const host = spawnHost("second-signal", [
+			"--storage",
+			"mem",
+			"--http-port",
+			"0",
+			"--work-interval-ms",
+			"0",
+		]);
+		hosts.push(host);
+		await host.waitFor((l) => l.event === "leader");
+		host.child.kill("SIGTERM");
+		// The second once the first is being handled (signals sent together are delivered as one).
+		await host.waitFor((l) => l.event === "signal");
+		host.child.kill("SIGTERM");
+		const exited = await host.exited;
+		const events = host.lines.map((l) => l.event).filter((e) => e !== undefined);
+		// "signal-repeat" too, unless the shutdown had finished first (mem is fast); either way the
+		// exit is the graceful one, never by the signal.
+		expect({ code: exited.code, signal: exited.signal, events }).toMatchObject({
+			code: 0,
+			signal: null,
+			events: expect.arrayContaining(["released"]),
+		});
+	}, 30_000);
+
+	it("later, while the shutdown waits for a storage that stopped answering: exit 3 at once, logged with what was not finished (was: killed by the signal, silently)", async () => {
+		const proxy = await pausableProxy(6390);
+		const host = spawnHost("forced-exit", [
+			"--storage",
+			"redis",
+			"--redis-url",
+			`redis://127.0.0.1:${proxy.port}/0`,
+			"--redis-key-prefix",
+			`review5-${process.pid}-${Date.now()}:`,
+			"--http-port",
+			"0",
+			"--work-interval-ms",
+			"0",
+		]);
+		hosts.push(host);
+		await host.waitFor((l) => l.event === "leader");
+		proxy.pause(); // the release (compare-and-delete) now waits for its 5 s command timeout
+		host.child.kill("SIGTERM");
+		await host.waitFor((l) => l.event === "signal");
+		await new Promise((r) => setTimeout(r, 1_500));
+		const sent = Date.now();
+		host.child.kill("SIGTERM");
+		const exited = await host.exited;
+		expect(exited.signal).toBeNull();
+		expect(exited.code).toBe(3);
+		expect(exited.at - sent).toBeLessThan(2_000); // at once: no 5 s request waited for
+		const forced = host.lines.find((l) => l.event === "forced-exit");
+		expect(forced?.code).toBe(3);
+		expect(String(forced?.msg)).toContain("the leader record of slot 1 was not released");
+		expect(host.lines.some((l) => l.event === "released")).toBe(false);
 	}, 30_000);
 });
