@@ -107,7 +107,7 @@ describe("seeds that found a defect (overlapping grants)", () => {
 	// its own deadline): at level 2 over "ordered" fencing the deposed holder's PLog put to a new
 	// offset landed without an error, it acknowledged the command, and the new holder's event
 	// replaced it: "lost: … was acknowledged, no applied event has it". @vvm/cp now confirms the
-	// fence after the write (packages/appparts/test/ordered-overlap.test.ts).
+	// fence after the write (packages/appparts/test/partition-epochs.test.ts).
 	it.each([
 		[218, "dyn"],
 		[358, "ordered"],
