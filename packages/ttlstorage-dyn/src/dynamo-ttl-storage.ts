@@ -7,7 +7,7 @@ import {
 	QueryCommand,
 } from "@aws-sdk/client-dynamodb";
 import type { Clock } from "@vvm/clock";
-import { systemClock } from "@vvm/clock";
+import { isTestClock, systemClock } from "@vvm/clock";
 import type {
 	BatchItem,
 	Bytes,
@@ -36,7 +36,13 @@ import {
 	validateSwapArgs,
 	validateWriteOptions,
 } from "@vvm/ttlstorage";
-import { isConditionFailed, toStorageError } from "./error-mapping.ts";
+import type { WriteAttempts } from "./error-mapping.ts";
+import {
+	isConditionFailed,
+	isRetryableRefusal,
+	isThrottlingError,
+	toStorageError,
+} from "./error-mapping.ts";
 import type { FenceOrder, Item } from "./item.ts";
 import {
 	ATTR,
@@ -77,7 +83,9 @@ export interface DynamoTTLStorageOptions {
 	readonly tableName: string;
 	/**
 	 * Clock whose `now()` every condition and read compares with the stored expiry; default the
-	 * system clock. Tests pass a `MockClock`.
+	 * system clock (DynamoDB has no clock a condition can read). **Tests only**: a test clock
+	 * (`isTestClock` of `@vvm/clock`: a `MockClock`), or `systemClock` itself (the default); any
+	 * other value is a `TypeError` before any I/O.
 	 */
 	readonly clock?: Clock;
 	/**
@@ -88,11 +96,58 @@ export interface DynamoTTLStorageOptions {
 	/** How long `putBatch` retries `UnprocessedItems` before rejecting, in ms. Default 10 000. */
 	readonly batchDeadlineMs?: number;
 	/**
-	 * Real-time limit of one request (SDK retries of a read included), in ms; on expiry a write
-	 * (conditional or not, fenced or not) rejects with `TTLSTORAGE_OUTCOME_UNKNOWN`, a read with
-	 * `TTLSTORAGE_UNAVAILABLE`. Default 5000; `0` leaves it to the client's own configuration.
+	 * Real-time limit of one operation's request, retries included, in ms (a monotonic deadline).
+	 * On expiry a read rejects with `TTLSTORAGE_UNAVAILABLE`; a write with
+	 * `TTLSTORAGE_OUTCOME_UNKNOWN` if an attempt was sent and may have been applied, else with the
+	 * code of the refusals (`TTLSTORAGE_THROTTLED`, `TTLSTORAGE_UNAVAILABLE`: nothing written).
+	 * Default 5000; `0` leaves it to the client's own configuration.
 	 */
 	readonly requestTimeoutMs?: number;
+}
+
+/** Every option of {@link DynamoTTLStorageOptions}, checked against it by the compiler: any other key is refused. */
+const OPTIONS: { readonly [K in keyof DynamoTTLStorageOptions]-?: true } = {
+	client: true,
+	tableName: true,
+	clock: true,
+	reapGraceSeconds: true,
+	batchDeadlineMs: true,
+	requestTimeoutMs: true,
+};
+const KNOWN_OPTIONS: ReadonlySet<string> = new Set(Object.keys(OPTIONS));
+
+/** The v2 retry strategy interface of the AWS SDK (`StandardRetryStrategy`, `ConfiguredRetryStrategy`). */
+interface RetryToken {
+	getRetryCount(): number;
+	getRetryDelay(): number;
+}
+interface RetryStrategyV2 {
+	acquireInitialRetryToken(scope: string): Promise<RetryToken>;
+	refreshRetryTokenForRetry(
+		token: RetryToken,
+		info: { error: unknown; errorType: string },
+	): Promise<RetryToken>;
+	recordSuccess(token: RetryToken): void;
+}
+function isRetryStrategyV2(s: unknown): s is RetryStrategyV2 {
+	const r = s as Partial<RetryStrategyV2> | null | undefined;
+	return (
+		typeof r?.acquireInitialRetryToken === "function" &&
+		typeof r.refreshRetryTokenForRetry === "function" &&
+		typeof r.recordSuccess === "function"
+	);
+}
+
+/** Resolves to `value`, or to `undefined` once the monotonic `deadline` (ms) has passed. */
+function beforeDeadline<T>(value: Promise<T>, deadline: number): Promise<T | undefined> {
+	if (deadline === Number.POSITIVE_INFINITY) return value;
+	let timer: ReturnType<typeof setTimeout> | undefined;
+	return Promise.race([
+		value,
+		new Promise<undefined>((resolve) => {
+			timer = setTimeout(() => resolve(undefined), Math.max(0, deadline - performance.now()));
+		}),
+	]).finally(() => clearTimeout(timer));
 }
 
 function checkNonNegativeInteger(name: string, n: unknown): void {
@@ -130,6 +185,21 @@ class DynamoTTLStorageImpl implements TTLStorage {
 	});
 
 	constructor(options: DynamoTTLStorageOptions) {
+		if (typeof options !== "object" || options === null) {
+			throw new TypeError("[@vvm/ttlstorage-dyn] options must be an object");
+		}
+		const unknown = Object.keys(options).filter((key) => !KNOWN_OPTIONS.has(key));
+		if (unknown.length > 0) {
+			throw new TypeError(
+				`[@vvm/ttlstorage-dyn] unknown option${unknown.length > 1 ? "s" : ""} ${unknown.map((k) => JSON.stringify(k)).join(", ")}; the options are ${[...KNOWN_OPTIONS].join(", ")}`,
+			);
+		}
+		const clock = options.clock;
+		if (clock !== undefined && clock !== systemClock && !isTestClock(clock)) {
+			throw new TypeError(
+				"[@vvm/ttlstorage-dyn] clock is for tests only and must be a test clock (a MockClock, or one marked with @vvm/clock's TEST_CLOCK) or systemClock, the default: every condition and read compares the stored expiry with it, and with any other clock each client would decide expiry by a clock of its own. Leave clock out",
+			);
+		}
 		const client = options.client;
 		if (client === null || typeof client !== "object" || typeof client.send !== "function") {
 			throw new TypeError("[@vvm/ttlstorage-dyn] client must be a DynamoDBClient");
@@ -137,7 +207,7 @@ class DynamoTTLStorageImpl implements TTLStorage {
 		validateDynamoTableName(options.tableName);
 		this.#client = client;
 		this.#table = options.tableName;
-		this.#clock = options.clock ?? systemClock;
+		this.#clock = clock ?? systemClock;
 		this.#grace = options.reapGraceSeconds ?? 3600;
 		this.#batchDeadlineMs = options.batchDeadlineMs ?? 10_000;
 		this.#requestTimeoutMs = options.requestTimeoutMs ?? 5_000;
@@ -160,12 +230,26 @@ class DynamoTTLStorageImpl implements TTLStorage {
 		}
 	}
 
+	/** The monotonic deadline (`performance.now()` ms) of a request starting now. */
+	#deadline(): number {
+		return this.#requestTimeoutMs > 0
+			? performance.now() + this.#requestTimeoutMs
+			: Number.POSITIVE_INFINITY;
+	}
+
+	/** The abort signal of a request that must end by `deadline`. */
+	static #signal(deadline: number): AbortSignal | undefined {
+		return deadline === Number.POSITIVE_INFINITY
+			? undefined
+			: AbortSignal.timeout(Math.max(0, Math.ceil(deadline - performance.now())));
+	}
+
 	/** `client.send` with the request timeout; `T` is the command's output shape we read. */
-	#send<T = unknown>(command: AnyCommand): Promise<T> {
-		const options =
-			this.#requestTimeoutMs > 0
-				? { abortSignal: AbortSignal.timeout(this.#requestTimeoutMs) }
-				: {};
+	#send<T = unknown>(
+		command: AnyCommand,
+		signal = DynamoTTLStorageImpl.#signal(this.#deadline()),
+	): Promise<T> {
+		const options = signal === undefined ? {} : { abortSignal: signal };
 		// `send` is overloaded per command class; one untyped call site keeps the rest readable.
 		const send = this.#client.send as (c: AnyCommand, o: object) => Promise<unknown>;
 		return send.call(this.#client, command, options) as Promise<T>;
@@ -175,31 +259,139 @@ class DynamoTTLStorageImpl implements TTLStorage {
 	 * One write request, sent through {@link guardWrite}: the SDK may send it again only after an
 	 * attempt that provably wrote nothing (a 4xx answer, a connection never opened), never after
 	 * one that may have been applied, whatever the client's `maxAttempts` or `retryStrategy`.
+	 *
+	 * `build(now)` makes the command for the clock's `now`. A write whose condition compares the
+	 * stored expiry with `now` (`freshNow`) is never re-sent by the SDK, which would send the
+	 * request built at the first attempt, with that attempt's now, however late (found by review:
+	 * a renewal throttled once and re-sent after the lease expired renewed it, although a `get` in
+	 * between had seen it expire). The driver re-sends it itself after a refusal (throttling, a
+	 * connection never opened), rebuilt with a fresh now, paced by the client's retry strategy
+	 * (`maxAttempts` included) and within `requestTimeoutMs`: a refused attempt wrote nothing.
+	 *
 	 * Resolves to the output, or to {@link CONDITION_FAILED} when `conditional` and DynamoDB
 	 * answered that the condition was false (then nothing was written: every earlier attempt
 	 * provably wrote nothing either). Every other failure rejects with the contract's error: a
-	 * lost answer is `TTLSTORAGE_OUTCOME_UNKNOWN`, never "nothing written".
+	 * lost answer is `TTLSTORAGE_OUTCOME_UNKNOWN`, never "nothing written"; refusals until the
+	 * deadline are `TTLSTORAGE_THROTTLED` or `TTLSTORAGE_UNAVAILABLE`, never unknown.
 	 */
 	async #sendWrite<T = unknown>(
 		operation: string,
-		command: WriteCommand,
-		conditional: boolean,
+		build: (now: number) => WriteCommand,
+		options: { readonly conditional: boolean; readonly freshNow: boolean },
 	): Promise<T | typeof CONDITION_FAILED> {
-		const attempts = guardWrite(command);
-		try {
-			return await this.#send<T>(command);
-		} catch (error) {
-			if (conditional && attempts.maybeApplied === undefined && isConditionFailed(error)) {
-				return CONDITION_FAILED;
+		const attempts: WriteAttempts = { maybeApplied: undefined, refused: undefined };
+		const deadline = this.#deadline();
+		const fail = (error: unknown) => toStorageError(error, operation, "write", attempts);
+		// DynamoDB answered that the condition was false (the guard keeps the refusal; a client
+		// whose `send` skips the middleware stack throws it as is).
+		const conditionFailed = (error: unknown, refusal: unknown): boolean =>
+			options.conditional &&
+			attempts.maybeApplied === undefined &&
+			(isConditionFailed(error) || isConditionFailed(refusal));
+		if (!options.freshNow) {
+			const command = build(this.#clock.now());
+			const signal = DynamoTTLStorageImpl.#signal(deadline);
+			guardWrite(command, attempts, { resendAfterRefusal: true, signal });
+			try {
+				return await this.#send<T>(command, signal);
+			} catch (error) {
+				if (conditionFailed(error, attempts.refused?.error)) return CONDITION_FAILED;
+				throw fail(error);
 			}
-			throw toStorageError(error, operation, "write", attempts);
+		}
+		const retry = await this.#retryPlan();
+		for (;;) {
+			const before = attempts.refused;
+			const command = build(this.#clock.now());
+			const signal = DynamoTTLStorageImpl.#signal(deadline);
+			guardWrite(command, attempts, { resendAfterRefusal: false, signal });
+			try {
+				const out = await this.#send<T>(command, signal);
+				retry.succeeded();
+				return out;
+			} catch (error) {
+				// This command's refusal (not an earlier command's: it may have been aborted unsent).
+				const refusal = attempts.refused === before ? undefined : attempts.refused?.error;
+				if (conditionFailed(error, refusal)) return CONDITION_FAILED;
+				if (
+					attempts.maybeApplied !== undefined ||
+					refusal === undefined ||
+					!isRetryableRefusal(refusal) ||
+					this.#closed
+				) {
+					throw fail(error);
+				}
+				if (!(await retry.wait(refusal, deadline))) throw fail(error);
+			}
 		}
 	}
 
+	/**
+	 * How {@link #sendWrite} paces its own re-sends: with the client's retry strategy (its
+	 * `maxAttempts`, its backoff) when it is a v2 strategy, as the SDK would; otherwise the SDK's
+	 * default backoff up to the client's `maxAttempts`. `wait` resolves `false` when the strategy
+	 * gives up or the deadline comes first.
+	 */
+	async #retryPlan(): Promise<{
+		wait(refusal: unknown, deadline: number): Promise<boolean>;
+		succeeded(): void;
+	}> {
+		const config = (this.#client as unknown as { config?: Record<string, unknown> }).config ?? {};
+		const provide = async (name: string): Promise<unknown> => {
+			const value = config[name];
+			return typeof value === "function" ? await (value as () => unknown)() : value;
+		};
+		const errorType = (refusal: unknown) =>
+			isThrottlingError(refusal) ? "THROTTLING" : "TRANSIENT";
+		const strategy = await provide("retryStrategy").catch(() => undefined);
+		if (isRetryStrategyV2(strategy)) {
+			let token: RetryToken | undefined = await strategy.acquireInitialRetryToken("");
+			return {
+				wait: async (refusal, deadline) => {
+					const current = token;
+					if (current === undefined) return false;
+					// The standard strategy waits inside `refreshRetryTokenForRetry`; others return a delay.
+					const next = await beforeDeadline(
+						strategy
+							.refreshRetryTokenForRetry(current, { error: refusal, errorType: errorType(refusal) })
+							.catch(() => undefined),
+						deadline,
+					);
+					token = next;
+					if (next === undefined) return false;
+					const delay = next.getRetryDelay();
+					if (performance.now() + delay >= deadline) return false;
+					if (delay > 0) await realSleep(delay);
+					return true;
+				},
+				succeeded: () => {
+					if (token !== undefined) strategy.recordSuccess(token);
+				},
+			};
+		}
+		const maxAttempts = Number(await provide("maxAttempts").catch(() => 3)) || 3;
+		let attempt = 1;
+		return {
+			wait: async (refusal, deadline) => {
+				if (attempt >= maxAttempts) return false;
+				const base = errorType(refusal) === "THROTTLING" ? 500 : 100;
+				const delay = Math.floor(Math.random() * Math.min(20_000, base * 2 ** attempt));
+				attempt++;
+				if (performance.now() + delay >= deadline) return false;
+				await realSleep(delay);
+				return true;
+			},
+			succeeded: () => {},
+		};
+	}
+
 	/** One conditional write: `false` when DynamoDB answered that its condition was false. */
-	#conditional(operation: string, command: PutItemCommand | DeleteItemCommand): Promise<boolean> {
+	#conditional(
+		operation: string,
+		build: (now: number) => PutItemCommand | DeleteItemCommand,
+	): Promise<boolean> {
 		return this.#io(operation, async () => {
-			const out = await this.#sendWrite(operation, command, true);
+			const out = await this.#sendWrite(operation, build, { conditional: true, freshNow: true });
 			return out !== CONDITION_FAILED;
 		});
 	}
@@ -263,19 +455,18 @@ class DynamoTTLStorageImpl implements TTLStorage {
 	): Promise<boolean> {
 		validateInsertArgs(pKey, cCols, value, ttlSeconds);
 		validateWriteOptions(options);
-		const now = this.#clock.now();
-		const expireAt = expireAtMs(now, ttlSeconds);
 		const order = DynamoTTLStorageImpl.#order(options?.fence);
 		return this.#conditional(
 			"insertIfNotExists",
-			new PutItemCommand({
-				TableName: this.#table,
-				Item: itemOf(pKey, cCols, value, expireAt, this.#grace, order),
-				// Absent, or present but expired by our clock (DynamoDB may take days to reap it).
-				ConditionExpression: "attribute_not_exists(#pk) OR (#exp > :zero AND #exp <= :now)",
-				ExpressionAttributeNames: { "#pk": ATTR.pk, "#exp": ATTR.exp },
-				ExpressionAttributeValues: { ":zero": { N: "0" }, ":now": { N: String(now) } },
-			}),
+			(now) =>
+				new PutItemCommand({
+					TableName: this.#table,
+					Item: itemOf(pKey, cCols, value, expireAtMs(now, ttlSeconds), this.#grace, order),
+					// Absent, or present but expired by our clock (DynamoDB may take days to reap it).
+					ConditionExpression: "attribute_not_exists(#pk) OR (#exp > :zero AND #exp <= :now)",
+					ExpressionAttributeNames: { "#pk": ATTR.pk, "#exp": ATTR.exp },
+					ExpressionAttributeValues: { ":zero": { N: "0" }, ":now": { N: String(now) } },
+				}),
 		);
 	}
 
@@ -289,25 +480,24 @@ class DynamoTTLStorageImpl implements TTLStorage {
 	): Promise<boolean> {
 		validateSwapArgs(pKey, cCols, oldValue, newValue, ttlSeconds);
 		validateWriteOptions(options);
-		const now = this.#clock.now();
-		const expireAt = expireAtMs(now, ttlSeconds);
 		const order = DynamoTTLStorageImpl.#order(options?.fence);
-		const fenced = DynamoTTLStorageImpl.#fencedCondition(order, now);
+		const fenced = DynamoTTLStorageImpl.#fencedCondition(order);
 		return this.#conditional(
 			"compareAndSwap",
-			new PutItemCommand({
-				TableName: this.#table,
-				// A full replace: a swap to ttl 0 also drops the native TTL attribute.
-				Item: itemOf(pKey, cCols, newValue, expireAt, this.#grace, order),
-				ConditionExpression: `#v = :old AND (#exp = :zero OR #exp > :now)${fenced.condition}`,
-				ExpressionAttributeNames: { "#v": ATTR.v, "#exp": ATTR.exp, ...fenced.names },
-				ExpressionAttributeValues: {
-					":old": { B: oldValue },
-					":zero": { N: "0" },
-					":now": { N: String(now) },
-					...fenced.values,
-				},
-			}),
+			(now) =>
+				new PutItemCommand({
+					TableName: this.#table,
+					// A full replace: a swap to ttl 0 also drops the native TTL attribute.
+					Item: itemOf(pKey, cCols, newValue, expireAtMs(now, ttlSeconds), this.#grace, order),
+					ConditionExpression: `#v = :old AND (#exp = :zero OR #exp > :now)${fenced.condition}`,
+					ExpressionAttributeNames: { "#v": ATTR.v, "#exp": ATTR.exp, ...fenced.names },
+					ExpressionAttributeValues: {
+						":old": { B: oldValue },
+						":zero": { N: "0" },
+						":now": { N: String(now) },
+						...fenced.values,
+					},
+				}),
 		);
 	}
 
@@ -319,35 +509,35 @@ class DynamoTTLStorageImpl implements TTLStorage {
 	): Promise<boolean> {
 		validateDeleteArgs(pKey, cCols, expectedValue);
 		validateWriteOptions(options);
-		const now = this.#clock.now();
 		const fenced = DynamoTTLStorageImpl.#fencedCondition(
 			DynamoTTLStorageImpl.#order(options?.fence),
-			now,
 		);
 		return this.#conditional(
 			"compareAndDelete",
-			new DeleteItemCommand({
-				TableName: this.#table,
-				Key: keyOf(pKey, cCols),
-				ConditionExpression: `#v = :old AND (#exp = :zero OR #exp > :now)${fenced.condition}`,
-				ExpressionAttributeNames: { "#v": ATTR.v, "#exp": ATTR.exp, ...fenced.names },
-				ExpressionAttributeValues: {
-					":old": { B: expectedValue },
-					":zero": { N: "0" },
-					":now": { N: String(now) },
-					...fenced.values,
-				},
-			}),
+			(now) =>
+				new DeleteItemCommand({
+					TableName: this.#table,
+					Key: keyOf(pKey, cCols),
+					ConditionExpression: `#v = :old AND (#exp = :zero OR #exp > :now)${fenced.condition}`,
+					ExpressionAttributeNames: { "#v": ATTR.v, "#exp": ATTR.exp, ...fenced.names },
+					ExpressionAttributeValues: {
+						":old": { B: expectedValue },
+						":zero": { N: "0" },
+						":now": { N: String(now) },
+						...fenced.values,
+					},
+				}),
 		);
 	}
 
 	/** For a swap or delete of a live record: it must not be newer than the fenced write. */
-	static #fencedCondition(
-		order: FenceOrder | undefined,
-		now: number,
-	): { condition: string; names: Record<string, string>; values: Item } {
+	static #fencedCondition(order: FenceOrder | undefined): {
+		condition: string;
+		names: Record<string, string>;
+		values: Item;
+	} {
 		if (order === undefined) return { condition: "", names: {}, values: {} };
-		const { values } = DynamoTTLStorageImpl.#orderTerms(order, now);
+		const { values } = DynamoTTLStorageImpl.#orderTerms(order, 0);
 		return {
 			condition: " AND (attribute_not_exists(#fe) OR #fe < :fe OR (#fe = :fe AND #fs <= :fs))",
 			names: { "#fe": ATTR.fe, "#fs": ATTR.fs },
@@ -377,30 +567,34 @@ class DynamoTTLStorageImpl implements TTLStorage {
 	): Promise<void> {
 		validateInsertArgs(pKey, cCols, value, ttlSeconds);
 		validateWriteOptions(options);
-		const now = this.#clock.now();
-		const expireAt = expireAtMs(now, ttlSeconds);
 		const order = DynamoTTLStorageImpl.#order(options?.fence);
-		const item = itemOf(pKey, cCols, value, expireAt, this.#grace, order);
-		await this.#io("put", () => this.#putOrdered("put", item, order, now));
+		const item = (now: number) =>
+			itemOf(pKey, cCols, value, expireAtMs(now, ttlSeconds), this.#grace, order);
+		await this.#io("put", () => this.#putOrdered("put", item, order));
 	}
 
 	/**
-	 * One PutItem, conditional on the stored (epoch, stamp) when fenced: a newer one stored means
-	 * this write is superseded and has no effect (F1), which is no error. Other errors reject with
-	 * the contract's error.
+	 * One PutItem of `item(now)`, conditional on the stored (epoch, stamp) when fenced: a newer one
+	 * stored means this write is superseded and has no effect (F1), which is no error. A fenced
+	 * put's condition also takes an expired record (`:now`), so it is rebuilt for each attempt.
+	 * Other errors reject with the contract's error.
 	 */
 	async #putOrdered(
 		operation: string,
-		item: Item,
+		item: (now: number) => Item,
 		order: FenceOrder | undefined,
-		now: number,
 	): Promise<void> {
-		const command = new PutItemCommand({
-			TableName: this.#table,
-			Item: item,
-			...this.#ordered(order, now),
-		});
-		await this.#sendWrite(operation, command, order !== undefined);
+		const fenced = order !== undefined;
+		await this.#sendWrite(
+			operation,
+			(now) =>
+				new PutItemCommand({
+					TableName: this.#table,
+					Item: item(now),
+					...this.#ordered(order, now),
+				}),
+			{ conditional: fenced, freshNow: fenced },
+		);
 	}
 
 	/** The condition of a fenced unconditional write; nothing for an unfenced one. */
@@ -418,25 +612,23 @@ class DynamoTTLStorageImpl implements TTLStorage {
 		validateBatch(items);
 		const now = this.#clock.now();
 		// One request must not name a key twice; the last item for a key wins, as in a loop of puts.
-		const unique = new Map<string, { item: Item; order: FenceOrder | undefined }>();
+		const unique = new Map<
+			string,
+			{ item: (now: number) => Item; order: FenceOrder | undefined }
+		>();
 		for (const it of items) {
 			const order = DynamoTTLStorageImpl.#order(it.fence);
-			const item = itemOf(
-				it.pKey,
-				it.cCols,
-				it.value,
-				expireAtMs(now, it.ttlSeconds ?? 0),
-				this.#grace,
-				order,
-			);
+			const item = (at: number) =>
+				itemOf(it.pKey, it.cCols, it.value, expireAtMs(at, it.ttlSeconds ?? 0), this.#grace, order);
 			const id = recordId(it.pKey, it.cCols);
 			unique.delete(id); // keep call order: a re-written key moves to the end
 			unique.set(id, { item, order });
 		}
 		const plain: WriteRequest[] = [];
-		const fenced: Array<{ item: Item; order: FenceOrder }> = [];
+		// Fenced items are conditional on `:now` too: built for each attempt's now.
+		const fenced: Array<{ item: (now: number) => Item; order: FenceOrder }> = [];
 		for (const u of unique.values()) {
-			if (u.order === undefined) plain.push({ PutRequest: { Item: u.item } });
+			if (u.order === undefined) plain.push({ PutRequest: { Item: u.item(now) } });
 			else fenced.push({ item: u.item, order: u.order });
 		}
 		await this.#io("putBatch", async () => {
@@ -446,7 +638,7 @@ class DynamoTTLStorageImpl implements TTLStorage {
 				for (let i = 0; i < plain.length; i += BATCH_LIMIT) {
 					await this.#writeChunk(plain.slice(i, i + BATCH_LIMIT), deadline, progress);
 				}
-				if (fenced.length > 0) await this.#writeFenced(fenced, now, progress);
+				if (fenced.length > 0) await this.#writeFenced(fenced, progress);
 			} catch (error) {
 				throw DynamoTTLStorageImpl.#afterPartialWrite(error, progress.wrote);
 			}
@@ -465,7 +657,7 @@ class DynamoTTLStorageImpl implements TTLStorage {
 		}
 		return new TTLStorageError(
 			"TTLSTORAGE_OUTCOME_UNKNOWN",
-			`${error.code} after some items of the batch were written; re-read before deciding`,
+			`${error.code} after some items of the batch were written; the rest may still be applied later (see OUTCOME_UNKNOWN in the README)`,
 			{ cause: error, driver: DRIVER_NAME, operation: "putBatch" },
 		);
 	}
@@ -479,17 +671,16 @@ class DynamoTTLStorageImpl implements TTLStorage {
 	 * sent have settled (some may have landed, as with BatchWriteItem).
 	 */
 	async #writeFenced(
-		items: ReadonlyArray<{ item: Item; order: FenceOrder }>,
-		now: number,
+		items: ReadonlyArray<{ item: (now: number) => Item; order: FenceOrder }>,
 		progress: { wrote: boolean },
 	): Promise<void> {
 		let next = 0;
 		let failure: { error: unknown } | undefined;
 		const worker = async (): Promise<void> => {
 			while (failure === undefined && next < items.length) {
-				const { item, order } = items[next++] as { item: Item; order: FenceOrder };
+				const { item, order } = items[next++] as (typeof items)[number];
 				try {
-					await this.#putOrdered("putBatch", item, order, now);
+					await this.#putOrdered("putBatch", item, order);
 					progress.wrote = true;
 				} catch (error) {
 					failure ??= { error };
@@ -516,8 +707,8 @@ class DynamoTTLStorageImpl implements TTLStorage {
 		for (let attempt = 0; ; attempt++) {
 			const out = (await this.#sendWrite<{ UnprocessedItems?: Record<string, WriteRequest[]> }>(
 				"putBatch",
-				new BatchWriteItemCommand({ RequestItems: { [this.#table]: pending } }),
-				false,
+				() => new BatchWriteItemCommand({ RequestItems: { [this.#table]: pending } }),
+				{ conditional: false, freshNow: false },
 			)) as { UnprocessedItems?: Record<string, WriteRequest[]> };
 			const unprocessed = out.UnprocessedItems?.[this.#table] ?? [];
 			if (unprocessed.length < pending.length) progress.wrote = true;
@@ -618,6 +809,8 @@ class DynamoTTLStorageImpl implements TTLStorage {
  * No write is sent twice: each write command carries a guard that lets the client's retry
  * strategy send it again only after an attempt DynamoDB refused (4xx) or a connection never
  * opened, so the client needs no special retry configuration; reads are retried as configured. A
+ * write whose condition compares the clock's now is re-sent by the driver instead, rebuilt with a
+ * fresh now, paced by the client's retry strategy within `requestTimeoutMs`. A
  * write whose answer was lost (timeout, reset, 5xx) rejects with `TTLSTORAGE_OUTCOME_UNKNOWN`;
  * `TTLSTORAGE_UNAVAILABLE` means the request provably never reached DynamoDB.
  *

@@ -1,7 +1,7 @@
 // Our own logic, with a stubbed `client.send`: error mapping, the one-conditional-write rule,
 // retried conditional writes, putBatch chunking and retries, the item layout, range queries.
 import type { DynamoDBClient } from "@aws-sdk/client-dynamodb";
-import { MockClock } from "@vvm/clock";
+import { MockClock, systemClock } from "@vvm/clock";
 import type { TTLStorage, TTLStorageErrorCode } from "@vvm/ttlstorage";
 import { TTLStorageError, utf8 } from "@vvm/ttlstorage";
 import { describe, expect, it } from "vitest";
@@ -468,5 +468,34 @@ describe("lifecycle and options", () => {
 		expect(() =>
 			createDynamoTTLStorage({ client, tableName: "tbl", batchDeadlineMs: 1.5 }),
 		).toThrow(RangeError);
+	});
+
+	it("refuses an unknown option with a TypeError naming it and the known ones, before any I/O", () => {
+		// Found by review: a misspelt `requestTimeoutMS` was ignored, so requests kept the 5 s bound.
+		const { client, sent } = stubClient();
+		expect(() =>
+			createDynamoTTLStorage({ client, tableName: "tbl", requestTimeoutMS: 100 } as never),
+		).toThrow(
+			/unknown option "requestTimeoutMS"; the options are client, tableName, clock, reapGraceSeconds, batchDeadlineMs, requestTimeoutMs/,
+		);
+		expect(sent).toEqual([]);
+	});
+
+	it("takes only a test clock or systemClock as clock", () => {
+		// Found by review: `clock: {}` was accepted and failed later, inside every operation.
+		const { client } = stubClient();
+		expect(() => createDynamoTTLStorage({ client, tableName: "tbl", clock: {} as never })).toThrow(
+			TypeError,
+		);
+		const wall = { ...systemClock, now: () => Date.now() + 25_000 };
+		expect(() => createDynamoTTLStorage({ client, tableName: "tbl", clock: wall })).toThrow(
+			/clock is for tests only/,
+		);
+		expect(() =>
+			createDynamoTTLStorage({ client, tableName: "tbl", clock: new MockClock() }),
+		).not.toThrow();
+		expect(() =>
+			createDynamoTTLStorage({ client, tableName: "tbl", clock: systemClock }),
+		).not.toThrow();
 	});
 });

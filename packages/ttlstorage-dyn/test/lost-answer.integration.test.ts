@@ -112,3 +112,34 @@ describe.skipIf(skip !== false)("a write whose answer was lost (DynamoDB Local, 
 		});
 	}
 });
+
+describe.skipIf(skip !== false)("an OUTCOME_UNKNOWN write can land after a re-read", () => {
+	it("a put answered OUTCOME_UNKNOWN, re-read as absent, lands over the caller's next write; the error says until when", async () => {
+		// Found by review: the error said "re-read before deciding", and the README gave no bound
+		// after which a re-read settles it. The request is only held (a slow link, a proxy's queue):
+		// DynamoDB refuses it only once its signature is about 15 minutes old.
+		const p = proxy as LossyProxy;
+		const direct = createDynamoTTLStorage({ client, tableName });
+		const lossy = createDynamoTTLStorage({
+			client: viaProxy as DynamoDBClient,
+			tableName,
+			requestTimeoutMs: 300,
+		});
+		const cCols = utf8(`late-after-reread-${Date.now()}`);
+		const { answered } = p.arm("late");
+		const error = await lossy.put(pKey, cCols, utf8("v1"), 60).then(
+			() => undefined,
+			(e: unknown) => e,
+		);
+		expect(TTLStorageError.is(error) && error.code).toBe("TTLSTORAGE_OUTCOME_UNKNOWN");
+		expect((error as Error).message).toMatch(/about 15 minutes old.*safe to land late/);
+		expect(text(await direct.get(pKey, cCols))).toBe("absent");
+		await direct.put(pKey, cCols, utf8("v2"), 60);
+		p.deliver();
+		await answered;
+		// The re-read settled nothing: the late put replaced the later write.
+		expect(text(await direct.get(pKey, cCols))).toBe("v1");
+		await lossy.close();
+		await direct.close();
+	});
+});
