@@ -62,7 +62,8 @@ async function measure(
 }
 
 try {
-	await ensureCassandraSchema(client, { keyspace });
+	// The repository's test server runs commitlog_sync: periodic (a benchmark, not durable data).
+	await ensureCassandraSchema(client, { keyspace, allowPeriodicCommitlog: true });
 	const storage = createCassandraTTLStorage({ client, keyspace });
 	const scope = Buffer.from(`bench-scope/${process.pid}`);
 	await storage.raiseFence?.(scope, 1n);

@@ -87,6 +87,39 @@ export interface CassandraTTLStorageOptions {
 	readonly maxClockSkewMs?: number;
 }
 
+/** Every option of {@link CassandraTTLStorageOptions}, checked against it by the compiler: any other key is refused. */
+const OPTIONS: { readonly [K in keyof CassandraTTLStorageOptions]-?: true } = {
+	client: true,
+	keyspace: true,
+	table: true,
+	consistency: true,
+	serialConsistency: true,
+	readConsistency: true,
+	pageSize: true,
+	maxBatchBytes: true,
+	maxClockSkewMs: true,
+};
+const KNOWN_OPTIONS: ReadonlySet<string> = new Set(Object.keys(OPTIONS));
+
+/**
+ * Refuses a key that is not an option, before any I/O (found by review: a misspelt
+ * `readConsistancy` was ignored, so reads ran at QUORUM instead of the SERIAL the caller asked for).
+ * `clock`, which other drivers take for tests, gets its own message: it would have no effect here.
+ */
+function refuseUnknownOptions(options: object): void {
+	const unknown = Object.keys(options).filter((key) => !KNOWN_OPTIONS.has(key));
+	if (unknown.includes("clock")) {
+		throw new TypeError(
+			"[@vvm/ttlstorage-cas] clock has no effect on this driver: every expiry is decided by the Cassandra server's clock (USING TTL), never by a client clock, so a test clock cannot move it. Leave clock out",
+		);
+	}
+	if (unknown.length > 0) {
+		throw new TypeError(
+			`[@vvm/ttlstorage-cas] unknown option${unknown.length > 1 ? "s" : ""} ${unknown.map((k) => JSON.stringify(k)).join(", ")}; the options are ${[...KNOWN_OPTIONS].join(", ")}`,
+		);
+	}
+}
+
 /** Items of one `putBatch` written at once (each a lightweight transaction). */
 const LWT_PUT_CONCURRENCY = 16;
 /**
@@ -147,6 +180,7 @@ class CassandraTTLStorageImpl implements TTLStorage {
 		if (typeof options !== "object" || options === null) {
 			throw new TypeError("[@vvm/ttlstorage-cas] options must be an object");
 		}
+		refuseUnknownOptions(options);
 		const table = options.table ?? DEFAULT_TABLE;
 		validateCassandraIdentifier("keyspace", options.keyspace);
 		validateCassandraIdentifier("table", table);

@@ -166,7 +166,7 @@ export function mapCassandraError(
 	const writeType = typeof e.writeType === "string" ? ` (writeType ${e.writeType})` : "";
 	const hint =
 		code === "TTLSTORAGE_OUTCOME_UNKNOWN"
-			? "; the write may or may not have been applied: re-read before deciding"
+			? "; the write may or may not have been applied, and it may still be applied later: a coordinator drops a request only once it has waited native_transport_timeout (12 s by default in 5.0) plus network queueing, and a Paxos round already accepted can be completed by the next one, so a re-read (even at SERIAL) settles nothing before that; prefer writes that are safe to land late (fenced, or the same bytes again)"
 			: "";
 	return new TTLStorageError(code, `${name}${writeType}: ${detail}${hint}`, {
 		driver: DRIVER_NAME,

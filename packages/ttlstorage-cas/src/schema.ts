@@ -30,6 +30,14 @@ export interface CassandraSchemaOptions {
 	 * `maxSchemaAgreementWaitSeconds` (10 s) and then returns as if all was well.
 	 */
 	readonly schemaAgreementTimeoutMs?: number;
+	/**
+	 * Accept nodes whose `commitlog_sync` is `periodic` (Cassandra's default), which acknowledge a
+	 * write before its commit log is on disk: when the replicas of a quorum crash together (a power
+	 * cut), an acknowledged write (a lease, a raised fence) can be lost. Default `false`: such a
+	 * node is refused with `TTLSTORAGE_FAILED`. For tests and benchmarks on a server that cannot
+	 * crash that way.
+	 */
+	readonly allowPeriodicCommitlog?: boolean;
 }
 
 const DEFAULT_SCHEMA_AGREEMENT_TIMEOUT_MS = 120_000;
@@ -144,9 +152,16 @@ export async function ensureCassandraSchema(
 			`[@vvm/ttlstorage-cas] schemaAgreementTimeoutMs must be a positive integer (milliseconds), got ${String(timeoutMs)}`,
 		);
 	}
+	if (
+		options.allowPeriodicCommitlog !== undefined &&
+		typeof options.allowPeriodicCommitlog !== "boolean"
+	) {
+		throw new TypeError("[@vvm/ttlstorage-cas] allowPeriodicCommitlog must be a boolean");
+	}
 	if (typeof client?.execute !== "function") {
 		throw new TypeError("[@vvm/ttlstorage-cas] client must be a cassandra-driver Client");
 	}
+	if (options.allowPeriodicCommitlog !== true) await refusePeriodicCommitlog(client);
 	for (const cql of statements) {
 		try {
 			await client.execute(cql);
@@ -155,6 +170,45 @@ export async function ensureCassandraSchema(
 		}
 		await waitForSchemaAgreement(client, timeoutMs, cql);
 	}
+}
+
+/**
+ * Refuses nodes that acknowledge writes before their commit log is on disk (found by review:
+ * nothing checked it, and Cassandra's default is `periodic`). Reads `commitlog_sync` from
+ * `system_views.settings` (Cassandra 4.0+), a node-local virtual table, on every node the client
+ * is connected to and that is up; with none known (a client that does not report its hosts), on
+ * the coordinator the client picks. Nodes the client is not connected to (down, or in a data
+ * centre its load-balancing policy ignores) are not checked. `batch` and `group` pass.
+ */
+async function refusePeriodicCommitlog(client: Client): Promise<void> {
+	const cql = "SELECT value FROM system_views.settings WHERE name = 'commitlog_sync'";
+	const hosts = [...(client.getState?.().getConnectedHosts() ?? [])].filter((h) => h.isUp());
+	const targets: Array<{ address: string; options: object }> =
+		hosts.length > 0
+			? hosts.map((host) => ({ address: host.address, options: { host, isIdempotent: true } }))
+			: [{ address: "the coordinator", options: { isIdempotent: true } }];
+	const periodic: string[] = [];
+	for (const target of targets) {
+		let mode: string;
+		try {
+			const result = await client.execute(cql, [], target.options);
+			mode = String(result.first?.()?.get("value") ?? result.rows?.[0]?.get("value") ?? "");
+		} catch (error) {
+			throw new TTLStorageError(
+				"TTLSTORAGE_FAILED",
+				`cannot read commitlog_sync from system_views.settings on ${target.address} (Cassandra 4.0 or later is needed): ${error instanceof Error ? error.message : String(error)}; check it is batch or group, then pass allowPeriodicCommitlog: true to skip the check`,
+				{ driver: DRIVER_NAME, operation: "ensureCassandraSchema", cause: error },
+			);
+		}
+		if (mode === "" || mode.toLowerCase() === "periodic")
+			periodic.push(`${target.address} (${mode || "unset"})`);
+	}
+	if (periodic.length === 0) return;
+	throw new TTLStorageError(
+		"TTLSTORAGE_FAILED",
+		`commitlog_sync is periodic on ${periodic.join(", ")}: such a node acknowledges a write before its commit log is on disk, so when the replicas of a quorum crash together (a power cut) an acknowledged write, a lease or a raised fence, can be lost. Set commitlog_sync: batch (or group with a small commitlog_sync_group_window) in cassandra.yaml on every node, or pass allowPeriodicCommitlog: true for a test or benchmark server`,
+		{ driver: DRIVER_NAME, operation: "ensureCassandraSchema" },
+	);
 }
 
 /**

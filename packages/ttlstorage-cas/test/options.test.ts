@@ -476,6 +476,9 @@ describe("ensureCassandraSchema waits for schema agreement", () => {
 		const client = {
 			getState: () => ({ getConnectedHosts: () => hosts }),
 			execute: async (cql: string, _params?: unknown, options?: { host?: { address: string } }) => {
+				if (cql.includes("system_views.settings")) {
+					return { first: () => ({ get: () => "batch" }) };
+				}
 				if (!cql.startsWith("SELECT schema_version")) {
 					ddl.push(cql);
 					lagLeft = lagFor;
@@ -526,6 +529,87 @@ describe("ensureCassandraSchema waits for schema agreement", () => {
 				String(bad),
 			).rejects.toThrow(/schemaAgreementTimeoutMs must be a positive integer/);
 		}
+		expect(calls).toEqual([]);
+	});
+});
+
+describe("unknown options are refused before any I/O", () => {
+	it("a misspelt option is a TypeError naming it and the known ones", () => {
+		// Found by review: `readConsistancy` was ignored, so reads ran at QUORUM, not SERIAL.
+		const { client, calls } = recordingClient();
+		expect(() =>
+			createCassandraTTLStorage({
+				client,
+				keyspace: "ks",
+				readConsistancy: types.consistencies.serial,
+			} as never),
+		).toThrow(
+			/unknown option "readConsistancy"; the options are client, keyspace, table, consistency, serialConsistency, readConsistency, pageSize, maxBatchBytes, maxClockSkewMs/,
+		);
+		expect(calls).toEqual([]);
+	});
+
+	it("`clock` is refused: expiry follows the server's clock, never a client's", () => {
+		// Found by review: callers written for the other drivers pass { clock } (a MockClock the
+		// driver ignored), believing they control expiry.
+		const { client } = recordingClient();
+		const clock = { now: () => 0, setTimer: () => ({ cancel() {} }) };
+		expect(() => createCassandraTTLStorage({ client, keyspace: "ks", clock } as never)).toThrow(
+			/clock has no effect on this driver/,
+		);
+	});
+});
+
+describe("ensureCassandraSchema refuses a commit log that is not synced before the answer", () => {
+	/** Three nodes, the third down; `modes` is what each reports for commitlog_sync. */
+	function nodes(modes: Record<string, string>): { client: Client; calls: string[] } {
+		const calls: string[] = [];
+		const host = (address: string, up: boolean) => ({ address, isUp: () => up });
+		const hosts = [host("n1", true), host("n2", true), host("n3", false)];
+		const client = {
+			getState: () => ({ getConnectedHosts: () => hosts }),
+			execute: async (cql: string, _params?: unknown, options?: { host?: { address: string } }) => {
+				calls.push(`${options?.host?.address ?? "any"} ${cql}`);
+				if (cql.includes("system_views.settings")) {
+					const mode = modes[options?.host?.address ?? ""];
+					if (options?.host?.address === "n3") throw new Error("a down node was asked");
+					return { first: () => (mode === undefined ? null : { get: () => mode }) };
+				}
+				return { rows: [], first: () => ({ get: () => "v1" }) };
+			},
+		} as unknown as Client;
+		return { client, calls };
+	}
+
+	it("periodic on any connected node: TTLSTORAGE_FAILED naming the node, the setting and the fix; nothing created", async () => {
+		const { client, calls } = nodes({ n1: "batch", n2: "periodic" });
+		const error = await ensureCassandraSchema(client, { keyspace: "ks" }).catch((e: unknown) => e);
+		expect(TTLStorageError.is(error) && error.code).toBe("TTLSTORAGE_FAILED");
+		expect(String(error)).toMatch(
+			/commitlog_sync is periodic on n2 \(periodic\).*commitlog_sync: batch.*allowPeriodicCommitlog: true/,
+		);
+		expect(calls.filter((c) => c.includes("CREATE"))).toEqual([]);
+	});
+
+	it("batch or group everywhere: creates the schema; allowPeriodicCommitlog skips the check", async () => {
+		const durable = nodes({ n1: "batch", n2: "group" });
+		await ensureCassandraSchema(durable.client, { keyspace: "ks" });
+		expect(durable.calls.filter((c) => c.includes("CREATE"))).toHaveLength(2);
+		const periodic = nodes({ n1: "periodic", n2: "periodic" });
+		await ensureCassandraSchema(periodic.client, { keyspace: "ks", allowPeriodicCommitlog: true });
+		expect(periodic.calls.some((c) => c.includes("system_views"))).toBe(false);
+	});
+
+	it("a setting it cannot read is refused too; a bad allowPeriodicCommitlog is a TypeError before any I/O", async () => {
+		const unread = nodes({ n1: "batch" }); // n2 reports no row
+		const error = await ensureCassandraSchema(unread.client, { keyspace: "ks" }).catch(
+			(e: unknown) => e,
+		);
+		expect(TTLStorageError.is(error) && error.code).toBe("TTLSTORAGE_FAILED");
+		const { client, calls } = recordingClient();
+		await expect(
+			ensureCassandraSchema(client, { keyspace: "ks", allowPeriodicCommitlog: "yes" as never }),
+		).rejects.toThrow("allowPeriodicCommitlog must be a boolean");
 		expect(calls).toEqual([]);
 	});
 });
