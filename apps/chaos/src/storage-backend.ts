@@ -161,10 +161,6 @@ async function openCassandra(options: ChaosOptions): Promise<StorageBackend> {
 		await ensureCassandraSchema(admin, {
 			keyspace,
 			replication: { class: "SimpleStrategy", replication_factor: options.casReplicationFactor },
-			// The repository's single-node server runs commitlog_sync: periodic (tooling/servers/
-			// cassandra), which ensureCassandraSchema refuses by default; chaos kills hosts and
-			// proxies, never the shared Cassandra, so its durability is not under test here.
-			allowPeriodicCommitlog: true,
 		});
 	} catch (error) {
 		await admin.shutdown();

@@ -91,9 +91,7 @@ async function open(): Promise<{
 				localDataCenter: "datacenter1",
 			});
 			await client.connect();
-			// The repository's test server runs commitlog_sync: periodic (tooling/servers/cassandra),
-			// which ensureCassandraSchema refuses by default; a benchmark keeps no data.
-			await ensureCassandraSchema(client, { keyspace: tag, allowPeriodicCommitlog: true });
+			await ensureCassandraSchema(client, { keyspace: tag });
 			const storage = createCassandraTTLStorage({ client, keyspace: tag });
 			return {
 				storage,

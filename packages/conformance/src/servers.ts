@@ -44,9 +44,7 @@ export const cassandraKeyspace: ServerSetup<CassandraServer> = {
 		const keyspace = uniqueName("vvm_matrix");
 		try {
 			await client.connect();
-			// The repository's test server runs commitlog_sync: periodic (tooling/servers/cassandra),
-			// which ensureCassandraSchema refuses by default; the suites never crash it.
-			await ensureCassandraSchema(client, { keyspace, allowPeriodicCommitlog: true });
+			await ensureCassandraSchema(client, { keyspace });
 		} catch (error) {
 			await client.shutdown();
 			throw error;

@@ -95,9 +95,7 @@ async function casBackend(): Promise<Backend> {
 	});
 	await client.connect();
 	const keyspace = `vvm_cp_bench_${process.pid.toString(36)}${Date.now().toString(36)}`;
-	// The repository's test server runs commitlog_sync: periodic (tooling/servers/cassandra), which
-	// ensureCassandraSchema refuses by default; a benchmark keeps no data.
-	await ensureCassandraSchema(client, { keyspace, allowPeriodicCommitlog: true });
+	await ensureCassandraSchema(client, { keyspace });
 	return {
 		storage: async () => createCassandraTTLStorage({ client, keyspace }),
 		release: (s) => s.close(),

@@ -84,9 +84,7 @@ export async function openDrivers(names: readonly string[]): Promise<OpenDriver[
 			});
 			await client.connect();
 			const keyspace = `vvm_leases_bench_${run}`;
-			// The repository's test server runs commitlog_sync: periodic (tooling/servers/cassandra),
-			// which ensureCassandraSchema refuses by default; a benchmark keeps no data.
-			await ensureCassandraSchema(client, { keyspace, allowPeriodicCommitlog: true });
+			await ensureCassandraSchema(client, { keyspace });
 			out.push({
 				name: "Cassandra 5.0 (LWT)",
 				storage: () => createCassandraTTLStorage({ client, keyspace }),

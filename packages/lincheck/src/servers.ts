@@ -92,9 +92,7 @@ export async function proxiedCassandra(seed: number): Promise<ProxiedStorage> {
 	const admin = new Client(env);
 	const keyspace = uniqueName("vvm_lincheck");
 	await admin.connect();
-	// The repository's test server runs commitlog_sync: periodic (tooling/servers/cassandra), which
-	// ensureCassandraSchema refuses by default; the checks never crash it.
-	await ensureCassandraSchema(admin, { keyspace, allowPeriodicCommitlog: true });
+	await ensureCassandraSchema(admin, { keyspace });
 	const proxy = await startFaultProxy(host, port, { seed, holdMs: HOLD_MS });
 	const client = new Client({
 		contactPoints: [`127.0.0.1:${proxy.port}`],

@@ -157,9 +157,7 @@ describe.skipIf(mutantSkip)(
 			const { host, port } = hostPort(env.contactPoints[0] ?? "127.0.0.1:9042", 9042);
 			admin = new Client(env);
 			await admin.connect();
-			// The repository's test server runs commitlog_sync: periodic (tooling/servers/cassandra),
-			// which ensureCassandraSchema refuses by default; the test never crashes it.
-			await ensureCassandraSchema(admin, { keyspace, allowPeriodicCommitlog: true });
+			await ensureCassandraSchema(admin, { keyspace });
 			proxy = await startFaultProxy(host, port, { seed: 22, holdMs: 1_400 });
 			client = new Client({
 				contactPoints: [`127.0.0.1:${proxy.port}`],

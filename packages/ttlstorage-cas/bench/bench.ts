@@ -18,8 +18,7 @@ const keyspace = `vvm_bench_${process.pid.toString(36)}${Date.now().toString(36)
 const client = new Client({ contactPoints, localDataCenter });
 await client.connect();
 try {
-	// The repository's test server runs commitlog_sync: periodic (a benchmark, not durable data).
-	await ensureCassandraSchema(client, { keyspace, allowPeriodicCommitlog: true });
+	await ensureCassandraSchema(client, { keyspace });
 	const storage = createCassandraTTLStorage({ client, keyspace });
 	const insertCql = `INSERT INTO ${keyspace}.ttl_values (p_key, c_col, value) VALUES (?, ?, ?) USING TTL ?`;
 	const updateCql = `UPDATE ${keyspace}.ttl_values USING TTL ? SET value = ? WHERE p_key = ? AND c_col = ?`;

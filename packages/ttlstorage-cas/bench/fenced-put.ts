@@ -62,8 +62,7 @@ async function measure(
 }
 
 try {
-	// The repository's test server runs commitlog_sync: periodic (a benchmark, not durable data).
-	await ensureCassandraSchema(client, { keyspace, allowPeriodicCommitlog: true });
+	await ensureCassandraSchema(client, { keyspace });
 	const storage = createCassandraTTLStorage({ client, keyspace });
 	const scope = Buffer.from(`bench-scope/${process.pid}`);
 	await storage.raiseFence?.(scope, 1n);

@@ -19,16 +19,6 @@ export function newClient(extra: Partial<ClientOptions> = {}): Client {
 	return new Client({ ...cassandraEnv(), ...extra });
 }
 
-/**
- * Spread into the options of every `ensureCassandraSchema` that may run on the repository's
- * single-node test server: it runs `commitlog_sync: periodic`
- * (`tooling/servers/cassandra/cassandra.yaml`, 10 s), which `ensureCassandraSchema` refuses by
- * default since acknowledged writes can be lost when replicas crash together. The tests never
- * crash that server, so its durability does not matter to them; it was kept as is because its
- * switch to `batch` could not be measured on the shared 2-core machine.
- */
-export const ON_PERIODIC_TEST_SERVER = { allowPeriodicCommitlog: true } as const;
-
 export interface CassandraFixture {
 	/** The file's client, connected in `beforeAll`. */
 	readonly client: Client;
@@ -72,7 +62,6 @@ export function useCassandraKeyspace(
 			await ensureCassandraSchema(client, {
 				keyspace,
 				schemaAgreementTimeoutMs: SCHEMA_AGREEMENT_MS,
-				...ON_PERIODIC_TEST_SERVER,
 				...(setup.replication === undefined ? {} : { replication: setup.replication }),
 			});
 		}, KEYSPACE_HOOK_MS);

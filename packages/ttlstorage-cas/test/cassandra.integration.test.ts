@@ -10,7 +10,6 @@ import {
 	cassandraGate,
 	firstContactPoint,
 	newClient,
-	ON_PERIODIC_TEST_SERVER,
 	useCassandraKeyspace,
 } from "./cassandra-env.ts";
 import { schemaRaceTests } from "./schema-race.ts";
@@ -79,17 +78,15 @@ describe.skipIf(skip)(`ttlstorage-cas: driver-specific${skip ? ` [skipped: ${ski
 
 	it("ensureCassandraSchema is idempotent and keeps an existing keyspace's replication", async () => {
 		const { client, keyspace } = fixture();
-		await ensureCassandraSchema(client, { keyspace, ...ON_PERIODIC_TEST_SERVER });
+		await ensureCassandraSchema(client, { keyspace });
 		await ensureCassandraSchema(client, {
 			keyspace,
 			table: "second_table",
 			replication: { class: "SimpleStrategy", replication_factor: 2 },
-			...ON_PERIODIC_TEST_SERVER,
 		});
 		await ensureCassandraSchema(client, {
 			keyspace,
 			table: "second_table",
-			...ON_PERIODIC_TEST_SERVER,
 		});
 		const tables = await client.execute(
 			"SELECT table_name FROM system_schema.tables WHERE keyspace_name = ?",

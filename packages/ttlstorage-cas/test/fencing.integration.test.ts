@@ -6,7 +6,7 @@ import { TTLStorageError, utf8 } from "@vvm/ttlstorage";
 import type { Client } from "cassandra-driver";
 import { describe, expect, it } from "vitest";
 import { createCassandraTTLStorage, ensureCassandraSchema } from "../src/index.ts";
-import { cassandraGate, ON_PERIODIC_TEST_SERVER, useCassandraKeyspace } from "./cassandra-env.ts";
+import { cassandraGate, useCassandraKeyspace } from "./cassandra-env.ts";
 
 const skip = await cassandraGate();
 const fixture = useCassandraKeyspace("vvm_fence", skip);
@@ -103,9 +103,9 @@ describe.skipIf(skip)(
 				await client.execute(legacy, [Buffer.from(`old-${k}`), Buffer.from(pKey), Buffer.from(k)], {
 					prepare: true,
 				});
-			await ensureCassandraSchema(client, { keyspace, table, ...ON_PERIODIC_TEST_SERVER });
+			await ensureCassandraSchema(client, { keyspace, table });
 			// again: a no-op
-			await ensureCassandraSchema(client, { keyspace, table, ...ON_PERIODIC_TEST_SERVER });
+			await ensureCassandraSchema(client, { keyspace, table });
 			const storage = createCassandraTTLStorage({ client, keyspace, table });
 			const scope = utf8(`scope/legacy/${run}`);
 			const fence = { scope, epoch: 1n };

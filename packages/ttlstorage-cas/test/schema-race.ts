@@ -10,7 +10,6 @@ import {
 	createCassandraTTLStorage,
 	ensureCassandraSchema,
 } from "../src/index.ts";
-import { ON_PERIODIC_TEST_SERVER } from "./cassandra-env.ts";
 
 /** How the race reaches the server: clients per coordinator, and the keyspace's replication. */
 export interface SchemaRaceSetup {
@@ -61,8 +60,6 @@ async function race(
 			clients.map((client) =>
 				ensureCassandraSchema(client, {
 					keyspace,
-					// Also run on the single-node test server (periodic commit log).
-					...ON_PERIODIC_TEST_SERVER,
 					...(replication === undefined ? {} : { replication }),
 				}),
 			),

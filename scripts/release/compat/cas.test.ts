@@ -13,9 +13,7 @@ const client = new Client({
 const keyspace = `vvm_compat_${process.pid}_${Date.now().toString(36)}`;
 beforeAll(async () => {
 	await client.connect();
-	// The repository's test server runs commitlog_sync: periodic (tooling/servers/cassandra), which
-	// ensureCassandraSchema refuses by default; the suites never crash it.
-	await ensureCassandraSchema(client, { keyspace, allowPeriodicCommitlog: true });
+	await ensureCassandraSchema(client, { keyspace });
 });
 afterAll(async () => {
 	await client.execute(`DROP KEYSPACE IF EXISTS ${keyspace}`);

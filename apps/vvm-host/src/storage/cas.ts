@@ -3,7 +3,7 @@
 import { isIP } from "node:net";
 import { validateCassandraIdentifier } from "@vvm/ttlstorage-cas/names";
 import type { policies } from "cassandra-driver";
-import { ConfigError, nonEmpty } from "../options.ts";
+import { ConfigError, nonEmpty, oneOf } from "../options.ts";
 import type { StorageEntry } from "./entry.ts";
 import { load, message, StorageOpenError, untilStopped, within } from "./entry.ts";
 
@@ -13,6 +13,8 @@ interface CasSettings {
 	readonly keyspace: string;
 	/** Where to connect for each `host:port` the cluster reports (NAT, proxies); `{}` = as reported. */
 	readonly addressMap: Readonly<Record<string, string>>;
+	/** `sync`: refuse a node with `commitlog_sync: periodic`; `unsafe-periodic`: accept it. */
+	readonly durability: "sync" | "unsafe-periodic";
 }
 
 const hostPorts = (raw: string, source: string): string[] => {
@@ -171,6 +173,14 @@ export const casStorage: StorageEntry = {
 			parse: addressMap,
 			help: "cas: reported=connect host:port pairs, comma-separated: where to connect for a node the cluster reports (NAT, a proxy per node); default: as reported",
 		},
+		{
+			key: "durability",
+			flag: "cas-durability",
+			env: ["VVM_CAS_DURABILITY"],
+			def: "sync",
+			parse: oneOf(["sync", "unsafe-periodic"]),
+			help: "cas: sync (refuse to start when a node acknowledges writes before its commit log is synced: commitlog_sync periodic) or unsafe-periodic (accept it: a power cut of the replicas within the sync period can lose acknowledged commands)",
+		},
 	],
 	check(settings, name) {
 		// The driver's own rule, shared through its subpath (no cassandra-driver import here).
@@ -202,7 +212,10 @@ export const casStorage: StorageEntry = {
 				signal,
 				(async () => {
 					await client.connect();
-					await ensureCassandraSchema(client, { keyspace: s.keyspace });
+					await ensureCassandraSchema(client, {
+						keyspace: s.keyspace,
+						...(s.durability === "unsafe-periodic" ? { allowPeriodicCommitlog: true } : {}),
+					});
 					const row = (
 						await client.execute(
 							"SELECT replication FROM system_schema.keyspaces WHERE keyspace_name = ?",
