@@ -54,8 +54,15 @@ describe("parseHostConfig", () => {
 				localDc: "datacenter1",
 				keyspace: "vvm",
 				addressMap: {},
+				durability: "sync",
 			},
 		});
+		expect(
+			config(["--storage", "cas", "--cas-durability", "unsafe-periodic"]).storage.settings,
+		).toMatchObject({ durability: "unsafe-periodic" });
+		expect(() => config(["--storage", "cas", "--cas-durability", "fast"])).toThrow(
+			'--cas-durability must be one of sync, unsafe-periodic, got "fast"',
+		);
 		expect(config(["--storage", "dyn"]).storage).toEqual({
 			kind: "dyn",
 			settings: { table: "vvm_ttl", region: "us-east-1" },
