@@ -154,6 +154,19 @@ export class FenceStamps {
 			const row = stored === undefined ? { epoch: 0n, ceiling: 0n } : decodeFenceRow(stored);
 			if (epoch !== undefined && epoch < row.epoch)
 				throw fencedError(DRIVER_NAME, "raiseFence", epoch, row.epoch);
+			// Our own epoch is still the stored one: a raise to it only confirms that (one read, as
+			// `@vvm/cp` does after a PLog write over "ordered" fencing). Swapping the row again
+			// pushed its ceiling a reservation further ahead each time, and the next raise then
+			// waited that out: 2 s per confirmation in a process whose epoch followed another's.
+			const own = this.#scopes.get(key(scope));
+			if (
+				epoch !== undefined &&
+				epoch === row.epoch &&
+				own !== undefined &&
+				own.epoch === epoch &&
+				own.supersededBy === undefined
+			)
+				return epoch;
 			const next = epoch ?? row.epoch + 1n;
 			const ceiling = max(row.ceiling, this.#now()) + STAMP_RESERVATION_MICROS;
 			if (await this.#store.swapFenceRow(scope, stored, encodeFenceRow({ epoch: next, ceiling }))) {
