@@ -225,7 +225,10 @@ function stopRequests(options: RunHostOptions, logger: HostLogger): StopRequests
 	// (without a listener, node's default action would end the exit by that signal), and the
 	// listeners go a moment later, for an embedder that lives on.
 	const release = (): void => {
-		if (first === undefined) return remove();
+		if (first === undefined) {
+			remove();
+			return;
+		}
 		ended = true;
 		setTimeout(remove, REPEAT_SIGNAL_MS).unref();
 	};

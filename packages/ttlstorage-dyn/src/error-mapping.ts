@@ -158,7 +158,7 @@ function errorCode(
  * DynamoDB refuses a signed request only once its signature is about 15 minutes old (the SigV4
  * window, against DynamoDB's clock). @internal
  */
-export const OUTCOME_UNKNOWN_HINT =
+const OUTCOME_UNKNOWN_HINT =
 	"; the write may or may not have been applied, and it was not re-sent, but the request may still reach DynamoDB and be applied later: a signed request is refused only once it is about 15 minutes old, so a re-read settles it only after that; prefer writes that are safe to land late (fenced, or the same bytes again)";
 
 /**
