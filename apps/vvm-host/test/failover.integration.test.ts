@@ -42,14 +42,20 @@ afterAll(async () => {
 	client.destroy();
 });
 
-function start(name: string, endpoint = ENDPOINT, extra: string[] = []): HostProcess {
+/** A host on DynamoDB Local (the host refuses a flag given twice: `table` instead of an extra). */
+function start(
+	name: string,
+	endpoint = ENDPOINT,
+	extra: string[] = [],
+	table = TABLE,
+): HostProcess {
 	const host = spawnHost(name, [
 		"--storage",
 		"dyn",
 		"--dyn-endpoint",
 		endpoint,
 		"--dyn-table",
-		TABLE,
+		table,
 		"--http-port",
 		"0",
 		"--leadership-seconds",
@@ -216,7 +222,7 @@ describe.skipIf(skip)("failover between host processes on DynamoDB Local", () =>
 	it("a leader whose record is taken exits 1 saying the leadership was lost", {
 		timeout: 60_000,
 	}, async () => {
-		const host = start("thief-victim", ENDPOINT, ["--dyn-table", `${TABLE}_b`]);
+		const host = start("thief-victim", ENDPOINT, [], `${TABLE}_b`);
 		const leader = await host.waitFor(ev("leader"));
 		const storage = vvmLeadershipStorage(
 			createDynamoTTLStorage({ client, tableName: `${TABLE}_b` }),
