@@ -24,6 +24,7 @@ import {
 	expireAtMs,
 	isExpired,
 	raiseFenceRecord,
+	refuseUnknownOptions,
 	remainingSeconds,
 	TTLStorageError,
 	validateBatch,
@@ -114,7 +115,6 @@ const OPTIONS: { readonly [K in keyof DynamoTTLStorageOptions]-?: true } = {
 	batchDeadlineMs: true,
 	requestTimeoutMs: true,
 };
-const KNOWN_OPTIONS: ReadonlySet<string> = new Set(Object.keys(OPTIONS));
 
 /** The v2 retry strategy interface of the AWS SDK (`StandardRetryStrategy`, `ConfiguredRetryStrategy`). */
 interface RetryToken {
@@ -188,12 +188,7 @@ class DynamoTTLStorageImpl implements TTLStorage {
 		if (typeof options !== "object" || options === null) {
 			throw new TypeError("[@vvm/ttlstorage-dyn] options must be an object");
 		}
-		const unknown = Object.keys(options).filter((key) => !KNOWN_OPTIONS.has(key));
-		if (unknown.length > 0) {
-			throw new TypeError(
-				`[@vvm/ttlstorage-dyn] unknown option${unknown.length > 1 ? "s" : ""} ${unknown.map((k) => JSON.stringify(k)).join(", ")}; the options are ${[...KNOWN_OPTIONS].join(", ")}`,
-			);
-		}
+		refuseUnknownOptions("@vvm/ttlstorage-dyn", options, OPTIONS);
 		const clock = options.clock;
 		if (clock !== undefined && clock !== systemClock && !isTestClock(clock)) {
 			throw new TypeError(

@@ -18,6 +18,7 @@ import {
 	closedError,
 	compareBytes,
 	fencedError,
+	refuseUnknownOptions,
 	TTLStorageError,
 	validateBatch,
 	validateConditionalBatch,
@@ -135,7 +136,6 @@ const OPTIONS: { readonly [K in keyof PgTTLStorageOptions]-?: true } = {
 	maxGroupItems: true,
 	logger: true,
 };
-const KNOWN_OPTIONS: ReadonlySet<string> = new Set(Object.keys(OPTIONS));
 
 /**
  * Throws a `TypeError` or `RangeError` unless `options` are valid for {@link createPgTTLStorage}.
@@ -152,11 +152,7 @@ const KNOWN_OPTIONS: ReadonlySet<string> = new Set(Object.keys(OPTIONS));
 export function validatePgTTLStorageOptions(options: Partial<PgTTLStorageOptions>): void {
 	if (typeof options !== "object" || options === null)
 		throw new TypeError("[@vvm/ttlstorage-pg] options must be an object");
-	const unknown = Object.keys(options).filter((key) => !KNOWN_OPTIONS.has(key));
-	if (unknown.length > 0)
-		throw new TypeError(
-			`[@vvm/ttlstorage-pg] unknown option${unknown.length > 1 ? "s" : ""} ${unknown.map((k) => JSON.stringify(k)).join(", ")}; the options are ${[...KNOWN_OPTIONS].join(", ")}`,
-		);
+	refuseUnknownOptions("@vvm/ttlstorage-pg", options, OPTIONS);
 	resolveNames(options);
 	if (options.pool !== undefined && typeof options.pool?.connect !== "function")
 		throw new TypeError("[@vvm/ttlstorage-pg] pool must be a node-postgres Pool");

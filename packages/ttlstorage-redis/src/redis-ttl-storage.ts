@@ -17,6 +17,7 @@ import {
 	closedError,
 	compareBytes,
 	fencedError,
+	refuseUnknownOptions,
 	TTLStorageError,
 	validateBatch,
 	validateConditionalBatch,
@@ -126,7 +127,6 @@ const OPTIONS: { readonly [K in keyof RedisTTLStorageOptions]-?: true } = {
 	pageSize: true,
 	logger: true,
 };
-const KNOWN_OPTIONS: ReadonlySet<string> = new Set(Object.keys(OPTIONS));
 
 /**
  * Throws a `TypeError` or `RangeError` unless `options` are valid for
@@ -142,11 +142,7 @@ const KNOWN_OPTIONS: ReadonlySet<string> = new Set(Object.keys(OPTIONS));
 export function validateRedisTTLStorageOptions(options: Partial<RedisTTLStorageOptions>): void {
 	if (typeof options !== "object" || options === null)
 		throw new TypeError("[@vvm/ttlstorage-redis] options must be an object");
-	const unknown = Object.keys(options).filter((key) => !KNOWN_OPTIONS.has(key));
-	if (unknown.length > 0)
-		throw new TypeError(
-			`[@vvm/ttlstorage-redis] unknown option${unknown.length > 1 ? "s" : ""} ${unknown.map((k) => JSON.stringify(k)).join(", ")}; the options are ${[...KNOWN_OPTIONS].join(", ")}`,
-		);
+	refuseUnknownOptions("@vvm/ttlstorage-redis", options, OPTIONS);
 	if (options.keyPrefix !== undefined) validateRedisKeyPrefix(options.keyPrefix);
 	if (options.client !== undefined) checkRedisClient(options.client);
 	const clock = options.clock;

@@ -42,6 +42,7 @@ export {
 	MAX_KEY_BYTES,
 	MAX_TTL_SECONDS,
 	MAX_VALUE_BYTES,
+	refuseUnknownOptions,
 	validateBatch,
 	validateConditionalBatch,
 	validateDeleteArgs,

@@ -188,3 +188,25 @@ export function validateDeleteArgs(pKey: Bytes, cCols: Bytes, expectedValue: Byt
 	validateKey(pKey, cCols);
 	validateValue(expectedValue, "expectedValue");
 }
+
+/**
+ * Refuses a key of `options` that is not one of `known`'s, before any I/O: a `TypeError` naming
+ * it and the known ones, prefixed with `[<pkg>]`. For a driver's options, which a host may read
+ * from a configuration file (a misspelt option used to be ignored: found by review).
+ *
+ * @example
+ * ```ts
+ * refuseUnknownOptions("@vvm/ttlstorage-pg", options, { pool: true, schema: true });
+ * ```
+ */
+export function refuseUnknownOptions(
+	pkg: string,
+	options: object,
+	known: Readonly<Record<string, true>>,
+): void {
+	const unknown = Object.keys(options).filter((key) => !Object.hasOwn(known, key));
+	if (unknown.length === 0) return;
+	throw new TypeError(
+		`[${pkg}] unknown option${unknown.length > 1 ? "s" : ""} ${unknown.map((k) => JSON.stringify(k)).join(", ")}; the options are ${Object.keys(known).join(", ")}`,
+	);
+}
