@@ -1121,7 +1121,8 @@ export class AppPartitionImpl implements AppPartition {
 			throw error;
 		}
 		if (!this.#mayWrite()) throw leaseEnded(this.partitionId, "unknown");
-		await this.#confirmFence();
+		// Only on "ordered" fencing at level 2: no await (a microtask turn) on the others' hot path.
+		if (this.#fenceCheck !== undefined) await this.#confirmFence(this.#fenceCheck);
 		let conflict: Awaited<ReturnType<EventWriter["apply"]>>;
 		try {
 			conflict = applied ? undefined : await writer.apply(encoded, false);
@@ -1183,7 +1184,7 @@ export class AppPartitionImpl implements AppPartition {
 				throw error;
 			}
 			if (!this.#mayWrite()) throw leaseEnded(this.partitionId, "unknown");
-			await this.#confirmFence();
+			if (this.#fenceCheck !== undefined) await this.#confirmFence(this.#fenceCheck);
 			if (!applied) {
 				if (!first)
 					throw new CpError(
@@ -1239,9 +1240,7 @@ export class AppPartitionImpl implements AppPartition {
 	 * ours, else the event's fate is the newer holder's (applied if it landed before that holder's
 	 * actualization read the PLog, replaced otherwise): deposed, committed unknown.
 	 */
-	async #confirmFence(): Promise<void> {
-		const check = this.#fenceCheck;
-		if (check === undefined) return;
+	async #confirmFence(check: () => Promise<void>): Promise<void> {
 		try {
 			await check();
 		} catch (error) {
